@@ -1,0 +1,7 @@
+// Hand-written: a + b.
+module @add_commute_a {
+  func.func public @main(%arg0: tensor<4x4xf32>, %arg1: tensor<4x4xf32>) -> tensor<4x4xf32> {
+    %0 = stablehlo.add %arg0, %arg1 : tensor<4x4xf32>
+    return %0 : tensor<4x4xf32>
+  }
+}

@@ -1,0 +1,17 @@
+#loc1 = loc("x")
+#loc2 = loc("y")
+module @jit_div_mul_b attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%arg0: tensor<4x4xf32> loc("x"), %arg1: tensor<4x4xf32> loc("y")) -> (tensor<4x4xf32> {jax.result_info = "result"}) {
+    return %arg0 : tensor<4x4xf32> loc(#loc11)
+  } loc(#loc)
+} loc(#loc)
+#loc = loc(unknown)
+#loc3 = loc("testdata/gen_pairs.py":449:11 to :59)
+#loc4 = loc("testdata/gen_pairs.py":461:37 to :55)
+#loc5 = loc("testdata/gen_pairs.py":476:13 to :19)
+#loc6 = loc("lower"(#loc3))
+#loc7 = loc("main"(#loc4))
+#loc8 = loc("<module>"(#loc5))
+#loc9 = loc(callsite(#loc7 at #loc8))
+#loc10 = loc(callsite(#loc6 at #loc9))
+#loc11 = loc("jit(div_mul_b)"(#loc10))

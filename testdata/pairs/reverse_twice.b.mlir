@@ -1,0 +1,16 @@
+#loc1 = loc("x")
+module @jit_reverse_twice_b attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%arg0: tensor<4x4xf32> loc("x")) -> (tensor<4x4xf32> {jax.result_info = "result"}) {
+    return %arg0 : tensor<4x4xf32> loc(#loc10)
+  } loc(#loc)
+} loc(#loc)
+#loc = loc(unknown)
+#loc2 = loc("testdata/gen_pairs.py":449:11 to :59)
+#loc3 = loc("testdata/gen_pairs.py":461:37 to :55)
+#loc4 = loc("testdata/gen_pairs.py":476:13 to :19)
+#loc5 = loc("lower"(#loc2))
+#loc6 = loc("main"(#loc3))
+#loc7 = loc("<module>"(#loc4))
+#loc8 = loc(callsite(#loc6 at #loc7))
+#loc9 = loc(callsite(#loc5 at #loc8))
+#loc10 = loc("jit(reverse_twice_b)"(#loc9))

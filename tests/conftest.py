@@ -1,0 +1,326 @@
+"""Shared helpers: run one module three ways (XLA, the numeric algebra, the symbolic algebra
+evaluated at the same inputs) and compare."""
+from __future__ import annotations
+
+import math
+import os
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import pytest
+import z3
+
+from tv_mlir.algebra import Kind, NumericAlgebra, SymbolicAlgebra
+from tv_mlir.algebra.numeric import _FUNCS
+from tv_mlir.algebra.symbolic import FIN, NAN, NEG, POS
+from tv_mlir.frontend import load_module
+from tv_mlir.interp import Interpreter
+from tv_mlir.passes import load_pipeline, run_pipeline
+
+ROOT = Path(__file__).resolve().parents[1]
+TESTDATA = ROOT / "testdata"
+
+
+@pytest.fixture(scope="session")
+def xla():
+    from tv_mlir.xla_run import XlaRunner
+
+    return XlaRunner()
+
+
+def symbolic_values(module, inputs: Sequence[np.ndarray], alg: SymbolicAlgebra | None = None) -> list[np.ndarray]:
+    """Run the module on fresh symbols, then evaluate every output element with the
+    symbols bound to `inputs` (exact rationals): the symbolic rules' own numbers.
+    Uninterpreted functions are evaluated with the numeric algebra's real function
+    (`ZEval`), so their IEEE-class rules are checked too."""
+    alg = alg or SymbolicAlgebra()
+    types = module.main.arg_types
+    syms, env = [], {}
+    for i, (t, val) in enumerate(zip(types, inputs)):
+        arr, _ = alg.inputs(f"in{i}", t.shape, Kind.of(t), t.is_unsigned)
+        syms.append(arr)
+        for idx in np.ndindex(*t.shape):
+            s = arr[idx]
+            v = np.asarray(val)[idx]
+            if Kind.of(t) is Kind.FLOAT:
+                env[s.v.decl().name()] = Fraction(float(v))
+            elif Kind.of(t) is Kind.BOOL:
+                env[s.decl().name()] = bool(v)
+            else:
+                env[s.decl().name()] = int(v)
+    outs = Interpreter(module, alg).run(syms)
+    ev = ZEval(env)
+    result = []
+    for arr, t in zip(outs, module.main.result_types):
+        vals = np.empty(arr.shape, dtype=np.float64 if Kind.of(t) is not Kind.BOOL else np.bool_)
+        for idx in np.ndindex(*arr.shape):
+            vals[idx] = _concrete(arr[idx], Kind.of(t), ev)
+        result.append(vals)
+    return result
+
+
+def _concrete(x: Any, kind: Kind, ev: "ZEval") -> Any:
+    if kind is Kind.FLOAT:
+        k = ev.value(x.k)
+        if k == NAN:
+            return np.nan
+        if k == POS:
+            return np.inf
+        if k == NEG:
+            return -np.inf
+        assert k == FIN, f"IEEE class {k!r} of a float result"
+        return float(ev.value(x.v))
+    return ev.value(x)
+
+
+# ---------------------------------------------------------------------------
+# Evaluating z3 terms at a point, uninterpreted functions included.
+
+
+class _Undefined:
+    """The value of a term that has none at this point (x/0 over the reals, the value part of
+    a non-finite function result). Harmless unless it reaches a result or a condition."""
+
+    def __repr__(self) -> str:
+        return "UNDEF"
+
+
+UNDEF = _Undefined()
+
+
+def _ieee_class(r: float) -> int:
+    if math.isnan(r):
+        return NAN
+    if math.isinf(r):
+        return POS if r > 0 else NEG
+    return FIN
+
+
+def _ieee_value(v: Any, k: int) -> float:
+    return float(v) if k == FIN else {POS: math.inf, NEG: -math.inf, NAN: math.nan}[k]
+
+
+def _call(name: str, xs: Sequence[float]) -> float:
+    with np.errstate(all="ignore"):
+        return float(np.asarray(_FUNCS[name](*[np.float64(x) for x in xs])))
+
+
+def apply_uf(decl: str, args: Sequence[Any]) -> Any:
+    """The symbolic algebra's uninterpreted functions at a point: `f(v..)` is f on finite reals
+    (its value; UNDEF where f is not finite), `f.domain_class(v..)` the IEEE class of that
+    result, `f.special(v.., k..)` / `f.class(v.., k..)` value and class of f on IEEE inputs
+    given as (value, class) pairs."""
+    base, _, suffix = decl.partition(".")
+    if base not in _FUNCS:
+        raise AssertionError(f"uninterpreted function {decl} has no numeric counterpart")
+    if any(a is UNDEF for a in args):
+        return UNDEF
+    if suffix in ("special", "class"):
+        n = len(args) // 2
+        xs = [_ieee_value(v, int(k)) for v, k in zip(args[:n], args[n:])]
+    else:
+        xs = [float(a) for a in args]
+    r = _call(base, xs)
+    if suffix in ("", "special"):
+        return r if math.isfinite(r) else UNDEF
+    if suffix in ("class", "domain_class"):
+        return _ieee_class(r)
+    raise AssertionError(f"unknown uninterpreted function {decl}")
+
+
+def _euclid_div(a: int, b: int) -> int:
+    r = a % abs(b)
+    return (a - r) // b
+
+
+class ZEval:
+    """A recursive evaluator from z3 terms to Python values (Fraction/float/int/bool, or
+    UNDEF) under an assignment of the input constants. Conditions short-circuit, so an
+    undefined value in an untaken branch does no harm."""
+
+    def __init__(self, env: dict[str, Any]):
+        self.env = env
+        self.memo: dict[int, Any] = {}
+
+    def value(self, t: Any) -> Any:
+        if isinstance(t, (bool, int, Fraction, float)):
+            return t
+        v = self.ev(t)
+        if v is UNDEF:
+            raise AssertionError(f"symbolic result has no value at this point: {t}")
+        return v
+
+    def ev(self, t: z3.ExprRef) -> Any:
+        key = t.get_id()
+        if key in self.memo:
+            return self.memo[key]
+        v = self._ev(t)
+        self.memo[key] = v
+        return v
+
+    def _ev(self, t: z3.ExprRef) -> Any:  # noqa: C901 - one dispatch table
+        if z3.is_int_value(t):
+            return t.as_long()
+        if z3.is_rational_value(t):
+            return Fraction(t.numerator_as_long(), t.denominator_as_long())
+        if z3.is_true(t):
+            return True
+        if z3.is_false(t):
+            return False
+        if z3.is_bv_value(t):
+            return t.as_long()
+        if z3.is_algebraic_value(t):
+            return float(Fraction(t.approx(20).as_fraction()))
+        k = t.decl().kind()
+        args = [t.arg(i) for i in range(t.num_args())]
+        if k == z3.Z3_OP_UNINTERPRETED:
+            name = t.decl().name()
+            if not args:
+                if name not in self.env:
+                    raise AssertionError(f"free symbol {name} has no value")
+                return self.env[name]
+            return apply_uf(name, [self.ev(a) for a in args])
+        if k == z3.Z3_OP_ITE:
+            c = self.ev(args[0])
+            if c is UNDEF:
+                return UNDEF
+            return self.ev(args[1] if c else args[2])
+        if k == z3.Z3_OP_AND:
+            undef = False
+            for a in args:
+                v = self.ev(a)
+                if v is False:
+                    return False
+                undef |= v is UNDEF
+            return UNDEF if undef else True
+        if k == z3.Z3_OP_OR:
+            undef = False
+            for a in args:
+                v = self.ev(a)
+                if v is True:
+                    return True
+                undef |= v is UNDEF
+            return UNDEF if undef else False
+        if k == z3.Z3_OP_IMPLIES:
+            a = self.ev(args[0])
+            if a is False:
+                return True
+            b = self.ev(args[1])
+            if b is True:
+                return True
+            return UNDEF if UNDEF in (a, b) else False
+        vs = [self.ev(a) for a in args]
+        if any(v is UNDEF for v in vs):
+            return UNDEF
+        fn = _OPS.get(k)
+        if fn is not None:
+            return fn(*vs)
+        # Anything else (bit-vector logic): no uninterpreted functions below, let z3 fold it.
+        subst = [(a, _z3_const(v, a.sort())) for a, v in zip(args, vs)]
+        folded = z3.simplify(t.decl()(*[c for _, c in subst])) if subst else z3.simplify(t)
+        if folded.eq(t) or not (z3.is_int_value(folded) or z3.is_rational_value(folded) or z3.is_bv_value(folded)
+                                or z3.is_true(folded) or z3.is_false(folded)):
+            raise AssertionError(f"cannot evaluate {t.decl()} in {t}")
+        if z3.is_bv_value(folded):
+            return folded.as_long()
+        return self._ev(folded)
+
+
+def _z3_const(v: Any, sort: z3.SortRef) -> z3.ExprRef:
+    if sort.kind() == z3.Z3_BOOL_SORT:
+        return z3.BoolVal(bool(v))
+    if sort.kind() == z3.Z3_INT_SORT:
+        return z3.IntVal(int(v))
+    if sort.kind() == z3.Z3_BV_SORT:
+        return z3.BitVecVal(int(v), sort.size())
+    return z3.RealVal(Fraction(v))
+
+
+def _div(a: Any, b: Any) -> Any:
+    if b == 0:
+        return UNDEF  # x/0 over the reals: no value (z3 leaves it unspecified)
+    if isinstance(a, float) or isinstance(b, float):
+        return float(a) / float(b)
+    return Fraction(a) / b
+
+
+def _sub(*xs: Any) -> Any:
+    acc = xs[0]
+    for x in xs[1:]:
+        acc = acc - x
+    return acc
+
+
+def _mul(*xs: Any) -> Any:
+    acc = xs[0]
+    for x in xs[1:]:
+        acc = acc * x
+    return acc
+
+
+_OPS: dict[int, Callable[..., Any]] = {
+    z3.Z3_OP_ADD: lambda *xs: sum(xs[1:], xs[0]),
+    z3.Z3_OP_SUB: _sub,
+    z3.Z3_OP_MUL: _mul,
+    z3.Z3_OP_UMINUS: lambda a: -a,
+    z3.Z3_OP_DIV: _div,
+    z3.Z3_OP_IDIV: lambda a, b: UNDEF if b == 0 else _euclid_div(a, b),
+    z3.Z3_OP_MOD: lambda a, b: UNDEF if b == 0 else a % abs(b),
+    z3.Z3_OP_POWER: lambda a, b: a ** b,
+    z3.Z3_OP_ABS: abs,
+    z3.Z3_OP_TO_INT: lambda a: math.floor(a),
+    z3.Z3_OP_TO_REAL: lambda a: Fraction(a) if isinstance(a, int) else a,
+    z3.Z3_OP_IS_INT: lambda a: a == math.floor(a),
+    z3.Z3_OP_NOT: lambda a: not a,
+    z3.Z3_OP_XOR: lambda a, b: a != b,
+    z3.Z3_OP_EQ: lambda a, b: a == b,
+    z3.Z3_OP_DISTINCT: lambda *xs: len(set(xs)) == len(xs),
+    z3.Z3_OP_LT: lambda a, b: a < b,
+    z3.Z3_OP_LE: lambda a, b: a <= b,
+    z3.Z3_OP_GT: lambda a, b: a > b,
+    z3.Z3_OP_GE: lambda a, b: a >= b,
+}
+
+
+# ---------------------------------------------------------------------------
+
+
+def numeric_values(module, inputs) -> list[np.ndarray]:
+    return Interpreter(module, NumericAlgebra()).run(inputs)
+
+
+def prepared(text_or_path, pipeline: str = "default") -> Any:
+    return run_pipeline(load_pipeline(pipeline), load_module(text_or_path))
+
+
+def assert_close(got: np.ndarray, want: np.ndarray, what: str, rtol: float = 2e-5, atol: float = 1e-5) -> None:
+    got = np.asarray(got, dtype=np.float64) if np.asarray(want).dtype != np.bool_ else np.asarray(got)
+    want = np.asarray(want).astype(np.float64) if np.asarray(want).dtype != np.bool_ else np.asarray(want)
+    assert got.shape == want.shape, f"{what}: shape {got.shape} vs {want.shape}"
+    if want.dtype == np.bool_:
+        assert np.array_equal(got.astype(bool), want), f"{what}: {got} vs {want}"
+        return
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, equal_nan=True, err_msg=what)
+
+
+def check_against_xla(xla, text: str, inputs: Sequence[np.ndarray], rtol: float = 2e-5, atol: float = 1e-5,
+                      symbolic: bool = True, pipeline: str = "default", xla_text: str | None = None) -> None:
+    """The op rule agrees with XLA on these inputs, in both algebras. `pipeline` names the
+    normalization run first ("none" keeps calls, composites and no-op custom calls, so that
+    their own rules run). `xla_text`: an equivalent module that XLA runs instead, for forms
+    XLA cannot compile itself."""
+    module = prepared(text, pipeline)
+    want = xla.run(xla_text or text, inputs)
+    assert len(want) == len(module.main.result_types), "result count"
+    got_num = numeric_values(module, inputs)
+    for i, (g, w) in enumerate(zip(got_num, want)):
+        assert_close(g, w, f"numeric output {i}", rtol, atol)
+    if symbolic:
+        got_sym = symbolic_values(module, inputs)
+        for i, (g, w) in enumerate(zip(got_sym, want)):
+            assert_close(g, w, f"symbolic output {i}", rtol, atol)

@@ -1,0 +1,90 @@
+"""The interface both element algebras implement. Every method is elementwise over numpy
+arrays of equal shape (already broadcast by the caller), except `dot` and `reduce_sum`,
+which exist so that the numeric side can use BLAS and the symbolic side flat n-ary sums."""
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any, Protocol, Sequence
+
+import numpy as np
+
+from ..ir import TensorType
+
+
+class Kind(str, Enum):
+    """The element class of a tensor, which is all an algebra needs to know of its dtype."""
+
+    FLOAT = "float"
+    INT = "int"
+    BOOL = "bool"
+
+    @staticmethod
+    def of(t: TensorType) -> "Kind":
+        if t.is_float:
+            return Kind.FLOAT
+        if t.is_bool:
+            return Kind.BOOL
+        return Kind.INT
+
+
+# Transcendental and other non-polynomial functions treated as uninterpreted symbols by the
+# symbolic algebra: name -> arity.
+UNINTERPRETED = {
+    "exponential": 1, "log": 1, "log_plus_one": 1, "exponential_minus_one": 1, "tanh": 1,
+    "logistic": 1, "sqrt": 1, "rsqrt": 1, "cbrt": 1, "sine": 1, "cosine": 1, "tan": 1,
+    "erf": 1, "atan2": 2, "power": 2,
+}
+
+
+class Algebra(Protocol):
+    symbolic: bool
+
+    def constant(self, values: np.ndarray, kind: Kind) -> np.ndarray: ...
+    def full(self, shape: Sequence[int], value: Any, kind: Kind) -> np.ndarray: ...
+
+    def add(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray: ...
+    def sub(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray: ...
+    def mul(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray: ...
+    def div(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray: ...
+    def rem(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray: ...
+    def neg(self, a: np.ndarray, kind: Kind) -> np.ndarray: ...
+    def abs(self, a: np.ndarray, kind: Kind) -> np.ndarray: ...
+    def sign(self, a: np.ndarray, kind: Kind) -> np.ndarray: ...
+    def max(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray: ...
+    def min(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray: ...
+    def floor(self, a: np.ndarray) -> np.ndarray: ...
+    def ceil(self, a: np.ndarray) -> np.ndarray: ...
+    def round_even(self, a: np.ndarray) -> np.ndarray: ...
+    def round_afz(self, a: np.ndarray) -> np.ndarray: ...
+    def is_finite(self, a: np.ndarray) -> np.ndarray: ...
+    def compare(self, direction: str, a: np.ndarray, b: np.ndarray, kind: Kind, total_order: bool) -> np.ndarray: ...
+    def select(self, pred: np.ndarray, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray: ...
+    def logic(self, op: str, a: np.ndarray, b: np.ndarray | None, t: TensorType) -> np.ndarray: ...
+    def convert(self, a: np.ndarray, src: TensorType, dst: TensorType) -> np.ndarray: ...
+    def uf(self, name: str, args: Sequence[np.ndarray]) -> np.ndarray: ...
+
+    def dot(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
+        """(B, M, K) x (B, N, K) -> (B, M, N)."""
+
+    def reduce_sum(self, a: np.ndarray, axes: tuple[int, ...], kind: Kind) -> np.ndarray: ...
+
+    def index_value(self, x: Any) -> int | None:
+        """A scalar integer element as a Python int, or None when it is symbolic."""
+
+    def positions(self, s: Any, hi: int, clamp: bool) -> list[tuple[int, Any]]:
+        """(position, condition) pairs for an index element s over 0..hi: clamped into the
+        range (gather, dynamic_slice) or, without clamp, only the in-range ones (scatter)."""
+
+    def choose(self, options: Sequence[tuple[Any, Any]], kind: Kind) -> Any:
+        """The element of the first option whose condition holds (conditions exhaustive)."""
+
+    def all_of(self, conds: Sequence[Any]) -> Any: ...
+
+    def constant_value(self, x: Any, kind: Kind) -> float | int | bool | None:
+        """A scalar element as a Python value when it is a known constant, else None."""
+
+    def scalar(self, x: Any) -> np.ndarray:
+        """A 0-d array holding one element, for running scalar regions."""
+
+    def canonical(self, arr: np.ndarray) -> np.ndarray:
+        """Elements in a normal form (identity for numeric arrays)."""

@@ -1,0 +1,175 @@
+"""IEEE float64 / int64 / bool evaluation: the numeric interpreter used for replaying
+counterexamples and cross-checking the symbolic rules against XLA."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..ir import TensorType
+from .base import Kind
+
+_NP = {Kind.FLOAT: np.float64, Kind.INT: np.int64, Kind.BOOL: np.bool_}
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _logistic(x: np.ndarray) -> np.ndarray:
+    return 0.5 * (np.tanh(0.5 * x) + 1.0)  # overflow-free form of 1/(1+exp(-x))
+
+
+_FUNCS = {
+    "exponential": np.exp, "log": np.log, "log_plus_one": np.log1p, "exponential_minus_one": np.expm1,
+    "tanh": np.tanh, "logistic": _logistic, "sqrt": np.sqrt, "rsqrt": lambda x: 1.0 / np.sqrt(x),
+    "cbrt": np.cbrt, "sine": np.sin, "cosine": np.cos, "tan": np.tan, "erf": _erf,
+    "atan2": np.arctan2, "power": np.power,
+}
+
+
+def _trunc_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    # XLA: integer division truncates toward zero and x / 0 == -1.
+    safe = np.where(b == 0, 1, b)
+    q = np.abs(a) // np.abs(safe) * np.sign(a) * np.sign(safe)
+    return np.where(b == 0, -1, q)
+
+
+@dataclass
+class NumericAlgebra:
+    symbolic: bool = False
+
+    def constant(self, values: np.ndarray, kind: Kind) -> np.ndarray:
+        return np.asarray(values).astype(_NP[kind])
+
+    def full(self, shape: Sequence[int], value: Any, kind: Kind) -> np.ndarray:
+        return np.full(tuple(shape), value, dtype=_NP[kind])
+
+    def add(self, a, b, kind):
+        return (a | b) if kind is Kind.BOOL else a + b
+
+    def sub(self, a, b, kind):
+        return a - b
+
+    def mul(self, a, b, kind):
+        return (a & b) if kind is Kind.BOOL else a * b
+
+    def div(self, a, b, kind):
+        if kind is Kind.FLOAT:
+            with np.errstate(all="ignore"):
+                return a / b
+        return _trunc_div(a, b)
+
+    def rem(self, a, b, kind):
+        if kind is Kind.FLOAT:
+            with np.errstate(all="ignore"):
+                return np.fmod(a, b)
+        return np.where(b == 0, a, a - b * _trunc_div(a, b))
+
+    def neg(self, a, kind):
+        return -a
+
+    def abs(self, a, kind):
+        return np.abs(a)
+
+    def sign(self, a, kind):
+        return np.sign(a)
+
+    def max(self, a, b, kind):
+        return np.maximum(a, b)
+
+    def min(self, a, b, kind):
+        return np.minimum(a, b)
+
+    def floor(self, a):
+        return np.floor(a)
+
+    def ceil(self, a):
+        return np.ceil(a)
+
+    def round_even(self, a):
+        return np.round(a)
+
+    def round_afz(self, a):
+        return np.sign(a) * np.floor(np.abs(a) + 0.5)
+
+    def is_finite(self, a):
+        return np.isfinite(a)
+
+    def compare(self, direction, a, b, kind, total_order):
+        if kind is Kind.FLOAT and total_order:
+            # A total order with NaN above +inf (signed zeros are not modelled).
+            an, bn = np.isnan(a), np.isnan(b)
+            lt = np.where(an | bn, bn & ~an, a < b)
+            eq = np.where(an | bn, an & bn, a == b)
+            return {"EQ": eq, "NE": ~eq, "LT": lt, "LE": lt | eq, "GT": ~(lt | eq), "GE": ~lt}[direction]
+        with np.errstate(invalid="ignore"):
+            return {"EQ": np.equal, "NE": np.not_equal, "LT": np.less, "LE": np.less_equal,
+                    "GT": np.greater, "GE": np.greater_equal}[direction](a, b)
+
+    def select(self, pred, a, b, kind):
+        return np.where(pred, a, b)
+
+    def logic(self, op, a, b, t: TensorType):
+        if op == "not":
+            if t.is_bool:
+                return ~a
+            out = ~a.astype(np.int64)
+            # Unsigned values are non-negative: keep the type's bits (~0 : ui8 is 255, not -1).
+            return out & ((1 << t.bit_width) - 1) if t.is_unsigned and t.bit_width < 64 else out
+        fn = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[op]
+        return fn(a, b)
+
+    def convert(self, a, src: TensorType, dst: TensorType):
+        if dst.is_bool:
+            return a != 0
+        if dst.is_float:
+            return a.astype(np.float64)
+        if src.is_float:
+            # XLA: truncate toward zero, saturate, NaN -> 0.
+            info = np.iinfo(f"{'u' if dst.is_unsigned else ''}int{dst.bit_width}")
+            with np.errstate(invalid="ignore"):
+                out = np.trunc(np.nan_to_num(a, nan=0.0, posinf=info.max, neginf=info.min))
+            return np.clip(out, info.min, info.max).astype(np.int64)
+        return a.astype(np.int64)
+
+    def uf(self, name, args):
+        with np.errstate(all="ignore"):
+            return _FUNCS[name](*args)
+
+    def dot(self, a, b, kind):
+        if kind is Kind.BOOL:
+            return np.einsum("bmk,bnk->bmn", a.astype(np.int64), b.astype(np.int64)) != 0
+        return np.einsum("bmk,bnk->bmn", a, b)
+
+    def reduce_sum(self, a, axes, kind):
+        if kind is Kind.BOOL:
+            return np.any(a, axis=axes)
+        return np.sum(a, axis=axes)
+
+    def index_value(self, x):
+        return int(x)
+
+    def positions(self, s, hi, clamp):
+        v = int(s)
+        if clamp:
+            return [(min(max(v, 0), hi), True)]
+        return [(v, True)] if 0 <= v <= hi else []
+
+    def choose(self, options, kind):
+        for cond, val in options:
+            if cond:
+                return val
+        raise ValueError("no option holds")
+
+    def all_of(self, conds):
+        return all(bool(c) for c in conds)
+
+    def constant_value(self, x, kind):
+        return x.item() if hasattr(x, "item") else x
+
+    def scalar(self, x):
+        return np.asarray(x)
+
+    def canonical(self, arr):
+        return arr

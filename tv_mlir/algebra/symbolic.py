@@ -1,0 +1,755 @@
+"""Exact symbolic evaluation over z3.
+
+Elements of a FLOAT tensor are `SF(value, cls)`: a z3 Real plus the IEEE class of the
+element (finite, +inf, -inf, NaN). Inputs are finite reals; non-finite values enter through
+constants (the -inf init of a max reduction), division by zero and the domain of partial
+functions (log 0, sqrt of a negative), and are propagated by IEEE rules so that `x / y * y`
+differs from `x` exactly at `y == 0`. Signed zeros and NaN payloads are not modelled.
+
+INT elements are Python ints or z3 Ints (mathematical integers), BOOL elements Python bools
+or z3 Bools. Python values fold statically, which keeps index arithmetic, loop counters
+and the class of most floats out of the solver entirely."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Sequence
+
+import numpy as np
+import z3
+
+from ..ir import TensorType
+from .base import UNINTERPRETED, Kind
+
+FIN, POS, NEG, NAN = 0, 1, 2, 3  # IEEE classes of a float element
+
+# ---------------------------------------------------------------------------
+# Folding combinators: Python values stay Python, z3 terms only when needed.
+
+
+def _is_py(x: Any) -> bool:
+    return isinstance(x, (bool, int, Fraction))
+
+
+def lift_bool(x: Any) -> z3.BoolRef:
+    return z3.BoolVal(x) if isinstance(x, bool) else x
+
+
+def lift_int(x: Any) -> z3.ArithRef:
+    return z3.IntVal(x) if isinstance(x, int) else x
+
+
+def If(c: Any, a: Any, b: Any) -> Any:
+    if isinstance(c, bool):
+        return a if c else b
+    if z3.is_true(c):
+        return a
+    if z3.is_false(c):
+        return b
+    if _is_py(a) and _is_py(b) and type(a) is type(b) and a == b:
+        return a
+    if not _is_py(a) and not _is_py(b) and a.eq(b):
+        return a
+    if isinstance(a, bool) or isinstance(b, bool):
+        return z3.If(c, lift_bool(a), lift_bool(b))
+    if isinstance(a, int) and isinstance(b, int):
+        return z3.If(c, z3.IntVal(a), z3.IntVal(b))
+    return z3.If(c, a, b)
+
+
+def Or(*xs: Any) -> Any:
+    rest = []
+    for x in xs:
+        if x is True:
+            return True
+        if x is False:
+            continue
+        rest.append(x)
+    if not rest:
+        return False
+    return rest[0] if len(rest) == 1 else z3.Or(*rest)
+
+
+def And(*xs: Any) -> Any:
+    rest = []
+    for x in xs:
+        if x is False:
+            return False
+        if x is True:
+            continue
+        rest.append(x)
+    if not rest:
+        return True
+    return rest[0] if len(rest) == 1 else z3.And(*rest)
+
+
+def Not(x: Any) -> Any:
+    return (not x) if isinstance(x, bool) else z3.Not(x)
+
+
+def Xor(a: Any, b: Any) -> Any:
+    if isinstance(a, bool) and isinstance(b, bool):
+        return a != b
+    if isinstance(a, bool):
+        return Not(b) if a else b
+    if isinstance(b, bool):
+        return Not(a) if b else a
+    return z3.Xor(a, b)
+
+
+def Eq(a: Any, b: Any) -> Any:
+    if _is_py(a) and _is_py(b):
+        return a == b
+    return lift_any(a) == lift_any(b)
+
+
+def lift_any(x: Any) -> Any:
+    if isinstance(x, bool):
+        return z3.BoolVal(x)
+    if isinstance(x, int):
+        return z3.IntVal(x)
+    return x
+
+
+def _rational(v: z3.ArithRef) -> Fraction | None:
+    if z3.is_rational_value(v):
+        return Fraction(v.numerator_as_long(), v.denominator_as_long())
+    return None
+
+
+def _real(x: Any) -> z3.ArithRef:
+    if isinstance(x, (int, Fraction)):
+        return z3.RealVal(x)
+    return x
+
+
+@dataclass(frozen=True, eq=False)
+class SF:
+    """A symbolic float: value (meaningful only when finite) and IEEE class."""
+
+    v: z3.ArithRef
+    k: Any  # int (FIN/POS/NEG/NAN) or z3 Int term
+
+    @property
+    def fin(self) -> Any:
+        return Eq(self.k, FIN)
+
+    @property
+    def nan(self) -> Any:
+        return Eq(self.k, NAN)
+
+    @property
+    def inf(self) -> Any:
+        return Or(Eq(self.k, POS), Eq(self.k, NEG))
+
+    @property
+    def zero(self) -> Any:
+        return And(self.fin, _fold_cmp(self.v, "==", 0))
+
+    @property
+    def negative(self) -> Any:
+        return Or(Eq(self.k, NEG), And(self.fin, _fold_cmp(self.v, "<", 0)))
+
+
+def _fold_cmp(v: z3.ArithRef, op: str, c: Any) -> Any:
+    r = _rational(v)
+    if r is not None and _is_py(c):
+        return {"==": r == c, "<": r < c, "<=": r <= c, ">": r > c, ">=": r >= c}[op]
+    return {"==": v == c, "<": v < c, "<=": v <= c, ">": v > c, ">=": v >= c}[op]
+
+
+ZERO = z3.RealVal(0)
+
+
+def sf_const(x: float) -> SF:
+    if np.isnan(x):
+        return SF(ZERO, NAN)
+    if np.isinf(x):
+        return SF(ZERO, POS if x > 0 else NEG)
+    return SF(z3.RealVal(Fraction(float(x))), FIN)
+
+
+def _kind_if(c: Any, a: Any, b: Any) -> Any:
+    return If(c, a, b)
+
+
+def sf_select(c: Any, a: SF, b: SF) -> SF:
+    if isinstance(c, bool):
+        return a if c else b
+    return SF(If(c, a.v, b.v), If(c, a.k, b.k))
+
+
+def sf_neg(a: SF) -> SF:
+    k = a.k if a.k in (FIN, NAN) else If(Eq(a.k, POS), NEG, If(Eq(a.k, NEG), POS, a.k))
+    return SF(-a.v, k)
+
+
+def sf_add(a: SF, b: SF) -> SF:
+    if a.k == FIN and b.k == FIN:
+        if _rational(a.v) == 0:
+            return b
+        if _rational(b.v) == 0:
+            return a
+        return SF(a.v + b.v, FIN)
+    nan = Or(a.nan, b.nan, And(Eq(a.k, POS), Eq(b.k, NEG)), And(Eq(a.k, NEG), Eq(b.k, POS)))
+    k = If(nan, NAN, If(Or(Eq(a.k, POS), Eq(b.k, POS)), POS, If(Or(Eq(a.k, NEG), Eq(b.k, NEG)), NEG, FIN)))
+    return SF(a.v + b.v, k)
+
+
+def sf_mul(a: SF, b: SF) -> SF:
+    if a.k == FIN and b.k == FIN:
+        ra, rb = _rational(a.v), _rational(b.v)
+        if ra == 1 or rb == 0:
+            return b
+        if rb == 1 or ra == 0:
+            return a
+        return SF(a.v * b.v, FIN)
+    nan = Or(a.nan, b.nan, And(a.inf, b.zero), And(b.inf, a.zero))
+    k = If(nan, NAN, If(Or(a.inf, b.inf), If(Xor(a.negative, b.negative), NEG, POS), FIN))
+    return SF(a.v * b.v, k)
+
+
+def sf_div(a: SF, b: SF) -> SF:
+    rb = _rational(b.v) if b.k == FIN else None
+    if a.k == FIN and rb is not None and rb != 0:
+        return SF(a.v / b.v, FIN)
+    nan = Or(a.nan, b.nan, And(a.inf, b.inf), And(a.zero, b.zero))
+    inf = Or(And(a.inf, Not(b.inf)), And(b.zero, a.fin, Not(a.zero)))
+    k = If(nan, NAN, If(inf, If(Xor(a.negative, b.negative), NEG, POS), FIN))
+    v = If(And(a.fin, b.inf), ZERO, a.v / b.v)
+    return SF(v, k)
+
+
+def _trunc_real(v: z3.ArithRef) -> z3.ArithRef:
+    r = _rational(v)
+    if r is not None:
+        return z3.RealVal(int(r))  # int() truncates toward zero
+    return z3.If(v >= 0, z3.ToReal(z3.ToInt(v)), -z3.ToReal(z3.ToInt(-v)))
+
+
+def _floor_real(v: z3.ArithRef) -> z3.ArithRef:
+    r = _rational(v)
+    if r is not None:
+        return z3.RealVal(r.__floor__())
+    return z3.ToReal(z3.ToInt(v))
+
+
+def sf_rem(a: SF, b: SF) -> SF:
+    nan = Or(a.nan, b.nan, a.inf, b.zero)
+    fin_v = a.v - b.v * _trunc_real(a.v / b.v)
+    v = If(b.inf, a.v, fin_v)
+    return SF(v, If(nan, NAN, If(b.inf, a.k, FIN)))
+
+
+def ext_lt(a: SF, b: SF) -> Any:
+    """a < b on the extended reals, assuming neither is NaN."""
+    if a.k == FIN and b.k == FIN:
+        return _cmp(a.v, "<", b.v)
+    return Or(And(Eq(a.k, NEG), Not(Eq(b.k, NEG))), And(a.fin, Eq(b.k, POS)),
+              And(a.fin, b.fin, _cmp(a.v, "<", b.v)))
+
+
+def ext_eq(a: SF, b: SF) -> Any:
+    if a.k == FIN and b.k == FIN:
+        return _cmp(a.v, "==", b.v)
+    return Or(And(a.fin, b.fin, _cmp(a.v, "==", b.v)), And(Eq(a.k, POS), Eq(b.k, POS)), And(Eq(a.k, NEG), Eq(b.k, NEG)))
+
+
+def _cmp(x: z3.ArithRef, op: str, y: z3.ArithRef) -> Any:
+    rx, ry = _rational(x), _rational(y)
+    if rx is not None and ry is not None:
+        return {"<": rx < ry, "==": rx == ry}[op]
+    if op == "==" and x.eq(y):
+        return True
+    return x < y if op == "<" else x == y
+
+
+def sf_compare(direction: str, a: SF, b: SF, total: bool) -> Any:
+    if direction in ("GT", "GE"):
+        return sf_compare("LT" if direction == "GT" else "LE", b, a, total)
+    any_nan = Or(a.nan, b.nan)
+    if total:
+        # NaN sorts above +inf and equals itself.
+        lt = If(any_nan, And(b.nan, Not(a.nan)), ext_lt(a, b))
+        eq = If(any_nan, And(a.nan, b.nan), ext_eq(a, b))
+    else:
+        lt = And(Not(any_nan), ext_lt(a, b))
+        eq = And(Not(any_nan), ext_eq(a, b))
+    if direction == "LT":
+        return lt
+    if direction == "LE":
+        return Or(lt, eq)
+    if direction == "EQ":
+        return eq
+    if direction == "NE":
+        return Not(eq)
+    raise ValueError(direction)
+
+
+def _order(a: SF, b: SF) -> tuple[SF, SF]:
+    """A canonical operand order for commutative ops, so that max(a, b) and max(b, a) build
+    the identical term (z3 terms are hash-consed; ids are stable within a context)."""
+    ka = a.k if isinstance(a.k, int) else a.k.get_id()
+    kb = b.k if isinstance(b.k, int) else b.k.get_id()
+    return (a, b) if (a.v.get_id(), ka) <= (b.v.get_id(), kb) else (b, a)
+
+
+def sf_max(a: SF, b: SF, is_max: bool) -> SF:
+    a, b = _order(a, b)
+    a_wins = Not(ext_lt(a, b)) if is_max else Not(ext_lt(b, a))
+    pick = sf_select(a_wins, a, b)
+    nan = Or(a.nan, b.nan)
+    return sf_select(nan, SF(ZERO, NAN), pick)
+
+
+def sf_equal(a: SF, b: SF) -> Any:
+    """Same IEEE value: both NaN, same infinity, or equal finite reals."""
+    if a.k == FIN and b.k == FIN:
+        return _cmp(a.v, "==", b.v)
+    return Or(And(a.fin, b.fin, _cmp(a.v, "==", b.v)), And(Not(a.fin), Eq(a.k, b.k)))
+
+
+# Domain of each uninterpreted function on finite reals: the IEEE class of the result.
+def _domain(name: str, vs: Sequence[z3.ArithRef], fresh_kind: Any) -> Any:
+    v = vs[0]
+    if name in ("exponential", "exponential_minus_one", "tanh", "logistic", "sine", "cosine", "erf", "cbrt", "atan2"):
+        return FIN
+    if name == "log":
+        return If(_fold_cmp(v, ">", 0), FIN, If(_fold_cmp(v, "==", 0), NEG, NAN))
+    if name == "log_plus_one":
+        return If(_fold_cmp(v, ">", -1), FIN, If(_fold_cmp(v, "==", -1), NEG, NAN))
+    if name == "sqrt":
+        return If(_fold_cmp(v, ">=", 0), FIN, NAN)
+    if name == "rsqrt":
+        return If(_fold_cmp(v, ">", 0), FIN, If(_fold_cmp(v, "==", 0), POS, NAN))
+    if name == "power":
+        return If(_fold_cmp(v, ">", 0), FIN, fresh_kind)
+    return fresh_kind  # tan: poles on the reals; leave the class open
+
+
+# ---------------------------------------------------------------------------
+
+
+def _int_trunc_div(a: Any, b: Any) -> Any:
+    if isinstance(a, int) and isinstance(b, int):
+        if b == 0:
+            return -1
+        q = abs(a) // abs(b)
+        return q if (a >= 0) == (b > 0) else -q
+    a, b = lift_int(a), lift_int(b)
+    # SMT-LIB div is Euclidean; truncation toward zero from it, and XLA's x / 0 == -1.
+    q = z3.If(a >= 0, a / b, -((-a) / b))
+    return z3.If(b == 0, z3.IntVal(-1), q)
+
+
+def _int_rem(a: Any, b: Any) -> Any:
+    if isinstance(a, int) and isinstance(b, int):
+        return a if b == 0 else a - b * _int_trunc_div(a, b)
+    a, b = lift_int(a), lift_int(b)
+    return z3.If(b == 0, a, a - b * _int_trunc_div(a, b))
+
+
+def _int_binop(a: Any, b: Any, op: str) -> Any:
+    if isinstance(a, int) and isinstance(b, int):
+        return {"+": a + b, "-": a - b, "*": a * b}[op]
+    if op == "*" and ((isinstance(a, int) and a == 0) or (isinstance(b, int) and b == 0)):
+        return 0
+    if op == "+" and isinstance(b, int) and b == 0:
+        return a
+    if op in "+-" and isinstance(a, int) and a == 0:
+        return b if op == "+" else -b
+    a, b = lift_int(a), lift_int(b)
+    return {"+": a + b, "-": a - b, "*": a * b}[op]
+
+
+def _int_cmp(direction: str, a: Any, b: Any) -> Any:
+    if isinstance(a, int) and isinstance(b, int):
+        return {"EQ": a == b, "NE": a != b, "LT": a < b, "LE": a <= b, "GT": a > b, "GE": a >= b}[direction]
+    a, b = lift_int(a), lift_int(b)
+    return {"EQ": a == b, "NE": a != b, "LT": a < b, "LE": a <= b, "GT": a > b, "GE": a >= b}[direction]
+
+
+def _bool_cmp(direction: str, a: Any, b: Any) -> Any:
+    ia = If(a, 1, 0) if not isinstance(a, bool) else int(a)
+    ib = If(b, 1, 0) if not isinstance(b, bool) else int(b)
+    return _int_cmp(direction, ia, ib)
+
+
+def _vec(fn: Any, *arrays: np.ndarray) -> np.ndarray:
+    f = np.frompyfunc(fn, len(arrays), 1)
+    out = f(*arrays)
+    return out if isinstance(out, np.ndarray) else _scalar_array(out)
+
+
+def _scalar_array(x: Any) -> np.ndarray:
+    a = np.empty((), dtype=object)
+    a[()] = x
+    return a
+
+
+@dataclass
+class SymbolicAlgebra:
+    """z3 evaluation. One instance serves both programs of a query so that they share the
+    uninterpreted function symbols."""
+
+    symbolic: bool = True
+    approximations: set[str] = field(default_factory=set)
+    _funcs: dict[str, z3.FuncDeclRef] = field(default_factory=dict)
+    _canon: dict[int, Any] = field(default_factory=dict)
+    _keep: list[Any] = field(default_factory=list)
+
+    # -- construction -------------------------------------------------------
+    def constant(self, values: np.ndarray, kind: Kind) -> np.ndarray:
+        values = np.asarray(values)
+        if kind is Kind.FLOAT:
+            return _vec(lambda x: sf_const(float(x)), values.astype(np.float64))
+        if kind is Kind.BOOL:
+            return _vec(lambda x: bool(x), values)
+        return _vec(lambda x: int(x), values)
+
+    def full(self, shape, value, kind):
+        out = np.empty(tuple(shape), dtype=object)
+        item = sf_const(float(value)) if kind is Kind.FLOAT else (bool(value) if kind is Kind.BOOL else int(value))
+        out.fill(item)
+        return out
+
+    def inputs(self, name: str, shape: tuple[int, ...], kind: Kind, unsigned: bool = False) -> tuple[np.ndarray, list[Any]]:
+        """Fresh symbols for a program input; returns the array and its domain constraints."""
+        out = np.empty(shape, dtype=object)
+        constraints: list[Any] = []
+        for idx in np.ndindex(*shape):
+            label = f"{name}[{','.join(map(str, idx))}]" if shape else name
+            if kind is Kind.FLOAT:
+                out[idx] = SF(z3.Real(label), FIN)
+            elif kind is Kind.BOOL:
+                out[idx] = z3.Bool(label)
+            else:
+                out[idx] = z3.Int(label)
+                if unsigned:
+                    constraints.append(out[idx] >= 0)
+        return out, constraints
+
+    # -- arithmetic ---------------------------------------------------------
+    def add(self, a, b, kind):
+        if kind is Kind.FLOAT:
+            return _vec(sf_add, a, b)
+        if kind is Kind.BOOL:
+            return _vec(Or, a, b)
+        return _vec(lambda x, y: _int_binop(x, y, "+"), a, b)
+
+    def sub(self, a, b, kind):
+        if kind is Kind.FLOAT:
+            return _vec(lambda x, y: sf_add(x, sf_neg(y)), a, b)
+        return _vec(lambda x, y: _int_binop(x, y, "-"), a, b)
+
+    def mul(self, a, b, kind):
+        if kind is Kind.FLOAT:
+            return _vec(sf_mul, a, b)
+        if kind is Kind.BOOL:
+            return _vec(And, a, b)
+        return _vec(lambda x, y: _int_binop(x, y, "*"), a, b)
+
+    def div(self, a, b, kind):
+        if kind is Kind.FLOAT:
+            return _vec(sf_div, a, b)
+        return _vec(_int_trunc_div, a, b)
+
+    def rem(self, a, b, kind):
+        if kind is Kind.FLOAT:
+            return _vec(sf_rem, a, b)
+        return _vec(_int_rem, a, b)
+
+    def neg(self, a, kind):
+        if kind is Kind.FLOAT:
+            return _vec(sf_neg, a)
+        return _vec(lambda x: -x, a)
+
+    def abs(self, a, kind):
+        if kind is Kind.FLOAT:
+            return _vec(lambda x: sf_select(x.negative, sf_neg(x), x), a)
+        return _vec(lambda x: abs(x) if isinstance(x, int) else z3.If(x < 0, -x, x), a)
+
+    def sign(self, a, kind):
+        if kind is Kind.FLOAT:
+            def f(x: SF) -> SF:
+                s = If(x.nan, NAN, FIN)
+                v = If(x.negative, z3.RealVal(-1), If(x.zero, ZERO, z3.RealVal(1)))
+                return SF(_real(v), s)
+            return _vec(f, a)
+        return _vec(lambda x: (x > 0) - (x < 0) if isinstance(x, int) else z3.If(x > 0, 1, z3.If(x < 0, -1, 0)), a)
+
+    def max(self, a, b, kind):
+        return self._minmax(a, b, kind, True)
+
+    def min(self, a, b, kind):
+        return self._minmax(a, b, kind, False)
+
+    def _minmax(self, a, b, kind, is_max):
+        if kind is Kind.FLOAT:
+            return _vec(lambda x, y: sf_max(x, y, is_max), a, b)
+        if kind is Kind.BOOL:
+            return _vec(Or if is_max else And, a, b)
+        def pick(x, y):
+            if not isinstance(x, int) and not isinstance(y, int) and x.get_id() > y.get_id():
+                x, y = y, x
+            return If(_int_cmp("GE" if is_max else "LE", x, y), x, y)
+        return _vec(pick, a, b)
+
+    def _rounding(self, a, fn):
+        return _vec(lambda x: SF(fn(x.v), x.k) if x.k == FIN else SF(If(x.fin, fn(x.v), x.v), x.k), a)
+
+    def floor(self, a):
+        return self._rounding(a, _floor_real)
+
+    def ceil(self, a):
+        return self._rounding(a, lambda v: -_floor_real(-v))
+
+    def round_even(self, a):
+        def f(v):
+            r = _rational(v)
+            if r is not None:
+                return z3.RealVal(round(r))  # Python rounds half to even
+            fl = z3.ToInt(v)
+            d = v - z3.ToReal(fl)
+            half = z3.RealVal(Fraction(1, 2))
+            up = z3.Or(d > half, z3.And(d == half, fl % 2 != 0))
+            return z3.ToReal(z3.If(up, fl + 1, fl))
+        return self._rounding(a, f)
+
+    def round_afz(self, a):
+        def f(v):
+            return If(_fold_cmp(v, ">=", 0), _floor_real(v + Fraction(1, 2)), -_floor_real(-v + Fraction(1, 2)))
+        return self._rounding(a, f)
+
+    def is_finite(self, a):
+        return _vec(lambda x: x.fin, a)
+
+    def compare(self, direction, a, b, kind, total_order):
+        if kind is Kind.FLOAT:
+            return _vec(lambda x, y: sf_compare(direction, x, y, total_order), a, b)
+        if kind is Kind.BOOL:
+            return _vec(lambda x, y: _bool_cmp(direction, x, y), a, b)
+        return _vec(lambda x, y: _int_cmp(direction, x, y), a, b)
+
+    def select(self, pred, a, b, kind):
+        if kind is Kind.FLOAT:
+            return _vec(sf_select, pred, a, b)
+        return _vec(If, pred, a, b)
+
+    def logic(self, op, a, b, t: TensorType):
+        if t.is_bool:
+            if op == "not":
+                return _vec(Not, a)
+            return _vec({"and": And, "or": Or, "xor": Xor}[op], a, b)
+        width = t.bit_width
+        signed = not t.is_unsigned
+
+        def bv(x):
+            return z3.Int2BV(lift_int(x), width)
+
+        def back(x):
+            return z3.BV2Int(x, is_signed=signed)
+
+        def fold(fn_py, fn_bv):
+            def g(*xs):
+                if all(isinstance(x, int) for x in xs):
+                    r = fn_py(*xs) & ((1 << width) - 1)
+                    return r - (1 << width) if signed and r >= 1 << (width - 1) else r
+                return back(fn_bv(*[bv(x) for x in xs]))
+            return g
+
+        if op == "not":
+            return _vec(fold(lambda x: ~x, lambda x: ~x), a)
+        py = {"and": lambda x, y: x & y, "or": lambda x, y: x | y, "xor": lambda x, y: x ^ y}[op]
+        return _vec(fold(py, py), a, b)
+
+    def convert(self, a, src: TensorType, dst: TensorType):
+        if src.is_float:
+            if dst.is_float:
+                return a
+            if dst.is_bool:
+                return _vec(lambda x: Or(Not(x.fin), Not(_cmp(x.v, "==", ZERO))), a)
+            lo, hi = _int_range(dst)
+
+            def to_int(x: SF) -> Any:
+                r = _rational(x.v) if x.k == FIN else None
+                if r is not None:
+                    return max(lo, min(hi, int(r)))
+                t = z3.ToInt(x.v)
+                # XLA truncates toward zero and saturates at the target type's range.
+                trunc = z3.If(x.v >= 0, t, -z3.ToInt(-x.v))
+                trunc = z3.If(trunc > hi, z3.IntVal(hi), z3.If(trunc < lo, z3.IntVal(lo), trunc))
+                if x.k == FIN:
+                    return trunc
+                return If(Eq(x.k, NAN), 0, If(Eq(x.k, POS), hi, If(Eq(x.k, NEG), lo, trunc)))
+            return _vec(to_int, a)
+        if src.is_bool:
+            if dst.is_float:
+                return _vec(lambda x: SF(_real(If(x, Fraction(1), Fraction(0))) if isinstance(x, bool) else z3.If(x, z3.RealVal(1), ZERO), FIN), a)
+            if dst.is_bool:
+                return a
+            return _vec(lambda x: If(x, 1, 0), a)
+        # integer source
+        if dst.is_float:
+            return _vec(lambda x: SF(z3.RealVal(x) if isinstance(x, int) else z3.ToReal(x), FIN), a)
+        if dst.is_bool:
+            return _vec(lambda x: Not(Eq(x, 0)), a)
+        return a
+
+    # -- uninterpreted functions -------------------------------------------
+    def _fn(self, name: str, domain: list[z3.SortRef], rng: z3.SortRef) -> z3.FuncDeclRef:
+        if name not in self._funcs:
+            self._funcs[name] = z3.Function(name, *domain, rng)
+        return self._funcs[name]
+
+    def uf(self, name, args):
+        arity = UNINTERPRETED[name]
+        self.approximations.add(name)
+        R, I = z3.RealSort(), z3.IntSort()
+        f = self._fn(name, [R] * arity, R)
+        g = self._fn(f"{name}.special", [R] * arity + [I] * arity, R)
+        kf = self._fn(f"{name}.class", [R] * arity + [I] * arity, I)
+        dk = self._fn(f"{name}.domain_class", [R] * arity, I)
+
+        def apply(*xs: SF) -> SF:
+            vs = [x.v for x in xs]
+            if all(x.k == FIN for x in xs):
+                return SF(f(*vs), _domain(name, vs, dk(*vs)))
+            all_fin = And(*[x.fin for x in xs])
+            norm = [If(x.fin, x.v, ZERO) for x in xs]
+            ks = [lift_int(x.k) for x in xs]
+            v = If(all_fin, f(*norm), g(*norm, *ks))
+            k = If(all_fin, _domain(name, norm, dk(*norm)), kf(*norm, *ks))
+            return SF(v, k)
+
+        return _vec(apply, *args)
+
+    # -- contractions -------------------------------------------------------
+    def dot(self, a, b, kind):
+        B, M, K = a.shape
+        N = b.shape[1]
+        out = np.empty((B, M, N), dtype=object)
+        for bi in range(B):
+            for m in range(M):
+                for n in range(N):
+                    out[bi, m, n] = self._sum([self.mul(a[bi, m, k:k + 1], b[bi, n, k:k + 1], kind)[0] for k in range(K)], kind)
+        return out
+
+    def reduce_sum(self, a, axes, kind):
+        moved = np.moveaxis(a, axes, tuple(range(a.ndim - len(axes), a.ndim)))
+        keep = moved.shape[: a.ndim - len(axes)]
+        flat = moved.reshape(keep + (int(np.prod(moved.shape[len(keep):], dtype=np.int64)),))
+        out = np.empty(keep, dtype=object)
+        for idx in np.ndindex(*keep):
+            out[idx] = self._sum(list(flat[idx]), kind)
+        return out
+
+    def _sum(self, items: list[Any], kind: Kind) -> Any:
+        if kind is Kind.FLOAT:
+            if all(x.k == FIN for x in items):
+                vs = [x.v for x in items if _rational(x.v) != 0]
+                return SF(z3.Sum(*vs) if len(vs) > 1 else (vs[0] if vs else ZERO), FIN)
+            acc = items[0]
+            for x in items[1:]:
+                acc = sf_add(acc, x)
+            return acc
+        if kind is Kind.BOOL:
+            return Or(*items)
+        if all(isinstance(x, int) for x in items):
+            return sum(items)
+        return z3.Sum(*[lift_int(x) for x in items])
+
+    def canonical(self, arr: np.ndarray) -> np.ndarray:
+        """Normal forms (sum of monomials, simplified conditions) for every element, so that
+        values computed in different but algebraically equal ways become the identical term."""
+        if arr.dtype != object:
+            return arr
+        out = np.empty(arr.shape, dtype=object)
+        for idx in np.ndindex(*arr.shape):
+            out[idx] = self._canon_elem(arr[idx])
+        return out
+
+    def _canon_elem(self, x: Any) -> Any:
+        if isinstance(x, SF):
+            v, k = self._canon_term(x.v), (x.k if isinstance(x.k, int) else self._canon_term(x.k))
+            if isinstance(k, z3.ArithRef) and z3.is_int_value(k):
+                k = k.as_long()
+            return x if (v is x.v and k is x.k) else SF(v, k)
+        if isinstance(x, (bool, int)):
+            return x
+        y = self._canon_term(x)
+        if z3.is_int_value(y):
+            return y.as_long()
+        if z3.is_true(y) or z3.is_false(y):
+            return bool(z3.is_true(y))
+        return y
+
+    def _canon_term(self, t: Any) -> Any:
+        key = t.get_id()
+        hit = self._canon.get(key)
+        if hit is None:
+            hit = z3.simplify(t, som=True, som_blowup=1_000_000)
+            self._canon[key] = hit
+            self._canon[hit.get_id()] = hit
+            self._keep.append(t)  # keeps the id from being reused
+        return hit
+
+    def index_value(self, x):
+        if isinstance(x, int):
+            return x
+        if z3.is_int_value(x):
+            return x.as_long()
+        return None
+
+    def positions(self, s, hi, clamp):
+        v = self.index_value(s)
+        if v is not None:
+            if clamp:
+                return [(min(max(v, 0), hi), True)]
+            return [(v, True)] if 0 <= v <= hi else []
+        if hi < 0:
+            return []
+        if hi == 0:
+            return [(0, True if clamp else s == 0)]
+        if clamp:
+            return [(0, s <= 0)] + [(p, s == p) for p in range(1, hi)] + [(hi, s >= hi)]
+        return [(p, s == p) for p in range(hi + 1)]
+
+    def choose(self, options, kind):
+        acc = options[-1][1]
+        for cond, val in reversed(options[:-1]):
+            acc = sf_select(cond, val, acc) if kind is Kind.FLOAT else If(cond, val, acc)
+        return acc
+
+    def all_of(self, conds):
+        return And(*conds)
+
+    def constant_value(self, x, kind):
+        if kind is Kind.FLOAT:
+            if x.k == FIN:
+                r = _rational(x.v)
+                return None if r is None else float(r)
+            return {POS: float("inf"), NEG: float("-inf"), NAN: float("nan")}.get(x.k) if isinstance(x.k, int) else None
+        if isinstance(x, (bool, int)):
+            return x
+        x = z3.simplify(x)
+        if z3.is_true(x) or z3.is_false(x):
+            return z3.is_true(x)
+        if z3.is_int_value(x):
+            return x.as_long()
+        return None
+
+    def scalar(self, x):
+        return _scalar_array(x)
+
+    def element_equal(self, a: Any, b: Any, kind: Kind) -> Any:
+        if kind is Kind.FLOAT:
+            return sf_equal(a, b)
+        return Eq(a, b)
+
+
+def _int_range(t: TensorType) -> tuple[int, int]:
+    w = t.bit_width
+    if t.is_unsigned:
+        return 0, (1 << w) - 1
+    return -(1 << (w - 1)), (1 << (w - 1)) - 1

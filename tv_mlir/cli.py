@@ -1,0 +1,87 @@
+"""`tv-mlir verify REF OTHER` and `tv-mlir check-pass`: exit codes 0 equivalent,
+1 not-equivalent, 2 unknown, 3 input or usage error. Errors are one line on stderr."""
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from dataclasses import replace
+from typing import Sequence
+
+from .errors import TvError
+from .options import Options
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tv-mlir", description="Prove two StableHLO programs equal, or find an input where they differ.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def common(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+        sp.add_argument("--timeout", type=float, default=Options.timeout_s, help="seconds per solver query")
+        sp.add_argument("--jobs", type=int, default=Options.jobs, help="parallel solver processes")
+        sp.add_argument("--pipeline", default=Options.pipeline, help="pass pipeline: a name under passes/ or a file")
+        sp.add_argument("--no-shrink", action="store_true", help="verify at the programs' own sizes")
+        sp.add_argument("--no-replay", action="store_true", help="do not replay counterexamples numerically")
+        sp.add_argument("--debug", action="store_true", help="show tracebacks")
+
+    v = sub.add_parser("verify", help="verify OTHER against the reference REF")
+    v.add_argument("ref", help="reference module (.mlir text or bytecode, - for stdin)")
+    v.add_argument("other", help="module to check (.mlir text or bytecode, - for stdin)")
+    common(v)
+
+    c = sub.add_parser("check-pass", help="run an MLIR pass pipeline on IN and verify its output against IN")
+    c.add_argument("--pass-pipeline", required=True, help="MLIR pass pipeline, e.g. 'builtin.module(canonicalize)'")
+    c.add_argument("input", help="module to transform (- for stdin)")
+    common(c)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    options = Options(timeout_s=args.timeout, jobs=args.jobs, pipeline=args.pipeline,
+                      shrink=not args.no_shrink, replay=not args.no_replay)
+    try:
+        if args.command == "verify":
+            if args.ref == "-" and args.other == "-":
+                raise_usage("only one of REF and OTHER can be read from stdin")
+            from .verify import verify
+
+            verdict = verify(args.ref, args.other, options)
+        else:
+            from .check_pass import check_pass
+
+            verdict = check_pass(args.input, args.pass_pipeline, options)
+    except TvError as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"tv-mlir: error: {exc.one_line()}", file=sys.stderr)
+        return 3
+    except KeyboardInterrupt:
+        print("tv-mlir: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a bug of ours: say so in one line, never a bare traceback
+        if args.debug:
+            traceback.print_exc()
+        else:
+            print(f"tv-mlir: internal error: {type(exc).__name__}: {' '.join(str(exc).split())[:300]} "
+                  "(rerun with --debug for a traceback)", file=sys.stderr)
+        return 2
+    from .report import to_json, to_text
+
+    try:
+        print(to_json(verdict) if args.json else to_text(verdict))
+        sys.stdout.flush()
+    except BrokenPipeError:  # e.g. piped into `head`
+        sys.stderr.close()
+    return verdict.exit_code
+
+
+def raise_usage(msg: str) -> None:
+    from .errors import UsageError
+
+    raise UsageError(msg)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,314 @@
+"""Reads StableHLO (text or bytecode) with jaxlib's MLIR bindings and converts it at once
+into the plain-data IR of `tv_mlir.ir`. This is the only module that touches MLIR objects."""
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import ir as tir
+from .errors import ParseError, Unsupported
+
+BYTECODE_MAGIC = b"ML\xefR"
+
+
+@dataclass
+class Source:
+    """Module bytes plus the name used in messages."""
+
+    data: bytes
+    name: str
+
+
+def read_source(spec: str | bytes | Path, name: str | None = None) -> Source:
+    """A path, '-' for stdin, or module text/bytes given directly."""
+    if isinstance(spec, bytes):
+        return Source(spec, name or "<bytes>")
+    if isinstance(spec, Path) or (isinstance(spec, str) and "\n" not in spec and not spec.lstrip().startswith(("module", "func", "#"))):
+        path = str(spec)
+        if path == "-":
+            return Source(sys.stdin.buffer.read(), name or "<stdin>")
+        try:
+            return Source(Path(path).read_bytes(), name or path)
+        except OSError as exc:
+            raise ParseError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return Source(spec.encode(), name or "<text>")
+
+
+def _context():
+    from jaxlib.mlir import ir
+    from jaxlib.mlir._mlir_libs import _jax_mlir_ext
+    from jaxlib.mlir.dialects import chlo, sdy, stablehlo
+
+    registry = ir.DialectRegistry()
+    _jax_mlir_ext.register_dialects(registry)
+    ctx = ir.Context()
+    ctx.append_dialect_registry(registry)
+    stablehlo.register_dialect(ctx)
+    chlo.register_dialect(ctx)
+    sdy.register_dialect(ctx)
+    ctx.load_all_available_dialects()
+    return ctx
+
+
+def parse_mlir(source: Source):
+    """Parse into an MLIR module; returns (context, module). Errors become ParseError."""
+    from jaxlib.mlir import ir
+
+    data = source.data
+    if not data.strip():
+        raise ParseError(f"{source.name}: empty input, expected a StableHLO module")
+    payload: str | bytes
+    if data.startswith(BYTECODE_MAGIC):
+        payload = data
+    else:
+        try:
+            payload = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ParseError(f"{source.name}: neither MLIR text (not UTF-8) nor MLIR bytecode") from None
+        if "\x00" in payload:
+            raise ParseError(f"{source.name}: binary data, neither MLIR text nor MLIR bytecode")
+    ctx = _context()
+    with ctx:
+        try:
+            module = ir.Module.parse(payload)
+        except ir.MLIRError as exc:
+            raise ParseError(_first_diagnostic(str(exc), source.name)) from None
+        except Exception as exc:  # the bindings raise plain errors for some bytecode faults
+            raise ParseError(f"{source.name}: {' '.join(str(exc).split())[:300]}") from None
+    return ctx, module
+
+
+def _first_diagnostic(text: str, name: str) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for ln in lines:
+        if ln.startswith("error:"):
+            msg = ln[len("error:"):].strip()
+            return f"{name}:{msg[4:]}" if msg.startswith('"-":') else f"{name}: {msg}"
+    return f"{name}: {lines[-1] if lines else 'unparseable module'}"
+
+
+def load_module(spec: str | bytes | Path, name: str | None = None) -> tir.Module:
+    source = read_source(spec, name)
+    ctx, module = parse_mlir(source)
+    with ctx:
+        return _Converter(source.name).module(module)
+
+
+# ---------------------------------------------------------------------------
+# Conversion
+
+_LOC_NAME = re.compile(r'loc\("([^"]*)"')
+_LOC_FILE = re.compile(r'"([^"]+)":(\d+):(\d+)')
+
+
+def short_loc(loc: Any, source_name: str) -> str:
+    """`jit(f)/dot_general @ model.py:3:17`, or `file.mlir:2:8` for hand-written text."""
+    text = str(loc)
+    name_match = _LOC_NAME.match(text)
+    files = _LOC_FILE.findall(text)
+    name = name_match.group(1) if name_match and not _LOC_FILE.match(text[4:]) else ""
+    where = ""
+    if files:
+        f, line, col = files[0]
+        where = f"{source_name if f == '-' else f}:{line}:{col}"
+    if name and where:
+        return f"{name} @ {where}"
+    return name or where or source_name
+
+
+@dataclass
+class _Converter:
+    source_name: str
+    names: dict[Any, str] = field(default_factory=dict)
+
+    def name_of(self, value: Any) -> str:
+        key = value
+        if key not in self.names:
+            self.names[key] = f"%{len(self.names)}"
+        return self.names[key]
+
+    def module(self, module: Any) -> tir.Module:
+        funcs: dict[str, tir.Func] = {}
+        for op in module.body.operations:
+            o = op.operation
+            if o.name == "func.func":
+                f = self.func(o)
+                funcs[f.name] = f
+        if not funcs:
+            raise ParseError(f"{self.source_name}: no func.func in the module")
+        if "main" in funcs:
+            entry = "main"
+        else:
+            public = [n for n, f in funcs.items() if f.public]
+            if len(public) != 1:
+                raise ParseError(f"{self.source_name}: no @main and {len(public)} public functions; cannot pick an entry")
+            entry = public[0]
+        attrs = {k: convert_attr(v) for k, v in module.operation.attributes.items()}
+        return tir.Module(funcs=funcs, entry=entry, attrs=attrs, source=self.source_name)
+
+    def func(self, o: Any) -> tir.Func:
+        attrs = dict(o.attributes.items())
+        name = str(attrs["sym_name"]).strip('"')
+        public = "sym_visibility" not in attrs or str(attrs["sym_visibility"]).strip('"') == "public"
+        ftype = attrs["function_type"].value
+        loc = short_loc(o.location, self.source_name)
+        result_types = tuple(self.tensor_type(t, loc) for t in ftype.results)
+        arg_attrs = tuple(_dict_attr(a) for a in attrs["arg_attrs"]) if "arg_attrs" in attrs else ()
+        res_attrs = tuple(_dict_attr(a) for a in attrs["res_attrs"]) if "res_attrs" in attrs else ()
+        if not o.regions or not o.regions[0].blocks:
+            raise ParseError(f"{self.source_name}: function @{name} has no body", loc)
+        block = o.regions[0].blocks[0]
+        body = self.block(block, loc)
+        arg_names = [_arg_name(a.location, i) for i, a in enumerate(block.arguments)]
+        if len(set(arg_names)) != len(arg_names):
+            arg_names = [f"arg{i}" for i in range(len(arg_names))]
+        return tir.Func(name, body, result_types, public, arg_attrs, res_attrs, loc, tuple(arg_names))
+
+    def block(self, block: Any, loc: str) -> tir.Block:
+        args = tuple(self.name_of(a) for a in block.arguments)
+        arg_types = tuple(self.tensor_type(a.type, loc) for a in block.arguments)
+        ops: list[tir.Op] = []
+        returns: tuple[str, ...] = ()
+        for op in block.operations:
+            o = op.operation
+            if o.name in ("func.return", "stablehlo.return", "sdy.return", "mhlo.return"):
+                returns = tuple(self.name_of(v) for v in o.operands)
+                continue
+            ops.append(self.op(o))
+        return tir.Block(args, arg_types, ops, returns)
+
+    def op(self, o: Any) -> tir.Op:
+        loc = short_loc(o.location, self.source_name)
+        operands = tuple(self.name_of(v) for v in o.operands)
+        results = tuple(self.name_of(r) for r in o.results)
+        rtypes = tuple(self.tensor_type(r.type, loc, o.name) for r in o.results)
+        attrs = {k: convert_attr(v) for k, v in o.attributes.items()}
+        regions = []
+        for region in o.regions:
+            if len(region.blocks) != 1:
+                raise Unsupported(f"{o.name} with a {len(region.blocks)}-block region", loc, o.name)
+            regions.append(self.block(region.blocks[0], loc))
+        return tir.Op(o.name, operands, results, rtypes, attrs, tuple(regions), loc)
+
+    def tensor_type(self, t: Any, loc: str, op: str | None = None) -> tir.TensorType:
+        from jaxlib.mlir import ir
+
+        if isinstance(t, ir.RankedTensorType):
+            shape = tuple(t.shape)
+            if any(d < 0 for d in shape):
+                raise Unsupported(f"dynamic shape {t}", loc, op or "dynamic-shape")
+            return tir.TensorType(shape, str(t.element_type))
+        raise Unsupported(f"type {t} (only ranked tensors are supported)", loc, op or str(t))
+
+
+def _arg_name(loc: Any, index: int) -> str:
+    m = re.fullmatch(r'loc\("([^"]+)"\)', str(loc))
+    return m.group(1) if m else f"arg{index}"
+
+
+def _dict_attr(a: Any) -> dict[str, Any]:
+    return {n.name: convert_attr(n.attr) for n in a} if not isinstance(a, str) else {}
+
+
+def convert_attr(a: Any) -> Any:
+    """Builtin attributes to Python values; StableHLO structs to `tv_mlir.ir` dataclasses;
+    anything else to its text."""
+    from jaxlib.mlir import ir
+    from jaxlib.mlir.dialects import stablehlo as shlo
+
+    if isinstance(a, ir.BoolAttr):
+        return bool(a.value)
+    if isinstance(a, ir.IntegerAttr):
+        return int(a.value)
+    if isinstance(a, ir.FloatAttr):
+        return float(a.value)
+    if isinstance(a, ir.StringAttr):
+        return a.value
+    if isinstance(a, ir.FlatSymbolRefAttr):
+        return a.value
+    for cls in (ir.DenseI64ArrayAttr, ir.DenseI32ArrayAttr, ir.DenseBoolArrayAttr):
+        if isinstance(a, cls):
+            return tuple(a)
+    if isinstance(a, ir.DenseElementsAttr):
+        return dense_to_numpy(a)
+    if isinstance(a, ir.ArrayAttr):
+        return tuple(convert_attr(x) for x in a)
+    if isinstance(a, ir.DictAttr):
+        return {n.name: convert_attr(n.attr) for n in a}
+    text = str(a)
+    if text.startswith("#stablehlo.dot<"):
+        d = shlo.DotDimensionNumbers(a)
+        return tir.DotDims(tuple(d.lhs_batching_dimensions), tuple(d.rhs_batching_dimensions),
+                           tuple(d.lhs_contracting_dimensions), tuple(d.rhs_contracting_dimensions))
+    if text.startswith("#stablehlo.gather<"):
+        g = shlo.GatherDimensionNumbers(a)
+        return tir.GatherDims(tuple(g.offset_dims), tuple(g.collapsed_slice_dims), tuple(g.operand_batching_dims),
+                              tuple(g.start_indices_batching_dims), tuple(g.start_index_map), int(g.index_vector_dim))
+    if text.startswith("#stablehlo.scatter<"):
+        s = shlo.ScatterDimensionNumbers(a)
+        return tir.ScatterDims(tuple(s.update_window_dims), tuple(s.inserted_window_dims), tuple(s.input_batching_dims),
+                               tuple(s.scatter_indices_batching_dims), tuple(s.scattered_dims_to_operand_dims),
+                               int(s.index_vector_dim))
+    m = re.match(r"#stablehlo<\w+ (\w+)>$", text)
+    if m:  # enum attributes: comparison_direction, comparison_type, precision, ...
+        return m.group(1)
+    return text
+
+
+_NP_DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "i1": np.bool_,
+              "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
+              "ui8": np.uint8, "ui16": np.uint16, "ui32": np.uint32, "ui64": np.uint64}
+
+
+def np_dtype(dtype: str) -> Any:
+    if dtype in _NP_DTYPES:
+        return _NP_DTYPES[dtype]
+    import ml_dtypes
+
+    names = {"bf16": "bfloat16", "f8E4M3FN": "float8_e4m3fn", "f8E5M2": "float8_e5m2",
+             "f8E4M3FNUZ": "float8_e4m3fnuz", "f8E5M2FNUZ": "float8_e5m2fnuz", "f8E4M3B11FNUZ": "float8_e4m3b11fnuz"}
+    if dtype in names:
+        return getattr(ml_dtypes, names[dtype])
+    raise Unsupported(f"element type {dtype}", None, dtype)
+
+
+def dense_to_numpy(a: Any) -> np.ndarray:
+    """A DenseElementsAttr as a numpy array of its own element type."""
+    shape = tuple(a.type.shape)
+    dtype = str(a.type.element_type)
+    try:
+        arr = np.array(a)
+        return arr.reshape(shape) if arr.shape != shape else arr
+    except (TypeError, ValueError, BufferError):
+        pass
+    # bf16 and the f8 types have no buffer protocol in the bindings: read the printed literal.
+    return _parse_dense_literal(str(a), shape, np_dtype(dtype))
+
+
+def _parse_dense_literal(text: str, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    body = text[text.index("<") + 1: text.rindex(">", 0, text.rindex(":"))].strip()
+    n = int(np.prod(shape)) if shape else 1
+    itemsize = np.dtype(dtype).itemsize
+    if body.startswith('"0x'):  # whole buffer as one hex blob
+        raw = bytes.fromhex(body[3:-1])
+        arr = np.frombuffer(raw, dtype=dtype)
+        return (np.broadcast_to(arr, shape) if arr.size == 1 else arr.reshape(shape)).copy()
+    tokens = re.findall(r"0x[0-9A-Fa-f]+|[-+]?(?:inf|nan|[0-9.]+(?:[eE][-+]?[0-9]+)?)|true|false", body)
+    values = []
+    for tok in tokens:
+        if tok.startswith("0x"):
+            bits = int(tok, 16).to_bytes(itemsize, "little")
+            values.append(np.frombuffer(bits, dtype=dtype)[0])
+        elif tok in ("true", "false"):
+            values.append(tok == "true")
+        else:
+            values.append(float(tok))
+    arr = np.array(values).astype(dtype)
+    if arr.size == 1 and n != 1:
+        return np.broadcast_to(arr, shape).copy()
+    return arr.reshape(shape)

@@ -1,0 +1,15 @@
+"""All user options in one frozen object that travels through the pipeline."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Options:
+    timeout_s: float = 60.0  # per solver query
+    jobs: int = 1  # parallel solver processes
+    pipeline: str = "default"  # a name under passes/ or a pipeline file
+    shrink: bool = True
+    max_unroll: int = 100_000  # while-loop iterations before `unknown`
+    replay: bool = True  # numeric replay of counterexamples
+    sweep: bool = True  # cut points and merging of proven-equal intermediate values

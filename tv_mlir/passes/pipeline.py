@@ -1,0 +1,87 @@
+"""Named pipelines: plain text files in the top-level passes/ folder, one pass per line
+with key=value options, so a user can read and write them."""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from ..errors import UsageError
+from ..ir import Module
+from . import normalize
+
+PassFn = Callable[..., Module]
+
+PASSES: dict[str, PassFn] = {
+    "inline": normalize.inline,
+    "drop-noop-custom-calls": normalize.drop_noop_custom_calls,
+    "dce": normalize.dce,
+    "drop-unused-funcs": normalize.drop_unused_funcs,
+}
+
+PIPELINE_DIR = Path(__file__).resolve().parents[2] / "passes"
+# Used when the package runs without its source tree (a wheel install).
+BUILTIN = {"default": "inline\ndrop-noop-custom-calls\ndce\n", "none": ""}
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    name: str
+    steps: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]
+
+    def describe(self) -> str:
+        return ", ".join(name for name, _ in self.steps) or "(empty)"
+
+
+def _parse_value(text: str) -> Any:
+    for conv in (int, float):
+        try:
+            return conv(text)
+        except ValueError:
+            pass
+    return {"true": True, "false": False}.get(text.lower(), text)
+
+
+def parse_pipeline(text: str, name: str) -> Pipeline:
+    steps = []
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        pass_name, *opts = line.split()
+        if pass_name not in PASSES:
+            raise UsageError(f"pipeline {name}, line {lineno}: unknown pass '{pass_name}' (known: {', '.join(sorted(PASSES))})")
+        kv = []
+        for opt in opts:
+            if "=" not in opt:
+                raise UsageError(f"pipeline {name}, line {lineno}: option '{opt}' is not key=value")
+            k, v = opt.split("=", 1)
+            kv.append((k.replace("-", "_"), _parse_value(v)))
+        steps.append((pass_name, tuple(kv)))
+    return Pipeline(name, tuple(steps))
+
+
+def load_pipeline(spec: str) -> Pipeline:
+    """A pipeline by name (passes/NAME.txt) or by file path."""
+    path = Path(spec)
+    if path.is_file():
+        return parse_pipeline(path.read_text(), str(path))
+    named = PIPELINE_DIR / f"{spec}.txt"
+    if named.is_file():
+        return parse_pipeline(named.read_text(), spec)
+    if spec in BUILTIN:
+        return parse_pipeline(BUILTIN[spec], spec)
+    known = sorted({p.stem for p in PIPELINE_DIR.glob("*.txt")} | set(BUILTIN)) if PIPELINE_DIR.is_dir() else sorted(BUILTIN)
+    raise UsageError(f"no pipeline '{spec}': not a file and not one of {', '.join(known)}")
+
+
+def run_pipeline(pipeline: Pipeline, module: Module) -> Module:
+    for name, opts in pipeline.steps:
+        fn = PASSES[name]
+        try:
+            inspect.signature(fn).bind(module, **dict(opts))
+        except TypeError as exc:
+            raise UsageError(f"pass {name}: bad options ({exc})") from None
+        module = fn(module, **dict(opts))
+    return module

@@ -1,0 +1,12 @@
+"""Op semantics, written once over an element algebra. `TABLE` maps an op name to a rule
+`rule(ctx, op, args) -> list of arrays`; `interp.Interpreter` drives it."""
+from __future__ import annotations
+
+from .common import OpContext, Rule
+from . import control, elementwise, reduction, shape
+
+TABLE: dict[str, Rule] = {}
+for _mod in (elementwise, shape, reduction, control):
+    TABLE.update(_mod.RULES)
+
+__all__ = ["TABLE", "OpContext", "Rule"]

@@ -1,0 +1,83 @@
+"""Control flow and ops that are the identity over the reals."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..algebra import Kind
+from ..ir import Op
+from .common import OpContext, Rule, concrete_bool, unsupported
+
+# custom_call targets jax emits that do not change values on one device.
+NOOP_CUSTOM_CALLS = frozenset({"Sharding", "annotate_device_placement", "MoveToHost", "MoveToDevice",
+                               "LayoutConstraint", "X64Combine", "X64SplitLow"} - {"X64Combine", "X64SplitLow"})
+
+
+def _while(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    cond, body = op.regions
+    values = list(args)
+    for _ in range(ctx.max_unroll):
+        pred = ctx.runner.run_block(cond, values)[0]
+        decided = concrete_bool(ctx.alg, pred.reshape(())[()])
+        if decided is None:
+            raise unsupported(op, "while loop whose condition does not fold to a constant (data-dependent trip count)")
+        if not decided:
+            return values
+        values = ctx.runner.run_block(body, values)
+    raise unsupported(op, f"while loop running over {ctx.max_unroll} iterations")
+
+
+def _branch_merge(ctx: OpContext, op: Op, conds: list, branches: list) -> list[np.ndarray]:
+    """Run every branch whose condition is not known false and merge the results."""
+    outs = [ctx.runner.run_block(b, []) for b in branches]
+    merged = outs[-1]
+    for cond, out in zip(reversed(conds[:-1]), reversed(outs[:-1])):
+        merged = [ctx.alg.select(np.full(o.shape, cond, dtype=object) if ctx.alg.symbolic else np.full(o.shape, cond),
+                                 o, m, Kind.of(t)) for o, m, t in zip(out, merged, op.result_types)]
+    return merged
+
+
+def _case(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    index = args[0].reshape(())[()]
+    n = len(op.regions)
+    v = ctx.alg.index_value(index)
+    if v is not None:
+        # Out-of-range indices run the last branch (StableHLO spec).
+        return ctx.runner.run_block(op.regions[v if 0 <= v < n else n - 1], [])
+    positions = ctx.alg.positions(index, n - 1, clamp=False)
+    conds = [c for _, c in positions[: n - 1]] + [True]
+    return _branch_merge(ctx, op, conds, list(op.regions))
+
+
+def _if(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    pred = args[0].reshape(())[()]
+    decided = concrete_bool(ctx.alg, pred)
+    if decided is not None:
+        return ctx.runner.run_block(op.regions[0 if decided else 1], [])
+    return _branch_merge(ctx, op, [pred, True], list(op.regions))
+
+
+def _call(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    callee = op.attrs.get("callee") or op.attrs.get("decomposition")
+    return ctx.runner.run_block(ctx.runner.func(callee, op.loc).body, args)
+
+
+def _identity(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    return list(args)
+
+
+def _custom_call(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    target = op.attrs.get("call_target_name", "?")
+    if target in NOOP_CUSTOM_CALLS and len(args) == len(op.results):
+        return list(args)
+    raise unsupported(op, f"custom_call @{target} has no semantics")
+
+
+RULES: dict[str, Rule] = {
+    "stablehlo.while": _while,
+    "stablehlo.case": _case,
+    "stablehlo.if": _if,
+    "func.call": _call,
+    "stablehlo.composite": _call,
+    "stablehlo.optimization_barrier": _identity,
+    "stablehlo.custom_call": _custom_call,
+}

@@ -1,0 +1,199 @@
+"""Elementwise ops: arithmetic, comparisons, logic, conversions, and the transcendental
+functions that the symbolic algebra treats as uninterpreted."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..algebra import Kind
+from ..algebra.base import UNINTERPRETED
+from ..ir import Op
+from .common import OpContext, Rule, unsupported
+
+
+def _same_shape(args: list[np.ndarray]) -> list[np.ndarray]:
+    # StableHLO requires equal shapes; chlo.broadcast_* and scalar operands of
+    # select/clamp broadcast numpy-style.
+    if len({a.shape for a in args}) <= 1:
+        return args
+    return [np.array(b) if b.dtype != object else _obj_copy(b) for b in np.broadcast_arrays(*args)]
+
+
+def _obj_copy(a: np.ndarray) -> np.ndarray:
+    out = np.empty(a.shape, dtype=object)
+    out[...] = a
+    return out
+
+
+def _binary(method: str) -> Rule:
+    def rule(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+        a, b = _same_shape(args)
+        return [getattr(ctx.alg, method)(a, b, ctx.kind(0))]
+    return rule
+
+
+def _chlo_binary(method: str) -> Rule:
+    """chlo.broadcast_*: `broadcast_dimensions` maps the lower-rank operand's dims into the
+    result (default: numpy-style trailing alignment), then size-1 dims broadcast."""
+    def rule(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+        dims = op.attrs.get("broadcast_dimensions")
+        rank = len(op.result_types[0].shape)
+        if dims is not None:
+            args = [_place_dims(a, list(dims), rank) if a.ndim < rank else a for a in args]
+        a, b = _same_shape(args)
+        return [getattr(ctx.alg, method)(a, b, ctx.kind(0))]
+    return rule
+
+
+def _place_dims(a: np.ndarray, dims: list[int], rank: int) -> np.ndarray:
+    if len(dims) != a.ndim:
+        raise ValueError(f"broadcast_dimensions {dims} for an operand of rank {a.ndim}")
+    order = np.argsort(dims)
+    x = np.transpose(a, order) if a.ndim > 1 else a
+    shape = [1] * rank
+    for src, d in enumerate(sorted(dims)):
+        shape[d] = x.shape[src]
+    return x.reshape(shape)
+
+
+def _unary(method: str) -> Rule:
+    def rule(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+        return [getattr(ctx.alg, method)(args[0], ctx.kind(0))]
+    return rule
+
+
+def _float_unary(method: str) -> Rule:
+    def rule(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+        if ctx.kind(0) is not Kind.FLOAT:
+            if method in ("floor", "ceil", "round_even", "round_afz"):
+                return [args[0]]
+            raise unsupported(op, f"{op.name} on {ctx.operand_types[0].dtype}")
+        return [getattr(ctx.alg, method)(args[0])]
+    return rule
+
+
+def _uf(name: str) -> Rule:
+    def rule(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+        if ctx.kind(0) is not Kind.FLOAT:
+            raise unsupported(op, f"{op.name} on {ctx.operand_types[0].dtype}")
+        return [ctx.alg.uf(name, _same_shape(args))]
+    return rule
+
+
+def _square(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    return [ctx.alg.mul(args[0], args[0], ctx.kind(0))]
+
+
+def _compare(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    a, b = _same_shape(args)
+    direction = op.attrs["comparison_direction"]
+    total = op.attrs.get("compare_type") == "TOTALORDER"
+    return [ctx.alg.compare(direction, a, b, ctx.kind(0), total)]
+
+
+def _select(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    p, a, b = _same_shape(args)
+    return [ctx.alg.select(p, a, b, ctx.kind(1))]
+
+
+def _clamp(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    lo, x, hi = _same_shape(args)
+    k = ctx.kind(1)
+    return [ctx.alg.min(ctx.alg.max(x, lo, k), hi, k)]
+
+
+def _logic(name: str) -> Rule:
+    def rule(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+        if name == "not":
+            return [ctx.alg.logic("not", args[0], None, ctx.operand_types[0])]
+        a, b = _same_shape(args)
+        return [ctx.alg.logic(name, a, b, ctx.operand_types[0])]
+    return rule
+
+
+def _convert(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    return [ctx.alg.convert(args[0], ctx.operand_types[0], op.result_types[0])]
+
+
+def _identity(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    # Over the reals a rounding to a narrower float type is the identity; the dtype is kept
+    # in the IR so that precision findings can report it.
+    return [args[0]]
+
+
+def _power(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    a, b = _same_shape(args)
+    kind = ctx.kind(0)
+    exps = [ctx.alg.index_value(e) if kind is Kind.INT else _const_exponent(ctx, e) for e in b.reshape(-1)]
+    if all(e is not None and abs(e) <= 64 for e in exps):
+        # Integer exponents are exact products; only a truly real exponent is approximated.
+        flat_a = a.reshape(-1)
+        out = [_int_pow(ctx, flat_a[i:i + 1], e, kind, op) for i, e in enumerate(exps)]
+        res = np.concatenate(out) if out else flat_a
+        return [res.reshape(a.shape)]
+    if kind is not Kind.FLOAT:
+        raise unsupported(op, f"{op.name} with a symbolic integer exponent")
+    return [ctx.alg.uf("power", [a, b])]
+
+
+def _const_exponent(ctx: OpContext, e: Any) -> int | None:
+    v = ctx.alg.constant_value(e, Kind.FLOAT)
+    return int(v) if v is not None and float(v).is_integer() else None
+
+
+def _int_pow(ctx: OpContext, x: np.ndarray, n: int, kind: Kind, op: Op) -> np.ndarray:
+    if n < 0:
+        if kind is not Kind.FLOAT:
+            raise unsupported(op, f"{op.name} with a negative integer exponent")
+        return ctx.alg.div(ctx.alg.full(x.shape, 1, kind), _int_pow(ctx, x, -n, kind, op), kind)
+    result = ctx.alg.full(x.shape, 1, kind)
+    base = x
+    while n:
+        if n & 1:
+            result = ctx.alg.mul(result, base, kind)
+        n >>= 1
+        if n:
+            base = ctx.alg.mul(base, base, kind)
+    return result
+
+
+RULES: dict[str, Rule] = {
+    "stablehlo.add": _binary("add"),
+    "stablehlo.subtract": _binary("sub"),
+    "stablehlo.multiply": _binary("mul"),
+    "stablehlo.divide": _binary("div"),
+    "stablehlo.remainder": _binary("rem"),
+    "stablehlo.maximum": _binary("max"),
+    "stablehlo.minimum": _binary("min"),
+    "stablehlo.negate": _unary("neg"),
+    "stablehlo.abs": _unary("abs"),
+    "stablehlo.sign": _unary("sign"),
+    "stablehlo.floor": _float_unary("floor"),
+    "stablehlo.ceil": _float_unary("ceil"),
+    "stablehlo.round_nearest_even": _float_unary("round_even"),
+    "stablehlo.round_nearest_afz": _float_unary("round_afz"),
+    "stablehlo.compare": _compare,
+    "stablehlo.select": _select,
+    "stablehlo.clamp": _clamp,
+    "stablehlo.and": _logic("and"),
+    "stablehlo.or": _logic("or"),
+    "stablehlo.xor": _logic("xor"),
+    "stablehlo.not": _logic("not"),
+    "stablehlo.convert": _convert,
+    "stablehlo.reduce_precision": _identity,
+    "stablehlo.power": _power,
+    "chlo.square": _square,
+    "chlo.broadcast_add": _chlo_binary("add"),
+    "chlo.broadcast_subtract": _chlo_binary("sub"),
+    "chlo.broadcast_multiply": _chlo_binary("mul"),
+    "chlo.broadcast_divide": _chlo_binary("div"),
+    "chlo.broadcast_maximum": _chlo_binary("max"),
+    "chlo.broadcast_minimum": _chlo_binary("min"),
+    "stablehlo.is_finite": lambda ctx, op, args: [ctx.alg.is_finite(args[0])],
+}
+for _name in UNINTERPRETED:
+    if _name not in ("power", "erf"):  # power has its own rule; erf exists only as chlo.erf
+        RULES[f"stablehlo.{_name}"] = _uf(_name)
+RULES["chlo.erf"] = _uf("erf")
+RULES["chlo.tan"] = _uf("tan")

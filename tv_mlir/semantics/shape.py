@@ -1,0 +1,255 @@
+"""Shape ops, written once with numpy indexing; they work on numeric and object arrays
+alike. Only data-dependent positions (dynamic_slice starts, gather/scatter indices) need
+the algebra: a symbolic position becomes a chain of selects over the admissible ones."""
+from __future__ import annotations
+
+import itertools
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..algebra import Algebra, Kind
+from ..ir import Op
+from .common import OpContext, Rule, unsupported
+
+MAX_CANDIDATES = 4096  # symbolic positions enumerated per element before giving up
+
+
+def _reshape(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    return [args[0].reshape(op.result_types[0].shape)]
+
+
+def _transpose(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    return [np.transpose(args[0], op.attrs["permutation"]).copy()]
+
+
+def _broadcast_in_dim(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    x = args[0]
+    dims = list(op.attrs["broadcast_dimensions"])
+    out_shape = op.result_types[0].shape
+    order = np.argsort(dims)
+    x = np.transpose(x, order) if x.ndim > 1 else x
+    shape = [1] * len(out_shape)
+    for src, d in enumerate(sorted(dims)):
+        shape[d] = x.shape[src]
+    return [np.broadcast_to(x.reshape(shape), out_shape).copy()]
+
+
+def _concatenate(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    return [np.concatenate(args, axis=op.attrs["dimension"])]
+
+
+def _slice(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    starts, limits = op.attrs["start_indices"], op.attrs["limit_indices"]
+    strides = op.attrs.get("strides") or (1,) * len(starts)
+    return [args[0][tuple(slice(s, l, st) for s, l, st in zip(starts, limits, strides))].copy()]
+
+
+def _reverse(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    return [np.flip(args[0], axis=tuple(op.attrs["dimensions"])).copy()]
+
+
+def _iota(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    t = op.result_types[0]
+    values = np.indices(t.shape)[op.attrs["iota_dimension"]] if t.shape else np.zeros(())
+    return [ctx.alg.constant(values, Kind.of(t))]
+
+
+def _constant(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    t = op.result_types[0]
+    value = np.asarray(op.attrs["value"])
+    if value.shape != t.shape:
+        value = np.broadcast_to(value, t.shape)
+    return [ctx.alg.constant(value, Kind.of(t))]
+
+
+def _pad(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    x, pad_value = args
+    lo, hi, interior = op.attrs["edge_padding_low"], op.attrs["edge_padding_high"], op.attrs["interior_padding"]
+    pv = pad_value.reshape(())
+    # Interior padding first, then positive edges grow and negative edges crop.
+    grown = [n + max(n - 1, 0) * it for n, it in zip(x.shape, interior)]
+    inner = np.empty(grown, dtype=x.dtype)
+    inner[...] = pv[()] if x.dtype == object else pv
+    inner[tuple(slice(None, None, it + 1) for it in interior)] = x
+    full_shape = [g + max(l, 0) + max(h, 0) for g, l, h in zip(grown, lo, hi)]
+    out = np.empty(full_shape, dtype=x.dtype)
+    out[...] = pv[()] if x.dtype == object else pv
+    out[tuple(slice(max(l, 0), max(l, 0) + g) for l, g in zip(lo, grown))] = inner
+    crop = tuple(slice(max(-l, 0), s - max(-h, 0)) for l, h, s in zip(lo, hi, full_shape))
+    return [out[crop].copy()]
+
+
+# ---------------------------------------------------------------------------
+# Data-dependent positions
+
+
+def _clamped_candidates(alg: Algebra, s: Any, hi: int) -> list[tuple[int, Any]]:
+    return alg.positions(s, hi, clamp=True)
+
+
+def _select_chain(alg: Algebra, kind: Kind, options: Sequence[tuple[Any, Any]]) -> Any:
+    return alg.choose(options, kind)
+
+
+def _combos(per_dim: list[list[tuple[int, Any]]], op: Op, alg: Algebra) -> list[tuple[tuple[int, ...], Any]]:
+    total = 1
+    for c in per_dim:
+        total *= len(c)
+    if total > MAX_CANDIDATES:
+        raise unsupported(op, f"{op.name} with {total} possible symbolic positions")
+    return [(tuple(p for p, _ in combo), alg.all_of([c for _, c in combo])) for combo in itertools.product(*per_dim)]
+
+
+def _dynamic_slice(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    x, starts = args[0], [a.reshape(())[()] for a in args[1:]]
+    sizes = op.attrs["slice_sizes"]
+    per_dim = [_clamped_candidates(ctx.alg, s, n - k) for s, n, k in zip(starts, x.shape, sizes)]
+    combos = _combos(per_dim, op, ctx.alg)
+    if len(combos) == 1:
+        start = combos[0][0]
+        return [x[tuple(slice(s, s + k) for s, k in zip(start, sizes))].copy()]
+    out = np.empty(tuple(sizes), dtype=object)
+    kind = ctx.kind(0)
+    for idx in np.ndindex(*sizes):
+        out[idx] = _select_chain(ctx.alg, kind, [(c, x[tuple(s + i for s, i in zip(start, idx))]) for start, c in combos])
+    return [out]
+
+
+def _dynamic_update_slice(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    x, upd, starts = args[0], args[1], [a.reshape(())[()] for a in args[2:]]
+    per_dim = [_clamped_candidates(ctx.alg, s, n - k) for s, n, k in zip(starts, x.shape, upd.shape)]
+    combos = _combos(per_dim, op, ctx.alg)
+    out = x.copy()
+    if len(combos) == 1:
+        start = combos[0][0]
+        out[tuple(slice(s, s + k) for s, k in zip(start, upd.shape))] = upd
+        return [out]
+    kind = ctx.kind(0)
+    for pos in np.ndindex(*x.shape):
+        options = []
+        for start, c in combos:
+            rel = tuple(p - s for p, s in zip(pos, start))
+            if all(0 <= r < k for r, k in zip(rel, upd.shape)):
+                options.append((c, upd[rel]))
+        if options:
+            options.append((True, x[pos]))
+            out[pos] = _select_chain(ctx.alg, kind, options)
+    return [out]
+
+
+def _index_vector(indices: np.ndarray, batch_index: tuple[int, ...], ivd: int) -> list[Any]:
+    if ivd >= indices.ndim:
+        return [indices[batch_index]]
+    sel = list(batch_index[:ivd]) + [slice(None)] + list(batch_index[ivd:])
+    return list(indices[tuple(sel)])
+
+
+def _gather(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    x, indices = args
+    dn = op.attrs["dimension_numbers"]
+    slice_sizes = op.attrs["slice_sizes"]
+    out_shape = op.result_types[0].shape
+    batch_dims = [d for d in range(len(out_shape)) if d not in dn.offset_dims]
+    window_operand_dims = [d for d in range(x.ndim) if d not in dn.collapsed_slice_dims and d not in dn.operand_batching_dims]
+    out = np.empty(out_shape, dtype=x.dtype)
+    kind = ctx.kind(0)
+    cache: dict[tuple[int, ...], list[tuple[tuple[int, ...], Any]]] = {}
+    for ridx in np.ndindex(*out_shape):
+        bidx = tuple(ridx[d] for d in batch_dims)
+        if bidx not in cache:
+            start_vec = _index_vector(indices, bidx, dn.index_vector_dim)
+            per_dim: list[list[tuple[int, Any]]] = [[(0, True)] for _ in range(x.ndim)]
+            for d_start, d_op in enumerate(dn.start_index_map):
+                per_dim[d_op] = _clamped_candidates(ctx.alg, start_vec[d_start], x.shape[d_op] - slice_sizes[d_op])
+            for ob, ib in zip(dn.operand_batching_dims, dn.start_indices_batching_dims):
+                pos = ib if ib < dn.index_vector_dim else ib - 1
+                per_dim[ob] = [(bidx[pos], True)]
+            cache[bidx] = _combos(per_dim, op, ctx.alg)
+        offs = [ridx[d] for d in dn.offset_dims]
+        full_off = [0] * x.ndim
+        for d_op, o in zip(window_operand_dims, offs):
+            full_off[d_op] = o
+        options = [(c, x[tuple(s + o for s, o in zip(start, full_off))]) for start, c in cache[bidx]]
+        out[ridx] = _select_chain(ctx.alg, kind, options)
+    return [out]
+
+
+def _scatter(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    n = (len(args) - 1) // 2
+    inputs, indices, updates = args[:n], args[n], args[n + 1:]
+    dn = op.attrs["scatter_dimension_numbers"]
+    body = op.regions[0]
+    kinds = [ctx.kind(i) for i in range(n)]
+    results = [a.copy() if a.dtype != object else a.copy() for a in inputs]
+    shape = results[0].shape
+    upd_shape = updates[0].shape
+    scatter_dims = [d for d in range(len(upd_shape)) if d not in dn.update_window_dims]
+    window_input_dims = [d for d in range(len(shape)) if d not in dn.inserted_window_dims and d not in dn.input_batching_dims]
+    window_sizes = [upd_shape[d] for d in dn.update_window_dims]
+    full_window = [1] * len(shape)
+    for d_in, size in zip(window_input_dims, window_sizes):
+        full_window[d_in] = size
+    for uidx in np.ndindex(*upd_shape):
+        sidx = tuple(uidx[d] for d in scatter_dims)
+        start_vec = _index_vector(indices, sidx, dn.index_vector_dim)
+        start: list[Any] = [0] * len(shape)
+        for d_start, d_in in enumerate(dn.scatter_dims_to_operand_dims):
+            start[d_in] = start_vec[d_start]
+        for ib, sb in zip(dn.input_batching_dims, dn.scatter_indices_batching_dims):
+            pos = sb if sb < dn.index_vector_dim else sb - 1
+            start[ib] = sidx[pos]
+        widx = [0] * len(shape)
+        for d_in, d_upd in zip(window_input_dims, dn.update_window_dims):
+            widx[d_in] = uidx[d_upd]
+        upd_vals = [u[uidx] for u in updates]
+        # XLA skips an update whose whole window does not fit in the operand, so only
+        # in-window start positions are candidates.
+        per_dim: list[list[tuple[int, Any]]] = []
+        for d, s in enumerate(start):
+            hi = shape[d] - full_window[d]
+            per_dim.append([(p + widx[d], c) for p, c in ctx.alg.positions(s, hi, clamp=False)])
+        for pos, cond in _combos(per_dim, op, ctx.alg):
+            _apply(ctx, body, results, pos, upd_vals, kinds, cond)
+    return results
+
+
+def _apply(ctx: OpContext, body: Any, results: list[np.ndarray], pos: tuple[int, ...],
+           upd_vals: list[Any], kinds: list[Kind], cond: Any) -> None:
+    cur = [r[pos] for r in results]
+    new = _combine(ctx, body, cur, upd_vals)
+    for r, c, nv, k in zip(results, cur, new, kinds):
+        if cond is True:
+            r[pos] = nv
+        else:
+            r[pos] = _select_chain(ctx.alg, k, [(cond, nv), (True, c)])
+
+
+def _combine(ctx: OpContext, body: Any, cur: list[Any], upd: list[Any]) -> list[Any]:
+    # The common bodies (`return %upd` for .set, `add` for .add) skip the region interpreter.
+    if len(body.ops) == 0 and len(cur) == 1 and body.returns == (body.args[1],):
+        return list(upd)
+    args = [_scalar(ctx.alg, v) for v in cur + upd]
+    outs = ctx.runner.run_block(body, args)
+    return [o.reshape(())[()] for o in outs]
+
+
+def _scalar(alg: Algebra, v: Any) -> np.ndarray:
+    return alg.scalar(v)
+
+
+RULES: dict[str, Rule] = {
+    "stablehlo.reshape": _reshape,
+    "stablehlo.transpose": _transpose,
+    "stablehlo.broadcast_in_dim": _broadcast_in_dim,
+    "stablehlo.concatenate": _concatenate,
+    "stablehlo.slice": _slice,
+    "stablehlo.reverse": _reverse,
+    "stablehlo.iota": _iota,
+    "stablehlo.constant": _constant,
+    "stablehlo.pad": _pad,
+    "stablehlo.dynamic_slice": _dynamic_slice,
+    "stablehlo.dynamic_update_slice": _dynamic_update_slice,
+    "stablehlo.gather": _gather,
+    "stablehlo.scatter": _scatter,
+}

@@ -1,0 +1,64 @@
+"""The result of a verification, as data: text and JSON renderings live in report.py."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+EXIT_CODES = {"equivalent": 0, "not-equivalent": 1, "unknown": 2, "error": 3}
+
+
+@dataclass
+class OutputResult:
+    index: int
+    verdict: str  # equivalent | not-equivalent | unknown
+    elements: int = 0
+    syntactic: int = 0  # elements closed by simplification alone
+    detail: str = ""
+
+
+@dataclass
+class Replay:
+    backend: str  # "numeric" (own float64 interpreter) or "xla"
+    ref_value: Any
+    other_value: Any
+    confirmed: bool
+    error: str = ""
+
+
+@dataclass
+class Counterexample:
+    inputs: dict[str, Any]  # input name -> nested lists
+    output: int
+    index: list[int]
+    ref_value: Any  # exact value under the model (number, or "nan"/"inf"/"-inf")
+    other_value: Any
+    uses_approximation: bool = False
+    replay: list[Replay] = field(default_factory=list)
+
+    @property
+    def confirmed(self) -> bool:
+        return any(r.confirmed for r in self.replay)
+
+
+@dataclass
+class Verdict:
+    verdict: str
+    reason: str
+    time_s: float = 0.0
+    outputs: list[OutputResult] = field(default_factory=list)
+    counterexample: Counterexample | None = None
+    approximations: list[str] = field(default_factory=list)
+    precision: list[str] = field(default_factory=list)
+    unsupported: list[dict[str, str]] = field(default_factory=list)
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.verdict]
+
+    @property
+    def equivalent(self) -> bool:
+        return self.verdict == "equivalent"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

@@ -1,0 +1,366 @@
+"""Equivalence of two single-device programs with the same input signature: symbolic
+inputs, both programs executed, every output element compared."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import z3
+
+from .algebra import Kind, NumericAlgebra, SymbolicAlgebra
+from .algebra.symbolic import FIN, NAN, NEG, POS, SF, lift_any
+from .errors import Unsupported, UsageError
+from .frontend import load_module
+from .interp import Interpreter, SharedValues
+from .ir import Module, TensorType
+from .options import Options
+from .passes import load_pipeline, run_pipeline
+from .solve import Query, difference_is_zero, solve_all, trivially_equal
+from .sweep import Sweeper, Trace, numeric_trace, random_inputs
+from .verdict import Counterexample, OutputResult, Replay, Verdict
+
+ModuleLike = str | bytes | Path | Module
+
+
+def prepare(spec: ModuleLike, options: Options, name: str | None = None) -> Module:
+    module = spec if isinstance(spec, Module) else load_module(spec, name)
+    return run_pipeline(load_pipeline(options.pipeline), module)
+
+
+def check_signatures(ref: Module, other: Module) -> None:
+    if ref.main.arg_types != other.main.arg_types:
+        raise UsageError(f"input signatures differ: {ref.source} takes {ref.signature()}, "
+                         f"{other.source} takes {other.signature()}")
+
+
+@dataclass
+class _Element:
+    output: int
+    index: tuple[int, ...]
+    ref: Any
+    other: Any
+    kind: Kind
+    eq: Any
+
+
+def verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, **overrides: Any) -> Verdict:
+    """Prove `ref` and `other` compute the same function, or find an input where they differ.
+    Raises ParseError/UsageError for unreadable or incomparable inputs."""
+    options = replace(options or Options(), **overrides)
+    t0 = time.perf_counter()
+    ref_m = prepare(ref, options)
+    other_m = prepare(other, options)
+    check_signatures(ref_m, other_m)
+    verdict = _verify_modules(ref_m, other_m, options)
+    verdict.time_s = round(time.perf_counter() - t0, 4)
+    return verdict
+
+
+def _verify_modules(ref: Module, other: Module, options: Options) -> Verdict:
+    stats: dict[str, Any] = {"pipeline": options.pipeline, "ops_ref": sum(1 for _ in ref.main.body.walk()),
+                             "ops_other": sum(1 for _ in other.main.body.walk())}
+    types = ref.main.arg_types
+    names = list(ref.main.arg_names) or [f"arg{i}" for i in range(len(types))]
+    alg = SymbolicAlgebra()
+
+    def unsupported(exc: Unsupported) -> Verdict:
+        return Verdict("unknown", f"unsupported: {exc.one_line()}", stats=stats,
+                       unsupported=[{"op": exc.op or "", "loc": exc.loc or "", "message": exc.message}],
+                       approximations=sorted(alg.approximations))
+
+    # Numeric runs on random inputs: fingerprints for sweeping, and a cheap first search
+    # for a counterexample.
+    t_num = time.perf_counter()
+    input_sets = random_inputs(types)
+    try:
+        ref_trace = numeric_trace(ref, input_sets, options.max_unroll)
+        other_trace = numeric_trace(other, input_sets, options.max_unroll)
+    except Unsupported as exc:
+        return unsupported(exc)
+    stats["numeric_s"] = round(time.perf_counter() - t_num, 4)
+
+    inputs, constraints = [], []
+    for name, t in zip(names, types):
+        arr, cons = alg.inputs(name, t.shape, Kind.of(t), t.is_unsigned)
+        inputs.append(arr)
+        constraints += cons
+    sweeper = Sweeper(alg, ref_trace, other_trace, timeout_s=min(options.timeout_s, 0.5))
+    t_exec = time.perf_counter()
+    try:
+        shared = SharedValues()
+        ref_out = Interpreter(ref, alg, options.max_unroll, observer=sweeper.record_ref if options.sweep else None,
+                              shared=shared).run(inputs)
+        other_out = Interpreter(other, alg, options.max_unroll, observer=sweeper.merge_other if options.sweep else None,
+                                shared=shared).run(inputs)
+        stats["shared_ops"] = shared.hits
+    except Unsupported as exc:
+        return unsupported(exc)
+    stats["symbolic_s"] = round(time.perf_counter() - t_exec, 4)
+    stats.update(merged=sweeper.merged, cut_points=sweeper.cuts, failed_merges=sweeper.failed)
+    approximations = sorted(alg.approximations)
+
+    rtypes, otypes = ref.main.result_types, other.main.result_types
+    if len(rtypes) != len(otypes):
+        return Verdict("not-equivalent", f"{ref.source} has {len(rtypes)} outputs, {other.source} has {len(otypes)}",
+                       stats=stats, approximations=approximations)
+    precision = []
+    for i, (rt, ot) in enumerate(zip(rtypes, otypes)):
+        if rt.shape != ot.shape:
+            return Verdict("not-equivalent", f"output {i} shapes differ: {rt} vs {ot}", stats=stats,
+                           approximations=approximations,
+                           outputs=[OutputResult(i, "not-equivalent", detail=f"shape {rt} vs {ot}")])
+        if Kind.of(rt) is not Kind.of(ot):
+            return Verdict("not-equivalent", f"output {i} element types differ: {rt} vs {ot}", stats=stats,
+                           approximations=approximations,
+                           outputs=[OutputResult(i, "not-equivalent", detail=f"type {rt} vs {ot}")])
+        if rt.dtype != ot.dtype:
+            precision.append(f"output {i}: {rt.dtype} in {ref.source}, {ot.dtype} in {other.source}")
+
+    # Per element: identical terms or the syntactic check; the rest goes to the solver.
+    results: list[OutputResult] = []
+    pending: dict[int, list[_Element]] = {}
+    for i, (rt, r_arr, o_arr) in enumerate(zip(rtypes, ref_out, other_out)):
+        kind = Kind.of(rt)
+        res = OutputResult(i, "equivalent", elements=int(np.prod(rt.shape)) if rt.shape else 1)
+        for idx in np.ndindex(*rt.shape):
+            a, b = r_arr[idx], o_arr[idx]
+            if _same(a, b):
+                res.syntactic += 1
+                continue
+            a, b = sweeper.expand_element(a), sweeper.expand_element(b)
+            if kind is Kind.FLOAT and a.k == FIN and b.k == FIN and difference_is_zero(a.v, b.v):
+                res.syntactic += 1
+                continue
+            eq = alg.element_equal(a, b, kind)
+            if kind is not Kind.FLOAT and trivially_equal(eq):
+                res.syntactic += 1
+                continue
+            pending.setdefault(i, []).append(_Element(i, idx, a, b, kind, eq))
+        results.append(res)
+    stats.update(elements=sum(r.elements for r in results), syntactic=sum(r.syntactic for r in results))
+
+    # The random runs may already show a difference: check it exactly, no solver needed.
+    counterexample: Counterexample | None = None
+    unknown_reasons: list[str] = []
+    decided: set[int] = set()
+    for i, elems in pending.items():
+        cex = _random_counterexample(i, elems, input_sets, ref_trace, other_trace, inputs, names, types, alg)
+        if cex is not None:
+            decided.add(i)
+            _record(cex, results[i], ref, other, types, options)
+            if counterexample is None and results[i].verdict == "not-equivalent":
+                counterexample = cex
+
+    queries = [Query(i, z3.Or(*[z3.Not(lift_any(e.eq)) for e in elems]), constraints)
+               for i, elems in pending.items() if i not in decided]
+    t_solve = time.perf_counter()
+    outcomes = solve_all(queries, options.timeout_s, options.jobs)
+    stats.update(solver_queries=len(queries), solve_s=round(time.perf_counter() - t_solve, 4))
+
+    for outcome in outcomes:
+        res = results[outcome.output]
+        if outcome.status == "unsat":
+            continue
+        if outcome.status == "unknown":
+            res.verdict, res.detail = "unknown", f"solver: {outcome.reason or 'unknown'}"
+            continue
+        cex = _model_counterexample(outcome.model, pending[outcome.output], inputs, names, types, alg)
+        _record(cex, res, ref, other, types, options)
+        if counterexample is None and res.verdict == "not-equivalent":
+            counterexample = cex
+
+    for res in results:
+        if res.verdict == "unknown":
+            unknown_reasons.append(f"output {res.index}: {res.detail}")
+    common = dict(time_s=0.0, outputs=results, approximations=approximations, precision=precision, stats=stats)
+    if counterexample is not None:
+        c = counterexample
+        reason = (f"output {c.output} differs at index {c.index}: {ref.source} gives {c.ref_value}, "
+                  f"{other.source} gives {c.other_value}")
+        return Verdict("not-equivalent", reason, counterexample=c, **common)
+    if unknown_reasons:
+        return Verdict("unknown", "; ".join(unknown_reasons), **common)
+    n = stats["elements"]
+    reason = f"all {len(results)} outputs equal ({n} elements: {stats['syntactic']} by simplification, " \
+             f"{n - stats['syntactic']} by the solver)"
+    if approximations:
+        reason += f"; uninterpreted: {', '.join(approximations)}"
+    return Verdict("equivalent", reason, **common)
+
+
+def _same(a: Any, b: Any) -> bool:
+    from .sweep import _identical
+
+    return _identical(a, b)
+
+
+def _record(cex: Counterexample, res: OutputResult, ref: Module, other: Module, types: Sequence[TensorType],
+            options: Options) -> None:
+    """Decide an output from its counterexample: a difference that goes through an
+    approximated op counts only when the numeric replay reproduces it."""
+    if options.replay or cex.uses_approximation:
+        cex.replay = _replay(ref, other, cex, types, options)
+    if cex.uses_approximation and not cex.confirmed:
+        res.verdict = "unknown"
+        res.detail = "counterexample depends on approximated ops and the numeric replay does not reproduce it"
+    else:
+        res.verdict, res.detail = "not-equivalent", f"differs at {list(cex.index)}"
+
+
+# ---------------------------------------------------------------------------
+# Counterexamples
+
+
+def _z3_number(v: Any) -> Any:
+    if z3.is_true(v) or z3.is_false(v):
+        return bool(z3.is_true(v))
+    if z3.is_int_value(v):
+        return v.as_long()
+    if z3.is_rational_value(v):
+        f = Fraction(v.numerator_as_long(), v.denominator_as_long())
+        return int(f) if f.denominator == 1 else float(f)
+    if z3.is_algebraic_value(v):
+        return float(Fraction(v.approx(30).as_fraction()))
+    raise ValueError(f"not a value: {v}")
+
+
+def _eval_element(model: z3.ModelRef, x: Any, kind: Kind) -> Any:
+    if kind is Kind.FLOAT:
+        k = x.k if isinstance(x.k, int) else _z3_number(model.eval(x.k, model_completion=True))
+        if k == NAN:
+            return "nan"
+        if k == POS:
+            return "inf"
+        if k == NEG:
+            return "-inf"
+        if k != FIN:
+            return "non-finite"
+        return _z3_number(model.eval(x.v, model_completion=True))
+    return _z3_number(model.eval(lift_any(x), model_completion=True))
+
+
+def _model_counterexample(model: z3.ModelRef, elems: Sequence[_Element], inputs: list[np.ndarray], names: list[str],
+                          types: Sequence[TensorType], alg: SymbolicAlgebra) -> Counterexample:
+    values = {}
+    for name, arr, t in zip(names, inputs, types):
+        kind = Kind.of(t)
+        out = np.empty(arr.shape, dtype=object)
+        for idx in np.ndindex(*arr.shape):
+            out[idx] = _eval_element(model, arr[idx], kind)
+        values[name] = out.tolist()
+    chosen = elems[0]
+    for e in elems:
+        if z3.is_true(model.eval(z3.Not(lift_any(e.eq)), model_completion=True)):
+            chosen = e
+            break
+    uses_uf = bool(alg.approximations) and (_mentions_uf(chosen.ref) or _mentions_uf(chosen.other))
+    return Counterexample(values, chosen.output, list(chosen.index), _eval_element(model, chosen.ref, chosen.kind),
+                          _eval_element(model, chosen.other, chosen.kind), uses_uf)
+
+
+def _random_counterexample(output: int, elems: Sequence[_Element], input_sets: list[list[np.ndarray]],
+                           ref_trace: Trace, other_trace: Trace, inputs: list[np.ndarray], names: list[str],
+                           types: Sequence[TensorType], alg: SymbolicAlgebra) -> Counterexample | None:
+    """A pending element on which a random run already differs, checked exactly by
+    substituting the run's inputs into the symbolic terms (when they have no approximation)."""
+    for run, concrete in enumerate(input_sets):
+        r_out, o_out = ref_trace.outputs[run][output], other_trace.outputs[run][output]
+        for e in elems:
+            if not values_differ(r_out[e.index], o_out[e.index]):
+                continue
+            uses_uf = bool(alg.approximations) and (_mentions_uf(e.ref) or _mentions_uf(e.other))
+            subst = _substitution(inputs, concrete, types)
+            if not uses_uf:
+                exact = z3.simplify(z3.substitute(z3.Not(lift_any(e.eq)), *subst))
+                if not z3.is_true(exact):
+                    continue  # float rounding, not a real difference
+                ref_v = _eval_subst(e.ref, e.kind, subst)
+                other_v = _eval_subst(e.other, e.kind, subst)
+            else:
+                ref_v, other_v = _py(r_out[e.index]), _py(o_out[e.index])
+            values = {name: _py_list(arr) for name, arr in zip(names, concrete)}
+            return Counterexample(values, output, list(e.index), ref_v, other_v, uses_uf)
+    return None
+
+
+def _substitution(inputs: list[np.ndarray], concrete: list[np.ndarray], types: Sequence[TensorType]) -> list[tuple[Any, Any]]:
+    pairs = []
+    for sym, val, t in zip(inputs, concrete, types):
+        kind = Kind.of(t)
+        for idx in np.ndindex(*sym.shape):
+            s = sym[idx]
+            if kind is Kind.FLOAT:
+                pairs.append((s.v, z3.RealVal(Fraction(float(val[idx])))))
+            elif kind is Kind.BOOL:
+                pairs.append((s, z3.BoolVal(bool(val[idx]))))
+            else:
+                pairs.append((s, z3.IntVal(int(val[idx]))))
+    return pairs
+
+
+def _eval_subst(x: Any, kind: Kind, subst: list[tuple[Any, Any]]) -> Any:
+    if kind is Kind.FLOAT:
+        k = x.k if isinstance(x.k, int) else _z3_number(z3.simplify(z3.substitute(x.k, *subst)))
+        if k != FIN:
+            return {NAN: "nan", POS: "inf", NEG: "-inf"}.get(k, "non-finite")
+        return _z3_number(z3.simplify(z3.substitute(x.v, *subst)))
+    return _z3_number(z3.simplify(z3.substitute(lift_any(x), *subst)))
+
+
+def _py_list(arr: np.ndarray) -> Any:
+    return np.vectorize(_py, otypes=[object])(arr).tolist() if arr.shape else _py(arr)
+
+
+def _mentions_uf(x: Any) -> bool:
+    terms = [x.v, x.k] if isinstance(x, SF) else [x]
+    seen: set[int] = set()
+    stack = [t for t in terms if z3.is_expr(t)]
+    while stack:
+        t = stack.pop()
+        if t.get_id() in seen:
+            continue
+        seen.add(t.get_id())
+        if z3.is_app(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED and t.num_args() > 0:
+            return True
+        stack.extend(t.children())
+    return False
+
+
+def concrete_inputs(cex: Counterexample, types: Sequence[TensorType]) -> list[np.ndarray]:
+    arrays = []
+    for vals, t in zip(cex.inputs.values(), types):
+        dtype = {Kind.FLOAT: np.float64, Kind.INT: np.int64, Kind.BOOL: np.bool_}[Kind.of(t)]
+        arrays.append(np.array(vals, dtype=dtype).reshape(t.shape))
+    return arrays
+
+
+def values_differ(a: Any, b: Any, rtol: float = 1e-6, atol: float = 1e-9) -> bool:
+    a, b = float(a), float(b)
+    if np.isnan(a) or np.isnan(b):
+        return np.isnan(a) != np.isnan(b)
+    if np.isinf(a) or np.isinf(b):
+        return a != b
+    return abs(a - b) > atol + rtol * max(abs(a), abs(b))
+
+
+def _replay(ref: Module, other: Module, cex: Counterexample, types: Sequence[TensorType], options: Options) -> list[Replay]:
+    arrays = concrete_inputs(cex, types)
+    replays = []
+    try:
+        r = Interpreter(ref, NumericAlgebra(), options.max_unroll).run(arrays)[cex.output][tuple(cex.index)]
+        o = Interpreter(other, NumericAlgebra(), options.max_unroll).run(arrays)[cex.output][tuple(cex.index)]
+        replays.append(Replay("numeric", _py(r), _py(o), bool(values_differ(r, o))))
+    except Unsupported as exc:
+        replays.append(Replay("numeric", None, None, False, exc.one_line()))
+    return replays
+
+
+def _py(x: Any) -> Any:
+    x = x.item() if hasattr(x, "item") else x
+    if isinstance(x, float) and not np.isfinite(x):
+        return "nan" if np.isnan(x) else ("inf" if x > 0 else "-inf")
+    return x
