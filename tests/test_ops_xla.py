@@ -12,9 +12,7 @@ The semantics model deliberately differs from XLA in a few places, so inputs avo
     below -inf, while the model puts every NaN above +inf (right for jax, which
     canonicalises NaNs in its sort comparator: see jax_argsort_nan); hand-written
     TOTALORDER cases get their NaNs from a positive NaN constant;
-  - float->int conversion saturates only at +-inf in the symbolic model (a finite
-    symbolic value is truncated without clamping), so finite inputs stay in range.
-The last two are also pinned as strict xfails (test_gap_*), so closing a gap shows.
+The NaN-sign gap is pinned as a strict xfail (test_gap_*), so closing it shows.
 
 Hand-written cases are inline; the forms jax emits (take, take_along_axis, .at[].set/.add,
 vmapped gathers/scatters, argmax, argsort, top_k, fori_loop, cond, switch, ...) are
@@ -1004,9 +1002,7 @@ _F2I = M(
     """)
 
 
-@pytest.mark.xfail(strict=True, reason="the symbolic float->int convert saturates only +-inf, not finite values "
-                                       "outside the integer range (the numeric algebra and constants do saturate)")
-def test_gap_convert_finite_saturation(xla) -> None:
+def test_convert_saturates_finite_values_out_of_range(xla) -> None:
     check_against_xla(xla, _F2I, [f32([3e9, -3e9, 1, 0])])
 
 

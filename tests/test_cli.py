@@ -1,0 +1,110 @@
+"""The command line as a user meets it: exit codes, one-line errors, JSON."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT, TESTDATA
+
+BAD = TESTDATA / "bad"
+GOOD = TESTDATA / "hand/add_commute.a.mlir"
+
+
+def run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    return subprocess.run([sys.executable, "-m", "tv_mlir", *args], input=stdin, capture_output=True,
+                          cwd=ROOT, env=env, timeout=300)
+
+
+@pytest.mark.parametrize("bad", ["garbage.mlir", "empty.mlir", "truncated.mlir", "binary.mlir", "missing.mlir"])
+def test_bad_input_is_one_line_exit_3(bad: str) -> None:
+    for args in ((str(BAD / bad), str(GOOD)), (str(GOOD), str(BAD / bad))):
+        p = run("verify", *args)
+        assert p.returncode == 3, p.stderr
+        err = p.stderr.decode().strip()
+        assert len(err.splitlines()) == 1, err
+        assert err.startswith("tv-mlir: error:") and "Traceback" not in err
+        assert bad in err
+        assert p.stdout == b""
+
+
+def test_truncated_points_at_line_and_column() -> None:
+    err = run("verify", str(BAD / "truncated.mlir"), str(GOOD)).stderr.decode()
+    assert "truncated.mlir:" in err and err.split("truncated.mlir:")[1].split(":")[0].isdigit()
+
+
+def test_signature_mismatch_exit_3_names_both() -> None:
+    p = run("verify", str(BAD / "mismatch.a.mlir"), str(BAD / "mismatch.b.mlir"))
+    assert p.returncode == 3
+    err = p.stderr.decode()
+    assert "mismatch.a.mlir takes" in err and "mismatch.b.mlir takes" in err
+
+
+def test_exit_codes_and_text_report() -> None:
+    eq = run("verify", str(TESTDATA / "pairs/dot_transpose.a.mlir"), str(TESTDATA / "pairs/dot_transpose.b.mlir"))
+    assert eq.returncode == 0 and b"verdict: equivalent" in eq.stdout
+    ne = run("verify", str(TESTDATA / "pairs/div_mul.a.mlir"), str(TESTDATA / "pairs/div_mul.b.mlir"))
+    assert ne.returncode == 1
+    out = ne.stdout.decode()
+    assert "verdict: not-equivalent" in out and "counterexample:" in out and "confirmed" in out
+    un = run("verify", str(TESTDATA / "hand/unsupported_cholesky.a.mlir"), str(TESTDATA / "hand/unsupported_cholesky.b.mlir"))
+    assert un.returncode == 2 and b"stablehlo.cholesky" in un.stdout
+
+
+def test_json_schema() -> None:
+    p = run("verify", "--json", str(TESTDATA / "pairs/div_mul.a.mlir"), str(TESTDATA / "pairs/div_mul.b.mlir"))
+    d = json.loads(p.stdout)
+    assert set(d) >= {"verdict", "reason", "time_s", "outputs", "counterexample", "approximations", "precision", "stats"}
+    assert d["verdict"] == "not-equivalent"
+    assert d["outputs"][0]["index"] == 0 and d["outputs"][0]["verdict"] == "not-equivalent"
+    c = d["counterexample"]
+    assert set(c) >= {"inputs", "output", "index", "ref_value", "other_value", "replay"}
+    assert c["ref_value"] == "nan"
+    assert c["replay"][0]["confirmed"] is True
+    p = run("verify", "--json", str(GOOD), str(TESTDATA / "hand/add_commute.b.mlir"))
+    d = json.loads(p.stdout)
+    assert d["verdict"] == "equivalent" and d["counterexample"] is None and p.returncode == 0
+
+
+def test_stdin_and_bytecode(tmp_path) -> None:
+    from jaxlib.mlir import ir
+
+    from tv_mlir.frontend import parse_mlir, read_source
+
+    ctx, module = parse_mlir(read_source(GOOD))
+    bc = tmp_path / "a.mlirbc"
+    with ctx, open(bc, "wb") as f:
+        module.operation.write_bytecode(f)
+    assert bc.read_bytes().startswith(b"ML\xefR")
+    p = run("verify", "-", str(bc), stdin=GOOD.read_bytes())
+    assert p.returncode == 0, p.stderr
+    assert run("verify", "-", "-").returncode == 3
+
+
+def test_unknown_pipeline_is_usage_error(tmp_path) -> None:
+    p = run("verify", "--pipeline", "nosuch", str(GOOD), str(GOOD))
+    assert p.returncode == 3 and b"no pipeline 'nosuch'" in p.stderr
+    bad = tmp_path / "p.txt"
+    bad.write_text("inline\nfrobnicate\n")
+    p = run("verify", "--pipeline", str(bad), str(GOOD), str(GOOD))
+    assert p.returncode == 3 and b"line 2: unknown pass 'frobnicate'" in p.stderr
+
+
+def test_check_pass_runs_a_real_mlir_pass(tmp_path) -> None:
+    src = tmp_path / "in.mlir"
+    src.write_text("""func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %c = stablehlo.constant dense<0.0> : tensor<4xf32>
+  %0 = stablehlo.add %x, %c : tensor<4xf32>
+  %1 = stablehlo.multiply %0, %0 : tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
+""")
+    p = run("check-pass", "--pass-pipeline", "builtin.module(canonicalize,cse)", "--json", str(src))
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["stats"]["pass_pipeline"] == "builtin.module(canonicalize,cse)"
+    p = run("check-pass", "--pass-pipeline", "builtin.module(no-such-pass)", str(src))
+    assert p.returncode == 3 and len(p.stderr.decode().strip().splitlines()) == 1
