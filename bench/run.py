@@ -1,0 +1,44 @@
+"""Benchmarks: time to verdict for the bundled large pairs, printed as a table.
+Not a test: nothing here asserts on time."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tv_mlir.verify import verify  # noqa: E402
+
+
+def rows() -> list[tuple[str, Path, Path, str]]:
+    big = ROOT / "testdata/big"
+    out = []
+    for name, e in json.loads((big / "manifest.json").read_text()).items():
+        out.append((name, big / e["a"], big / e["b"], e["expect"]))
+    return out
+
+
+def main() -> int:
+    timeout = float(os.environ.get("BENCH_TIMEOUT", "60"))
+    print(f"{'pair':<18} {'ops a/b':>9} {'expect':<15} {'verdict':<15} {'time s':>7} {'numeric':>8} "
+          f"{'symbolic':>9} {'solve':>6} {'merged':>7} {'shared':>7}")
+    for name, a, b, expect in rows():
+        t = time.perf_counter()
+        v = verify(a, b, timeout_s=timeout)
+        dt = time.perf_counter() - t
+        s = v.stats
+        mark = "" if v.verdict == expect else "  <- differs from expectation"
+        print(f"{name:<18} {s.get('ops_ref', 0):>4}/{s.get('ops_other', 0):<4} {expect:<15} {v.verdict:<15} {dt:>7.2f} "
+              f"{s.get('numeric_s', 0):>8.2f} {s.get('symbolic_s', 0):>9.2f} {s.get('solve_s', 0):>6.2f} "
+              f"{s.get('merged', 0):>7} {s.get('shared_ops', 0):>7}{mark}")
+    print(f"\n{os.cpu_count()} cores; per-query solver timeout {timeout:.0f} s (BENCH_TIMEOUT)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
