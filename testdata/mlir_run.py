@@ -22,18 +22,9 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 def make_context():
     """An MLIR context with func/stablehlo/chlo/sdy registered (no jax import)."""
-    from jaxlib.mlir import ir
-    from jaxlib.mlir._mlir_libs import _jax_mlir_ext
-    from jaxlib.mlir.dialects import chlo, sdy, stablehlo
+    from tv_mlir.frontend import mlir_context
 
-    registry = ir.DialectRegistry()
-    _jax_mlir_ext.register_dialects(registry)
-    ctx = ir.Context()
-    ctx.append_dialect_registry(registry)
-    stablehlo.register_dialect(ctx)
-    chlo.register_dialect(ctx)
-    sdy.register_dialect(ctx)
-    return ctx
+    return mlir_context()
 
 
 def parse(text: str | bytes, ctx=None):

@@ -6,6 +6,8 @@ import math
 import os
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+# Multi-device replay tests need 8 host devices; the flag only counts before jax is imported.
+os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 
 from fractions import Fraction
 from pathlib import Path

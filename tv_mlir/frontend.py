@@ -39,7 +39,7 @@ def read_source(spec: str | bytes | Path, name: str | None = None) -> Source:
     return Source(spec.encode(), name or "<text>")
 
 
-def _context():
+def mlir_context():
     from jaxlib.mlir import ir
     from jaxlib.mlir._mlir_libs import _jax_mlir_ext
     from jaxlib.mlir.dialects import chlo, sdy, stablehlo
@@ -72,7 +72,7 @@ def parse_mlir(source: Source):
             raise ParseError(f"{source.name}: neither MLIR text (not UTF-8) nor MLIR bytecode") from None
         if "\x00" in payload:
             raise ParseError(f"{source.name}: binary data, neither MLIR text nor MLIR bytecode")
-    ctx = _context()
+    ctx = mlir_context()
     with ctx:
         try:
             module = ir.Module.parse(payload)
