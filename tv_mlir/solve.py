@@ -1,5 +1,6 @@
-"""Deciding output equalities with z3: a cheap syntactic pass, then one solver query per
-output (in parallel worker processes when --jobs > 1)."""
+"""Deciding equalities: z3's simplifier (sum of monomials), min/max networks by the 0-1
+principle, then one solver query per output (in parallel worker processes when
+--jobs > 1)."""
 from __future__ import annotations
 
 import os
@@ -7,6 +8,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+import numpy as np
 import z3
 
 
@@ -97,65 +99,152 @@ def solve_all(queries: Sequence[Query], timeout_s: float, jobs: int) -> list[Out
 
 
 # ---------------------------------------------------------------------------
-# Local proofs with shared subterms abstracted
+# Min/max networks: the 0-1 principle
 
 
-def _is_leaf(t: Any) -> bool:
-    return t.num_args() == 0
+class _Lattice:
+    """Terms read as min/max networks over atoms (hash-consed node ids), for `lattice_equal`.
 
+    Recognised: If(A <= B, A, B) = min(A, B) and its variants (<, >=, >, a negated
+    condition, swapped branches), -1*t pushed inwards (-min(a, b) = max(-a, -b)), and
+    If(u == w, u, w) = w (the -0 normalisation of sort comparators). Anything else is an
+    atom, compared by identity: treating distinct terms as independent variables is sound
+    (an identity for all values of the atoms holds for the values they take)."""
 
-def abstract_common(formula_sides: tuple[list[Any], list[Any]], formula: Any) -> Any:
-    """Replace the maximal subterms that occur on both sides by fresh constants.
+    def __init__(self) -> None:
+        self.nodes: list[tuple[str, int, int]] = []  # ("atom", k, 0) | ("min"|"max", node, node)
+        self.atoms: list[tuple[Any, int]] = []  # atom k: (term, sign), the value sign * term
+        self._atom_ids: dict[tuple[int, int], int] = {}
+        self._intern: dict[tuple[str, int, int], int] = {}
+        self._memo: dict[int, int] = {}  # z3 ast id -> node (the atoms keep the ids alive)
+        self._keep: list[Any] = []
+        self._neg: dict[int, int] = {}
 
-    Sound: if the abstracted formula is valid for every value of the fresh constants, it is
-    valid for the values the subterms take. It keeps a local rewrite (min(a, b) against
-    -max(-a, -b)) a small query however large a and b are."""
-    left, right = formula_sides
+    def _node(self, key: tuple[str, int, int]) -> int:
+        n = self._intern.get(key)
+        if n is None:
+            n = self._intern[key] = len(self.nodes)
+            self.nodes.append(key)
+        return n
 
-    def subterms(roots: list[Any]) -> set[int]:
-        seen: set[int] = set()
-        stack = [r for r in roots if z3.is_expr(r)]
-        while stack:
-            t = stack.pop()
-            i = t.get_id()
-            if i in seen:
-                continue
-            seen.add(i)
-            stack.extend(t.children())
-        return seen
+    def _atom(self, t: Any, sign: int) -> int:
+        k = self._atom_ids.get((t.get_id(), sign))
+        if k is None:
+            k = self._atom_ids[(t.get_id(), sign)] = len(self.atoms)
+            self.atoms.append((t, sign))
+        return self._node(("atom", k, 0))
 
-    common = subterms(left) & subterms(right)
-    if not common:
-        return formula
-    cuts: dict[int, Any] = {}
-    seen: set[int] = set()
-    stack = [r for r in left + right if z3.is_expr(r)]
-    while stack:
-        t = stack.pop()
+    def _lat(self, op: str, a: int, b: int) -> int:
+        if a == b:
+            return a
+        return self._node((op, min(a, b), max(a, b)))  # both are commutative
+
+    def neg(self, n: int) -> int:
+        hit = self._neg.get(n)
+        if hit is None:
+            op, x, y = self.nodes[n]
+            if op == "atom":
+                t, sign = self.atoms[x]
+                hit = self._atom(t, -sign)
+            else:
+                hit = self._lat("max" if op == "min" else "min", self.neg(x), self.neg(y))
+            self._neg[n] = hit
+        return hit
+
+    def read(self, t: Any) -> int:
         i = t.get_id()
-        if i in seen:
-            continue
-        seen.add(i)
-        if i in common and not _is_leaf(t) and t.sort().kind() in (z3.Z3_REAL_SORT, z3.Z3_INT_SORT, z3.Z3_BOOL_SORT):
-            cuts[i] = t
-            continue
-        stack.extend(t.children())
-    if not cuts:
-        return formula
-    pairs = [(t, z3.FreshConst(t.sort(), "cut")) for t in cuts.values()]
-    return z3.substitute(formula, *pairs)
+        hit = self._memo.get(i)
+        if hit is None:
+            hit = self._memo[i] = self._read(t)
+            self._keep.append(t)
+        return hit
+
+    def _read(self, t: Any) -> int:
+        if not z3.is_app(t) or t.num_args() == 0:
+            return self._atom(t, 1)
+        k = t.decl().kind()
+        if k == z3.Z3_OP_MUL and t.num_args() == 2:
+            c, u = t.arg(0), t.arg(1)
+            if z3.is_rational_value(u):
+                c, u = u, c
+            if z3.is_rational_value(c) and c.as_fraction() == -1:
+                return self.neg(self.read(u))
+        if k == z3.Z3_OP_UMINUS:
+            return self.neg(self.read(t.arg(0)))
+        if k == z3.Z3_OP_ITE:
+            c, p, q = t.arg(0), t.arg(1), t.arg(2)
+            while z3.is_not(c):
+                c, p, q = c.arg(0), q, p
+            ck = c.decl().kind() if z3.is_app(c) else None
+            if ck == z3.Z3_OP_EQ and c.num_args() == 2 and _same_when_equal(c.arg(0), c.arg(1), p, q):
+                return self.read(q)
+            if ck in (z3.Z3_OP_LE, z3.Z3_OP_LT, z3.Z3_OP_GE, z3.Z3_OP_GT) and c.num_args() == 2:
+                a, b = self.read(c.arg(0)), self.read(c.arg(1))
+                pn, qn = self.read(p), self.read(q)
+                small_first = ck in (z3.Z3_OP_LE, z3.Z3_OP_LT)  # the test holds when a is smaller
+                if (pn, qn) == (a, b):  # If(a <= b, a, b) picks the smaller one
+                    return self._lat("min" if small_first else "max", a, b)
+                if (pn, qn) == (b, a):
+                    return self._lat("max" if small_first else "min", a, b)
+        return self._atom(t, 1)
+
+    def equal_on_01(self, a: int, b: int, max_atoms: int) -> bool:
+        """Nodes a and b agree on every 0-1 assignment of the atoms below them."""
+        seen: set[int] = set()
+        stack = [a, b]
+        while stack:
+            n = stack.pop()
+            if n not in seen:
+                seen.add(n)
+                op, x, y = self.nodes[n]
+                if op != "atom":
+                    stack += [x, y]
+        order = sorted(seen)  # children before parents: ids are creation order
+        atoms = sorted({self.nodes[n][1] for n in order if self.nodes[n][0] == "atom"})
+        if len(atoms) > max_atoms:
+            return False
+        column = {k: j for j, k in enumerate(atoms)}
+        grid = ((np.arange(1 << len(atoms))[:, None] >> np.arange(len(atoms))[None, :]) & 1).astype(bool)
+        vals: dict[int, Any] = {}
+        for n in order:
+            op, x, y = self.nodes[n]
+            if op == "atom":
+                vals[n] = grid[:, column[x]]
+            elif op == "min":
+                vals[n] = vals[x] & vals[y]
+            else:
+                vals[n] = vals[x] | vals[y]
+        return bool(np.array_equal(vals[a], vals[b]))
 
 
-def prove(formula_false_if_equal: Any, sides: tuple[list[Any], list[Any]], timeout_s: float,
-          constraints: Sequence[Any] = ()) -> bool:
-    """True when the 'differs' formula is unsatisfiable: first with common subterms
-    abstracted, then (if that was too coarse) on the full terms."""
-    for f in (abstract_common(sides, formula_false_if_equal), formula_false_if_equal):
-        s = _solver(timeout_s)
-        s.add(*constraints)
-        s.add(f)
-        if s.check() == z3.unsat:
-            return True
-        if f is formula_false_if_equal:
-            break
-    return False
+def _same_when_equal(u: Any, w: Any, x: Any, y: Any) -> bool:
+    """If(u == w, x, y) is y: where u == w holds, y with u replaced by w (or w by u) is
+    the same term as x (the -0 normalisation If(t == 0, 0, -t) of a sort comparator)."""
+    sx = z3.simplify(x)
+    return any(z3.simplify(z3.substitute(y, (s, r))).eq(sx) for s, r in ((u, w), (w, u)))
+
+
+LATTICE_ATOMS = 16  # 2**16 assignments at most
+
+
+def lattice_equal(pairs: Sequence[tuple[Any, Any]]) -> list[bool]:
+    """For each (a, b) of real terms: True when both read as min/max networks over common
+    atoms that agree on every 0-1 assignment of the atoms. By the 0-1 principle that proves
+    a == b for all reals: a threshold map [x >= t] commutes with min and max, so a real
+    point where a < b gives, at t = b, a 0-1 point where a is 0 and b is 1. This decides
+    sorting-network identities that take z3 seconds per element."""
+    lat = _Lattice()
+    out = []
+    for a, b in pairs:
+        try:
+            na, nb = lat.read(a), lat.read(b)
+        except RecursionError:  # a very deep network: leave it to the solver
+            out.append(False)
+            continue
+        if na == nb:
+            out.append(True)
+        elif lat.nodes[na][0] == "atom" and lat.nodes[nb][0] == "atom":
+            out.append(False)  # distinct atoms: nothing to decide here
+        else:
+            out.append(lat.equal_on_01(na, nb, LATTICE_ATOMS))
+    return out

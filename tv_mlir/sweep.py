@@ -1,26 +1,46 @@
 """Equivalence sweeping: merge intermediate values of the two programs that are proven
 equal, so that the final comparison is between identical terms wherever the programs agree.
 
-Both programs first run numerically on a few random inputs. Every top-level value of the
-reference is indexed by its numeric fingerprint; when a value of the other program has the
-fingerprint of a reference value, their equality is proved locally (shared subterms
-abstracted) and, once proved, the other program continues with the reference's term.
-Merging proven-equal terms is sound; a fingerprint collision only costs a failed proof."""
+Both programs first run numerically on RUNS random inputs. Every top-level value element
+of both programs becomes a cut variable with its defining term recorded, so terms stay one
+op deep. An element of the other program is merged with a reference element (replaced by
+the reference's cut variable) when
+
+- its defining term is the very term some earlier cut variable stands for (structural
+  hashing; no proof needed: the variable is defined as that term), or
+- it has the numeric fingerprint of a reference element (or input) and their equality is
+  proved locally (`Sweeper.prove_pairs`): cut variables are unfolded newest first until
+  the two sides meet at common cut points, then z3's simplifier, then min/max networks by
+  the 0-1 principle, then one short solver call per op result. Common cut points stay
+  free constants, a sound abstraction: an identity for all their values holds for the
+  values they take.
+
+Merging proven-equal terms is sound; a fingerprint collision only costs a failed proof.
+The same local proofs serve the final comparison of output elements (verify.py), and the
+cut definitions evaluate a random run's difference exactly without a full expansion."""
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
+import z3
+from z3 import z3core as _C
+from z3.z3 import _to_expr_ref
 
 from .algebra import Kind, NumericAlgebra, SymbolicAlgebra
-from .algebra.symbolic import SF, lift_any
+from .algebra.symbolic import FIN, SF, lift_any
 from .interp import Interpreter
 from .ir import Module, Op, TensorType
+from .solve import lattice_equal
 
-RUNS = 3  # random input sets
+# Random input sets. Fingerprints must tell apart values that agree by chance: a select or
+# max takes the same branch in all runs with probability 2**-RUNS, and every such
+# coincidence costs a failed proof.
+RUNS = 8
 SWEEP_BLOWUP = 1000  # local proofs are small; a blow-up means the match is a coincidence
+MAX_CANDIDATES = 3  # reference values with the same fingerprint tried per element
 
 
 def random_inputs(types: Sequence[TensorType], seed: int = 0) -> list[list[np.ndarray]]:
@@ -64,88 +84,152 @@ def numeric_trace(module: Module, input_sets: list[list[np.ndarray]], max_unroll
     return trace
 
 
-def _key(runs: list[np.ndarray], idx: tuple[int, ...], kind: Kind) -> tuple | None:
-    vals = []
-    for r in runs:
-        v = r[idx]
-        if kind is Kind.FLOAT:
-            v = float(v)
-            if not np.isfinite(v):
-                return None
-            vals.append(float(f"{v:.7g}"))
-        else:
-            vals.append(int(v))
-    # Zeros and run-independent values match by coincidence far too often (relu, masks).
-    if any(v == 0 for v in vals) or len(set(vals)) == 1:
-        return None
-    return (kind.value, *vals)
+def _keys(runs: list[np.ndarray], kind: Kind) -> list[bytes | None]:
+    """The fingerprint of every element (flat, C order), or None where it is useless:
+    values rounded to float32 (the runs compute in float64, in each program's own order),
+    one per run. Vectorised: this runs for every element of every value."""
+    rows = np.stack([np.asarray(r).reshape(-1) for r in runs], axis=1)
+    if kind is Kind.FLOAT:
+        rows = rows.astype(np.float32)
+        nonzero = (rows != 0).sum(axis=1)
+        # A relu output is zero in about half the runs and must still be matched; a value
+        # that is zero in all runs but one is too likely to match by coincidence (masks).
+        ok = np.isfinite(rows).all(axis=1) & (nonzero >= 2)
+    else:
+        rows = rows.astype(np.int64)
+        ok = (rows != 0).all(axis=1)
+    ok &= (rows != rows[:, :1]).any(axis=1)  # run-independent values are constants
+    tag = kind.value.encode()
+    return [tag + row.tobytes() if good else None for row, good in zip(rows, ok.tolist())]
+
+
+@dataclass
+class _Attempt:
+    """The outcome of unfolding two elements towards each other."""
+
+    result: Any  # True: the simplifier proved them equal; False: not worth a solver call
+    # (Python values that differ, sides that never met); else the equality for the solver
+    cut_points: bool = False  # the sides met at cut points that could still be unfolded
+    value_pair: tuple[Any, Any] | None = None  # finite floats: the two real terms
+
+
+@dataclass(eq=False)
+class Cut:
+    """A cut variable and what is known about its definition, found once by a walk over
+    the definition when first needed (most reference definitions are never unfolded)."""
+
+    var: Any  # the z3 constant
+    term: Any  # its defining term (one op deep over older cut variables and inputs)
+    order: int  # creation order: a definition mentions only older cut variables
+    scanned: bool = False
+    vars: frozenset[int] = frozenset()  # ids of the cut variables the definition mentions
+    leaves: frozenset[int] = frozenset()  # ids of the other free constants (program inputs)
+    local_uf: bool = False  # the definition itself applies an uninterpreted function
 
 
 @dataclass
 class Sweeper:
-    """Cut points and merging. Every top-level value element becomes a fresh variable with
-    its defining term recorded, so terms stay one op deep; an element of the other program
-    whose fingerprint matches a reference element is proved equal to it by unfolding
-    definitions a few levels and, once proved, replaced by the reference variable."""
+    """Cut points and merging (see the module docstring)."""
 
     alg: SymbolicAlgebra
     ref_trace: Trace
     other_trace: Trace
-    timeout_s: float = 0.2
-    unfold_rounds: int = 6
+    timeout_s: float = 0.2  # per batched local solver call
+    unfold_steps: int = 12  # newest-first unfolding batches per local proof
+    max_unfold: int = 400  # cut variables unfolded per local proof before giving up
+    deep: int = 3  # common cut points unfolded when the sides meet but do not prove equal
     budget_s: float = 30.0  # total time for local proofs; past it values are cut unmerged
-    table: dict[tuple, Any] = field(default_factory=dict)
-    defs: dict[int, tuple[Any, Any]] = field(default_factory=dict)  # var id -> (var, term)
+    table: dict[bytes, list[Any]] = field(default_factory=dict)  # fingerprint -> reference elements
+    cuts_by_id: dict[int, Cut] = field(default_factory=dict)
     merged: int = 0
     failed: int = 0
     cuts: int = 0
-    _full: dict[int, Any] = field(default_factory=dict)
-    other_vars: set[int] = field(default_factory=set)
-    _side: str = "ref"
-    _vars_memo: dict[int, frozenset] = field(default_factory=dict)
-    _keep: list[Any] = field(default_factory=list)
-    _t0: float = field(default_factory=time.perf_counter)
+    _by_term: dict[int, Any] = field(default_factory=dict)  # defining term id -> variable
+    _proof_s: float = 0.0
+    _som: Any = None  # z3 ParamsRef for _simplifies_true
+    _tried: set[tuple[Any, Any]] = field(default_factory=set)  # (reference, ours) proofs tried
+    _expanded: dict[int, Any] = field(default_factory=dict)  # cut id -> term over the inputs
 
     # -- observers ----------------------------------------------------------
+    def record_inputs(self, inputs: Sequence[np.ndarray], input_sets: list[list[np.ndarray]],
+                      types: Sequence[TensorType]) -> None:
+        """Index the program inputs first, so that a value of the other program that is an
+        input (a transpose of one, say) meets the input itself, not a reference value that
+        happens to equal it on the random runs (min(x, y) when x < y in every run)."""
+        for k, (arr, t) in enumerate(zip(inputs, types)):
+            kind = Kind.of(t)
+            if kind is Kind.BOOL:
+                continue
+            runs = [s[k] for s in input_sets]
+            for x, key in zip(arr.reshape(-1), _keys(runs, kind)):
+                if key is not None:
+                    self.table.setdefault(key, []).append(x)
+
     def record_ref(self, op: Op, results: list[np.ndarray]) -> list[np.ndarray]:
-        self._side = "ref"
         out = []
         for name, t, arr in zip(op.results, op.result_types, results):
             kind = Kind.of(t)
-            runs = self.ref_trace.values.get(name)
             new = self._cut_array(arr)
+            runs = self.ref_trace.values.get(name)
             if runs is not None and kind is not Kind.BOOL:
-                for idx in np.ndindex(*arr.shape):
-                    key = _key(runs, idx, kind)
+                for x, key in zip(new.reshape(-1), _keys(runs, kind)):
                     if key is not None:
-                        self.table.setdefault(key, new[idx])
+                        cands = self.table.setdefault(key, [])
+                        if not any(_identical(x, c) for c in cands):
+                            cands.append(x)
             out.append(new)
         return out
 
     def merge_other(self, op: Op, results: list[np.ndarray]) -> list[np.ndarray]:
-        self._side = "other"
         out = []
         for name, t, arr in zip(op.results, op.result_types, results):
             kind = Kind.of(t)
+            new = self._cut_array(arr)
             runs = self.other_trace.values.get(name)
-            new = np.empty(arr.shape, dtype=object)
-            for idx in np.ndindex(*arr.shape):
-                x = arr[idx]
-                key = _key(runs, idx, kind) if runs is not None and kind is not Kind.BOOL else None
-                cand = self.table.get(key) if key is not None else None
-                if cand is not None and (_identical(cand, x) or self._prove_equal(cand, x, kind)):
-                    new[idx] = cand
+            if runs is None or kind is Kind.BOOL:
+                out.append(new)
+                continue
+            flat = new.reshape(-1)
+            # (flat index, candidate reference elements newest first, ours)
+            todo: list[tuple[int, list[Any], Any]] = []
+            for i, key in enumerate(_keys(runs, kind)):
+                cands = self.table.get(key) if key is not None else None
+                if not cands:
+                    continue
+                hit = next((c for c in cands if _identical(c, flat[i])), None)
+                if hit is not None:  # structural hit on a reference definition
                     self.merged += 1
-                else:
-                    new[idx] = self._cut(x)
+                    continue
+                # A shape op (reverse, slice) passes on elements already tried: skip them.
+                key_ours = _element_id(flat[i])
+                fresh = [c for c in cands[::-1][:MAX_CANDIDATES] if (_element_id(c), key_ours) not in self._tried]
+                self._tried.update((_element_id(c), key_ours) for c in fresh)
+                if fresh:
+                    todo.append((i, fresh, flat[i]))
+            # Several reference values may share a fingerprint (min(x, y) and x when x < y
+            # in every run): the newest is the likeliest counterpart, then the next.
+            while todo and self._proof_s < self.budget_s:
+                t0 = time.perf_counter()
+                proved = self.prove_pairs([(c[0], x) for _, c, x in todo], kind, self.timeout_s)
+                self._proof_s += time.perf_counter() - t0
+                retry = []
+                for (i, cands, x), how in zip(todo, proved):
+                    if how is not None:
+                        flat[i] = cands[0]
+                        self.merged += 1
+                        self._alias(x, cands[0])
+                    elif len(cands) > 1:
+                        retry.append((i, cands[1:], x))
+                todo = retry
             out.append(new)
         return out
 
     # -- cut variables ------------------------------------------------------
     def _cut_array(self, arr: np.ndarray) -> np.ndarray:
         new = np.empty(arr.shape, dtype=object)
-        for idx in np.ndindex(*arr.shape):
-            new[idx] = self._cut(arr[idx])
+        flat, src = new.reshape(-1), arr.reshape(-1)
+        for i in range(src.size):
+            flat[i] = self._cut(src[i])
         return new
 
     def _cut(self, x: Any) -> Any:
@@ -158,125 +242,371 @@ class Sweeper:
         return self._cut_term(x)
 
     def _cut_term(self, t: Any) -> Any:
-        import z3
-
-        if z3.is_const(t):  # an input, a cut variable or a literal
+        ctx = t.ctx
+        a = t.as_ast()
+        if _C.Z3_get_app_num_args(ctx.ref(), a) == 0:  # an input, a cut variable or a literal
             return t
-        var = z3.FreshConst(t.sort(), "c")
-        self.defs[var.get_id()] = (var, t)
-        if self._side == "other":
-            self.other_vars.add(var.get_id())
+        key = _C.Z3_get_ast_id(ctx.ref(), a)
+        hit = self._by_term.get(key)
+        if hit is not None:  # the same term already has a variable (in either program)
+            return hit
+        # A fresh constant of t's sort, wrapped in t's own Python class (ArithRef, BoolRef):
+        # z3.FreshConst goes through the slow generic wrapping.
+        raw = _C.Z3_mk_fresh_const(ctx.ref(), "c", _C.Z3_get_sort(ctx.ref(), a))
+        var = t.__class__(raw, ctx)
+        self.cuts_by_id[var.get_id()] = Cut(var, t, self.cuts)
+        self._by_term[key] = var
         self.cuts += 1
         return var
 
-    def _cut_vars(self, t: Any) -> list[Any]:
-        """The cut variables a term mentions. Memoised per node: unfolded terms share most
-        of their nodes, and walking z3 terms from Python is the expensive part."""
-        import z3
+    def _info(self, i: int) -> Cut:
+        """The cut with id i, its definition scanned."""
+        cut = self.cuts_by_id[i]
+        if not cut.scanned:
+            cut.vars, cut.leaves, cut.local_uf = self._scan(cut.term)
+            cut.scanned = True
+        return cut
 
-        memo = self._vars_memo
-        root = t.get_id()
-        if root in memo:
-            return [self.defs[i][0] for i in memo[root]]
-        stack: list[tuple[Any, bool]] = [(t, False)]
+    def _alias(self, ours: Any, ref: Any) -> None:
+        """`ours` was proved equal to the reference element `ref`: later terms identical to
+        our definition take the reference variable directly. For floats only when both are
+        finite: equal infinities or NaNs say nothing about the value parts."""
+        if isinstance(ours, SF):
+            if not (isinstance(ref, SF) and type(ours.k) is int and type(ref.k) is int
+                    and ours.k == FIN and ref.k == FIN):
+                return
+            pairs = [(ours.v, ref.v)]
+        elif isinstance(ours, (bool, int)) or isinstance(ref, (bool, int)):
+            return
+        else:
+            pairs = [(ours, ref)]
+        for o, r in pairs:
+            cut = self.cuts_by_id.get(o.get_id())
+            if cut is not None:
+                self._by_term[cut.term.get_id()] = r
+
+    def _scan(self, t: Any) -> tuple[frozenset[int], frozenset[int], bool]:
+        """The cut variables, other free constants and whether an uninterpreted function is
+        applied in t, stopping at cut variables. Uses z3's C API directly: ExprRef.children()
+        builds Python wrappers for every node and dominated the run time."""
+        ctx = t.ctx.ref()
+        cuts = self.cuts_by_id
+        check_uf = bool(self.alg.approximations)  # no UF term exists before the first use
+        vs: set[int] = set()
+        leaves: set[int] = set()
+        uf = False
+        seen: set[int] = set()
+        stack = [t.as_ast()]
         while stack:
-            u, done = stack.pop()
-            i = u.get_id()
-            if i in memo:
+            a = stack.pop()
+            i = _C.Z3_get_ast_id(ctx, a)
+            if i in seen:
                 continue
-            if i in self.defs:
-                memo[i] = frozenset((i,))
+            seen.add(i)
+            if i in cuts:
+                vs.add(i)
                 continue
-            if u.num_args() == 0:
-                memo[i] = frozenset()
+            if _C.Z3_get_ast_kind(ctx, a) != _C.Z3_APP_AST:
+                continue  # numerals
+            n = _C.Z3_get_app_num_args(ctx, a)
+            if n == 0 or check_uf:
+                is_uf = _C.Z3_get_decl_kind(ctx, _C.Z3_get_app_decl(ctx, a)) == z3.Z3_OP_UNINTERPRETED
+                if n == 0:
+                    if is_uf:
+                        leaves.add(i)
+                    continue
+                uf = uf or is_uf
+            stack.extend(_C.Z3_get_app_arg(ctx, a, k) for k in range(n))
+        return frozenset(vs), frozenset(leaves), uf
+
+    def vars_of(self, terms: Iterable[Any]) -> set[int]:
+        out: set[int] = set()
+        for t in terms:
+            if t.get_id() in self.cuts_by_id:
+                out.add(t.get_id())
+            elif t.num_args() > 0:
+                out |= self._scan(t)[0]
+        return out
+
+    def _closure(self, roots: Iterable[int]) -> list[Cut]:
+        """Every cut variable reachable from `roots`, oldest first (definition order)."""
+        seen: set[int] = set()
+        stack = list(roots)
+        while stack:
+            i = stack.pop()
+            if i in seen:
                 continue
-            kids = u.children()
-            if done:
-                acc: frozenset = frozenset()
-                for k in kids:
-                    acc |= memo[k.get_id()]
-                memo[i] = acc
-                self._keep.append(u)  # ids stay valid while the node lives
-            else:
-                stack.append((u, True))
-                stack.extend((k, False) for k in kids if k.get_id() not in memo)
-        return [self.defs[i][0] for i in memo[root]]
+            seen.add(i)
+            stack.extend(self._info(i).vars)
+        return sorted((self.cuts_by_id[i] for i in seen), key=lambda c: c.order)
 
-    def unfold(self, t: Any, only_other: bool = False) -> Any:
-        """One level: every cut variable in t (or only the other program's own ones)
-        replaced by its defining term."""
-        import z3
-
-        pairs = [(v, self.defs[v.get_id()][1]) for v in self._cut_vars(t)
-                 if not only_other or v.get_id() in self.other_vars]
-        return z3.substitute(t, *pairs) if pairs else t
-
-    def expand(self, t: Any) -> Any:
-        """t with every cut variable replaced, recursively: a term over the inputs."""
-        import z3
-
-        key = t.get_id()
-        if key in self._full:
-            return self._full[key]
-        pairs = [(v, self.expand(self.defs[v.get_id()][1])) for v in self._cut_vars(t)]
-        full = z3.substitute(t, *pairs) if pairs else t
-        self._full[key] = full
-        return full
+    # -- expansion and evaluation ---------------------------------------------
+    def expand_terms(self, terms: list[Any]) -> list[Any]:
+        """The terms with every cut variable replaced, recursively: terms over the inputs."""
+        full = self._expanded  # kept across calls: output elements share most of their cones
+        for cut in self._closure(self.vars_of(terms)):
+            i = cut.var.get_id()
+            if i not in full:
+                full[i] = _subst(cut.term, [(self.cuts_by_id[v].var, full[v]) for v in cut.vars])
+        out = []
+        for t in terms:
+            vs = self.vars_of([t])
+            out.append(_subst(t, [(self.cuts_by_id[v].var, full[v]) for v in vs]))
+        return out
 
     def expand_element(self, x: Any) -> Any:
-        if isinstance(x, SF):
-            return SF(self.expand(x.v), x.k if isinstance(x.k, int) else self.expand(x.k))
         if isinstance(x, (bool, int)):
             return x
-        return self.expand(x)
+        return with_terms(x, self.expand_terms(element_terms(x)))
 
-    def _prove_equal(self, a: Any, b: Any, kind: Kind) -> bool:
-        import z3
-
-        from .solve import trivially_equal
-
-        eq = self.alg.element_equal(a, b, kind)
-        if eq is True or eq is False:
-            return bool(eq)
-        if time.perf_counter() - self._t0 > self.budget_s:
+    def uses_uf(self, x: Any) -> bool:
+        """Whether x (fully expanded) applies an uninterpreted function."""
+        if not self.alg.approximations:
             return False
-        # Unfold only the cut variables that one side mentions and the other does not: the
-        # two sides meet at their common cut points, which stay atoms, so the terms stay
-        # small. A rewrite that regroups several reference ops needs a few rounds.
-        left, right = _terms(a), _terms(b)
-        for _ in range(self.unfold_rounds):
-            lv = {v.get_id() for t in left for v in self._cut_vars(t)}
-            rv = {v.get_id() for t in right for v in self._cut_vars(t)}
-            diff = lv ^ rv
-            if not diff:
-                break
-            pairs = [(self.defs[i][0], self.defs[i][1]) for i in diff]
-            left = [z3.substitute(t, *pairs) for t in left]
-            right = [z3.substitute(t, *pairs) for t in right]
-            eq = lift_any(self.alg.element_equal(_rebuild(a, left), _rebuild(b, right), kind))
-            if trivially_equal(eq, blowup=SWEEP_BLOWUP):
+        for t in element_terms(x):
+            vs, _, uf = self._scan(t)
+            if uf or any(c.local_uf for c in self._closure(vs)):
                 return True
-        f = lift_any(eq)
-        s = z3.Solver()
-        s.set("timeout", max(1, int(self.timeout_s * 1000)))
-        s.add(z3.Not(f))
-        if s.check() == z3.unsat:
-            return True
-        self.failed += 1
         return False
 
+    def evaluate(self, terms: list[Any], env: dict[int, tuple[Any, Any]]) -> list[Any] | None:
+        """The terms' values (simplified z3 terms, literals unless an uninterpreted function
+        is applied) at the inputs `env` gives (input constant id -> (constant, value)),
+        evaluated definition by definition so that no full expansion is built. None when a
+        term mentions a free constant that env does not give."""
+        vals: dict[int, Any] = {}
 
-def _terms(x: Any) -> list[Any]:
+        def at(term: Any, vs: Iterable[int], leaves: Iterable[int]) -> Any | None:
+            pairs = []
+            for leaf in leaves:
+                if leaf not in env:
+                    return None
+                pairs.append(env[leaf])
+            pairs += [(self.cuts_by_id[v].var, vals[v]) for v in vs]
+            return z3.simplify(_subst(term, pairs))
+
+        for cut in self._closure(self.vars_of(terms)):
+            v = at(cut.term, cut.vars, cut.leaves)
+            if v is None:
+                return None
+            vals[cut.var.get_id()] = v
+        out = []
+        for t in terms:
+            i = t.get_id()
+            if i in vals:
+                out.append(vals[i])
+            elif i in env:
+                out.append(env[i][1])
+            else:
+                vs, leaves, _ = self._scan(t)
+                v = at(t, vs, leaves)
+                if v is None:
+                    return None
+                out.append(v)
+        return out
+
+    # -- local proofs ---------------------------------------------------------
+    def prove_pairs(self, pairs: Sequence[tuple[Any, Any]], kind: Kind, timeout_s: float,
+                    steps: int | None = None, max_unfold: int | None = None,
+                    deep: int | None = None, solve_inputs_only: bool = True) -> list[str | None]:
+        """For each (a, b): how a == b was proved ("simplified", "lattice", "solver"), or None.
+
+        Per element: newest-first unfolding with the simplifier (`_unfold`), then min/max
+        networks by the 0-1 principle; one solver call covers the rest of the batch (an op
+        result tensor at a time); a model names the elements that may differ, which are
+        dropped. Elements whose sides met but did not prove equal are tried once more with
+        up to `deep` common cut points unfolded as well (E[(x - m)^2] = E[x^2] - m^2 holds
+        only because m is the mean). solve_inputs_only=False leaves elements whose sides
+        met only at the inputs (no cut point left: the full problem) to the caller's solver."""
+        steps = steps or self.unfold_steps
+        max_unfold = max_unfold or self.max_unfold
+        deep = self.deep if deep is None else deep
+        status: list[str | None] = [None] * len(pairs)
+        todo = list(range(len(pairs)))
+        for common in (0, deep) if deep else (0,):
+            attempts: dict[int, _Attempt] = {}
+            for i in todo:
+                a, b = pairs[i]
+                att = self._unfold(a, b, kind, steps, max_unfold, common)
+                if att.result is True:
+                    status[i] = "simplified"
+                elif att.result is not False:
+                    attempts[i] = att
+            networks = [i for i, att in attempts.items() if att.value_pair is not None]
+            for i, ok in zip(networks, lattice_equal([attempts[i].value_pair for i in networks])):
+                if ok:
+                    status[i] = "lattice"
+            open_ = [(i, lift_any(att.result)) for i, att in attempts.items()
+                     if status[i] is None and (att.cut_points or solve_inputs_only)]
+            for i in self._solve(open_, timeout_s):
+                status[i] = "solver"
+            todo = [i for i, att in attempts.items() if status[i] is None and att.cut_points]
+        self.failed += sum(1 for x in status if x is None)
+        return status
+
+    def _unfold(self, a: Any, b: Any, kind: Kind, steps: int, max_unfold: int, common: int) -> _Attempt:
+        """Unfold a and b towards each other (see `_Attempt` for the outcome).
+
+        Unfolding is newest first: the newest cut variable on only one side cannot appear on
+        the other side unless a common cut point is unfolded (definitions mention only older
+        variables), so it must be unfolded for the sides to meet; so must every variable of
+        that side newer than everything the other side still lacks. Common cut points stay
+        atoms, so the terms stay small; once the sides meet, up to `common` of them are
+        unfolded too (newest first, on both sides) while the simplifier does not succeed."""
+        eq = self.alg.element_equal(a, b, kind)
+        if eq is True or eq is False or isinstance(a, (bool, int)) or isinstance(b, (bool, int)):
+            return _Attempt(eq)
+        left, right = element_terms(a), element_terms(b)
+        lv, rv = self.vars_of(left), self.vars_of(right)
+        if lv == rv and self._simplifies_true(eq):
+            return _Attempt(True)
+        order = self.cuts_by_id
+        unfolded = 0
+        for step in range(steps):
+            only_l, only_r = lv - rv, rv - lv
+            if not only_l and not only_r:
+                if common <= 0 or not lv:
+                    break
+                common -= 1
+                newest = [max(lv, key=lambda v: order[v].order)]
+                left, lv = self._unfold_side(left, lv, newest)
+                right, rv = self._unfold_side(right, rv, newest)
+                batch = newest
+            else:
+                ml = max((order[v].order for v in only_l), default=-1)
+                mr = max((order[v].order for v in only_r), default=-1)
+                # A common cut point defined from exclusive ones may be what the other side
+                # needs (x2 = 2*x against 2*(x2 - x)): unfold it on both sides.
+                excl = only_l | only_r
+                bridge = [v for v in lv & rv if self._info(v).vars & excl]
+                if bridge:
+                    left, lv = self._unfold_side(left, lv, bridge)
+                    right, rv = self._unfold_side(right, rv, bridge)
+                    batch = bridge
+                elif ml > mr:
+                    batch = [v for v in only_l if order[v].order > mr]
+                    left, lv = self._unfold_side(left, lv, batch)
+                else:
+                    batch = [v for v in only_r if order[v].order > ml]
+                    right, rv = self._unfold_side(right, rv, batch)
+            unfolded += len(batch)
+            eq = self._equal(a, b, left, right, kind)
+            # The sides usually meet exactly when their cut points agree; checking now and
+            # then on the way also catches cancellations (x - x) before they grow.
+            if (lv == rv or step % 4 == 3) and self._simplifies_true(eq):
+                return _Attempt(True)
+            if unfolded > max_unfold:
+                break
+        # Sides that never met differ unless some unmatched cut points cancel: such a
+        # proof is rare and a solver call on it is mostly a wasted timeout.
+        if lv != rv:
+            return _Attempt(False)
+        finite = isinstance(a, SF) and isinstance(b, SF) and type(a.k) is int and type(b.k) is int \
+            and a.k == FIN and b.k == FIN
+        return _Attempt(eq, bool(lv), (left[0], right[0]) if finite else None)
+
+    def _equal(self, a: Any, b: Any, left: list[Any], right: list[Any], kind: Kind) -> Any:
+        """a == b with their terms replaced by `left` and `right`. Finite floats (the usual
+        case) compare by value, built with the C API: the algebra's general IEEE equality
+        inspects its operands through slow z3 wrappers."""
+        if isinstance(a, SF) and isinstance(b, SF) and a.k == FIN and b.k == FIN and type(a.k) is int \
+                and type(b.k) is int:
+            x, y = left[0], right[0]
+            return z3.BoolRef(_C.Z3_mk_eq(x.ctx.ref(), x.as_ast(), y.as_ast()), x.ctx)
+        return self.alg.element_equal(with_terms(a, left), with_terms(b, right), kind)
+
+    def _simplifies_true(self, eq: Any) -> bool:
+        """z3's simplifier in sum-of-monomials form proves eq; the parameter object is built
+        once (building it per call cost as much as the simplification)."""
+        if isinstance(eq, bool):
+            return eq
+        if self._som is None:
+            self._som = z3.ParamsRef(eq.ctx)
+            self._som.set("som", True)
+            self._som.set("som_blowup", SWEEP_BLOWUP)
+            self._som.set("arith_lhs", True)
+        r = _C.Z3_simplify_ex(eq.ctx.ref(), eq.as_ast(), self._som.params)
+        return _C.Z3_get_bool_value(eq.ctx.ref(), r) == z3.Z3_L_TRUE
+
+    def _unfold_side(self, terms: list[Any], vs: set[int], batch: list[int]) -> tuple[list[Any], set[int]]:
+        cuts = [self._info(v) for v in batch]
+        pairs = [(c.var, c.term) for c in cuts]
+        new_vs = vs.difference(batch)
+        for c in cuts:
+            new_vs |= c.vars
+        return [_subst(t, pairs) for t in terms], new_vs
+
+    def _solve(self, items: list[tuple[int, Any]], timeout_s: float) -> list[int]:
+        """Indices whose equality is valid: one query 'some element differs' for all of them;
+        when sat, the model names elements that may differ (not proved), and the rest is
+        asked again. Free constants (cut points, inputs) are universally quantified, a sound
+        abstraction of the values they stand for."""
+        proved: list[int] = []
+        rest = items
+        timed_out = False
+        for _ in range(4):
+            if not rest:
+                break
+            s = z3.Solver()
+            s.set("timeout", max(1, int(timeout_s * 1000)))
+            s.add(z3.Or(*[z3.Not(e) for _, e in rest]))
+            r = s.check()
+            if r == z3.unsat:
+                proved += [i for i, _ in rest]
+                return proved
+            if r != z3.sat:
+                timed_out = True
+                break
+            m = s.model()
+            differ = {i for i, e in rest if z3.is_true(m.eval(z3.Not(e), model_completion=True))}
+            if not differ:  # should not happen; do not loop on it
+                break
+            rest = [(i, e) for i, e in rest if i not in differ]
+        if timed_out and len(rest) > 1:  # small elements may still go through alone
+            for i, e in rest:
+                s = z3.Solver()
+                s.set("timeout", max(1, int(timeout_s * 1000 / len(rest))))
+                s.add(z3.Not(e))
+                if s.check() == z3.unsat:
+                    proved.append(i)
+        return proved
+
+
+def _subst(t: Any, pairs: list[tuple[Any, Any]]) -> Any:
+    """z3.substitute without its per-pair sort checks (our pairs are a variable and its
+    definition, or an input and a value of its sort), which cost more than substituting.
+    Substitution rebuilds the application t is, so the result has t's Python class."""
+    if not pairs:
+        return t
+    n = len(pairs)
+    src, dst = (z3.Ast * n)(), (z3.Ast * n)()
+    for i, (f, v) in enumerate(pairs):
+        src[i] = f.as_ast()
+        dst[i] = v.as_ast()
+    raw = _C.Z3_substitute(t.ctx.ref(), t.as_ast(), n, src, dst)
+    if t.num_args() == 0:  # a constant replaced by a value: let z3 pick the wrapper
+        return _to_expr_ref(raw, t.ctx)
+    return t.__class__(raw, t.ctx)
+
+
+def element_terms(x: Any) -> list[Any]:
+    """The z3 parts of an element: a float's value and (when symbolic) class, or the term."""
     if isinstance(x, SF):
         return [x.v] + ([] if isinstance(x.k, int) else [x.k])
     return [] if isinstance(x, (bool, int)) else [x]
 
 
-def _rebuild(x: Any, terms: list[Any]) -> Any:
-    """x with its z3 parts replaced by `terms` (in the order `_terms` lists them)."""
+def with_terms(x: Any, terms: list[Any]) -> Any:
+    """x with its z3 parts replaced by `terms` (in the order `element_terms` lists them)."""
     if isinstance(x, SF):
         return SF(terms[0], x.k if isinstance(x.k, int) else terms[1])
     return x if isinstance(x, (bool, int)) else terms[0]
+
+
+def _element_id(x: Any) -> Any:
+    """An id for an element's value term (its variables live as long as the sweeper)."""
+    t = element_terms(x)
+    return t[0].get_id() if t else ("python", type(x).__name__, x)
 
 
 def _identical(a: Any, b: Any) -> bool:

@@ -12,7 +12,7 @@ import numpy as np
 import z3
 
 from .algebra import Kind, NumericAlgebra, SymbolicAlgebra
-from .algebra.symbolic import FIN, NAN, NEG, POS, SF, lift_any
+from .algebra.symbolic import FIN, NAN, NEG, POS, lift_any
 from .errors import Unsupported, UsageError
 from .frontend import load_module
 from .interp import Interpreter, SharedValues
@@ -20,10 +20,16 @@ from .ir import Module, TensorType
 from .options import Options
 from .passes import load_pipeline, run_pipeline
 from .solve import Query, difference_is_zero, solve_all, trivially_equal
-from .sweep import Sweeper, Trace, numeric_trace, random_inputs
+from .sweep import Sweeper, Trace, element_terms, numeric_trace, random_inputs, with_terms
 from .verdict import Counterexample, OutputResult, Replay, Verdict
 
 ModuleLike = str | bytes | Path | Module
+
+# Local proofs of output elements at the cut points: per output, one solver call.
+LOCAL_TIMEOUT = 2.0
+LOCAL_STEPS = 40
+LOCAL_UNFOLD = 4000
+LOCAL_DEEP = 20
 
 
 def prepare(spec: ModuleLike, options: Options, name: str | None = None) -> Module:
@@ -45,6 +51,7 @@ class _Element:
     other: Any
     kind: Kind
     eq: Any
+    uses_uf: bool = False
 
 
 def verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, **overrides: Any) -> Verdict:
@@ -89,6 +96,7 @@ def _verify_modules(ref: Module, other: Module, options: Options) -> Verdict:
         inputs.append(arr)
         constraints += cons
     sweeper = Sweeper(alg, ref_trace, other_trace, timeout_s=min(options.timeout_s, 0.5))
+    sweeper.record_inputs(inputs, input_sets, types)
     t_exec = time.perf_counter()
     try:
         shared = SharedValues()
@@ -120,43 +128,67 @@ def _verify_modules(ref: Module, other: Module, options: Options) -> Verdict:
         if rt.dtype != ot.dtype:
             precision.append(f"output {i}: {rt.dtype} in {ref.source}, {ot.dtype} in {other.source}")
 
-    # Per element: identical terms or the syntactic check; the rest goes to the solver.
+    # Per element: identical terms are done (the sweep makes that the common case).
     results: list[OutputResult] = []
-    pending: dict[int, list[_Element]] = {}
+    open_: dict[int, list[tuple[tuple[int, ...], Any, Any]]] = {}
     for i, (rt, r_arr, o_arr) in enumerate(zip(rtypes, ref_out, other_out)):
-        kind = Kind.of(rt)
         res = OutputResult(i, "equivalent", elements=int(np.prod(rt.shape)) if rt.shape else 1)
         for idx in np.ndindex(*rt.shape):
             a, b = r_arr[idx], o_arr[idx]
             if _same(a, b):
                 res.syntactic += 1
-                continue
-            a, b = sweeper.expand_element(a), sweeper.expand_element(b)
-            if kind is Kind.FLOAT and a.k == FIN and b.k == FIN and difference_is_zero(a.v, b.v):
-                res.syntactic += 1
-                continue
-            eq = alg.element_equal(a, b, kind)
-            if kind is not Kind.FLOAT and trivially_equal(eq):
-                res.syntactic += 1
-                continue
-            pending.setdefault(i, []).append(_Element(i, idx, a, b, kind, eq))
+            else:
+                open_.setdefault(i, []).append((idx, a, b))
         results.append(res)
-    stats.update(elements=sum(r.elements for r in results), syntactic=sum(r.syntactic for r in results))
 
-    # The random runs may already show a difference: check it exactly, no solver needed.
+    # The random runs may already show a difference: check it exactly (evaluating the cut
+    # point definitions at the run's inputs), no solver needed.
     counterexample: Counterexample | None = None
     unknown_reasons: list[str] = []
-    decided: set[int] = set()
-    for i, elems in pending.items():
-        cex = _random_counterexample(i, elems, input_sets, ref_trace, other_trace, inputs, names, types, alg)
+    for i in list(open_):
+        cex = _random_counterexample(i, open_[i], Kind.of(rtypes[i]), input_sets, ref_trace, other_trace,
+                                     inputs, names, types, alg, sweeper)
         if cex is not None:
-            decided.add(i)
+            del open_[i]
             _record(cex, results[i], ref, other, types, options)
             if counterexample is None and results[i].verdict == "not-equivalent":
                 counterexample = cex
 
+    # Local proofs at the cut points (unfolding newest first, as during the sweep), before
+    # any full expansion: where the programs agree up to a few ops this is small.
+    t_local = time.perf_counter()
+    local = 0
+    for i in list(open_):
+        kind = Kind.of(rtypes[i])
+        status = sweeper.prove_pairs([(a, b) for _, a, b in open_[i]], kind, min(options.timeout_s, LOCAL_TIMEOUT),
+                                     steps=LOCAL_STEPS, max_unfold=LOCAL_UNFOLD, deep=LOCAL_DEEP,
+                                     solve_inputs_only=False)
+        results[i].syntactic += sum(1 for how in status if how in ("simplified", "lattice"))
+        local += sum(1 for how in status if how is not None)
+        open_[i] = [e for e, how in zip(open_[i], status) if how is None]
+        if not open_[i]:
+            del open_[i]
+    stats.update(local_proofs=local, local_s=round(time.perf_counter() - t_local, 4))
+
+    # The rest: full expansion to the inputs, polynomial normal form, then the solver.
+    pending: dict[int, list[_Element]] = {}
+    for i, elems in open_.items():
+        kind = Kind.of(rtypes[i])
+        for idx, a0, b0 in elems:
+            a, b = sweeper.expand_element(a0), sweeper.expand_element(b0)
+            if kind is Kind.FLOAT and a.k == FIN and b.k == FIN and difference_is_zero(a.v, b.v):
+                results[i].syntactic += 1
+                continue
+            eq = alg.element_equal(a, b, kind)
+            if kind is not Kind.FLOAT and trivially_equal(eq):
+                results[i].syntactic += 1
+                continue
+            uses_uf = sweeper.uses_uf(a0) or sweeper.uses_uf(b0)
+            pending.setdefault(i, []).append(_Element(i, idx, a, b, kind, eq, uses_uf))
+    stats.update(elements=sum(r.elements for r in results), syntactic=sum(r.syntactic for r in results))
+
     queries = [Query(i, z3.Or(*[z3.Not(lift_any(e.eq)) for e in elems]), constraints)
-               for i, elems in pending.items() if i not in decided]
+               for i, elems in pending.items()]
     t_solve = time.perf_counter()
     outcomes = solve_all(queries, options.timeout_s, options.jobs)
     stats.update(solver_queries=len(queries), solve_s=round(time.perf_counter() - t_solve, 4))
@@ -257,77 +289,92 @@ def _model_counterexample(model: z3.ModelRef, elems: Sequence[_Element], inputs:
         if z3.is_true(model.eval(z3.Not(lift_any(e.eq)), model_completion=True)):
             chosen = e
             break
-    uses_uf = bool(alg.approximations) and (_mentions_uf(chosen.ref) or _mentions_uf(chosen.other))
+    uses_uf = chosen.uses_uf
     return Counterexample(values, chosen.output, list(chosen.index), _eval_element(model, chosen.ref, chosen.kind),
                           _eval_element(model, chosen.other, chosen.kind), uses_uf)
 
 
-def _random_counterexample(output: int, elems: Sequence[_Element], input_sets: list[list[np.ndarray]],
-                           ref_trace: Trace, other_trace: Trace, inputs: list[np.ndarray], names: list[str],
-                           types: Sequence[TensorType], alg: SymbolicAlgebra) -> Counterexample | None:
-    """A pending element on which a random run already differs, checked exactly by
-    substituting the run's inputs into the symbolic terms (when they have no approximation)."""
+def _random_counterexample(output: int, elems: Sequence[tuple[tuple[int, ...], Any, Any]], kind: Kind,
+                           input_sets: list[list[np.ndarray]], ref_trace: Trace, other_trace: Trace,
+                           inputs: list[np.ndarray], names: list[str], types: Sequence[TensorType],
+                           alg: SymbolicAlgebra, sweeper: Sweeper) -> Counterexample | None:
+    """An open element on which a random run already differs, checked exactly by evaluating
+    its terms at the run's inputs (when they apply no approximated op)."""
     for run, concrete in enumerate(input_sets):
         r_out, o_out = ref_trace.outputs[run][output], other_trace.outputs[run][output]
-        for e in elems:
-            if not values_differ(r_out[e.index], o_out[e.index]):
+        env: dict[int, tuple[Any, Any]] | None = None
+        for idx, a, b in elems:
+            if not values_differ(r_out[idx], o_out[idx]):
                 continue
-            uses_uf = bool(alg.approximations) and (_mentions_uf(e.ref) or _mentions_uf(e.other))
-            subst = _substitution(inputs, concrete, types)
+            uses_uf = sweeper.uses_uf(a) or sweeper.uses_uf(b)
             if not uses_uf:
-                exact = z3.simplify(z3.substitute(z3.Not(lift_any(e.eq)), *subst))
-                if not z3.is_true(exact):
+                env = env if env is not None else _environment(inputs, concrete, types)
+                exact = _exact_values(sweeper, alg, a, b, kind, env)
+                if exact is None:
                     continue  # float rounding, not a real difference
-                ref_v = _eval_subst(e.ref, e.kind, subst)
-                other_v = _eval_subst(e.other, e.kind, subst)
+                ref_v, other_v = exact
             else:
-                ref_v, other_v = _py(r_out[e.index]), _py(o_out[e.index])
+                ref_v, other_v = _py(r_out[idx]), _py(o_out[idx])
             values = {name: _py_list(arr) for name, arr in zip(names, concrete)}
-            return Counterexample(values, output, list(e.index), ref_v, other_v, uses_uf)
+            return Counterexample(values, output, list(idx), ref_v, other_v, uses_uf)
     return None
 
 
-def _substitution(inputs: list[np.ndarray], concrete: list[np.ndarray], types: Sequence[TensorType]) -> list[tuple[Any, Any]]:
-    pairs = []
+def _environment(inputs: list[np.ndarray], concrete: list[np.ndarray],
+                 types: Sequence[TensorType]) -> dict[int, tuple[Any, Any]]:
+    """Input constant id -> (constant, exact value of the run)."""
+    env = {}
     for sym, val, t in zip(inputs, concrete, types):
         kind = Kind.of(t)
         for idx in np.ndindex(*sym.shape):
             s = sym[idx]
             if kind is Kind.FLOAT:
-                pairs.append((s.v, z3.RealVal(Fraction(float(val[idx])))))
+                pair = (s.v, z3.RealVal(Fraction(float(val[idx]))))
             elif kind is Kind.BOOL:
-                pairs.append((s, z3.BoolVal(bool(val[idx]))))
+                pair = (s, z3.BoolVal(bool(val[idx])))
             else:
-                pairs.append((s, z3.IntVal(int(val[idx]))))
-    return pairs
+                pair = (s, z3.IntVal(int(val[idx])))
+            env[pair[0].get_id()] = pair
+    return env
 
 
-def _eval_subst(x: Any, kind: Kind, subst: list[tuple[Any, Any]]) -> Any:
+def _exact_values(sweeper: Sweeper, alg: SymbolicAlgebra, a: Any, b: Any, kind: Kind,
+                  env: dict[int, tuple[Any, Any]]) -> tuple[Any, Any] | None:
+    """The two elements' exact values at env when they differ there, else None."""
+    ta, tb = element_terms(a), element_terms(b)
+    vals = sweeper.evaluate(ta + tb, env)
+    if vals is None:
+        return None
+    ea, eb = with_terms(a, [_literal(v) for v in vals[:len(ta)]]), with_terms(b, [_literal(v) for v in vals[len(ta):]])
+    eq = alg.element_equal(ea, eb, kind)
+    if not (eq is False or (not isinstance(eq, bool) and z3.is_false(z3.simplify(lift_any(eq))))):
+        return None
+    try:
+        return _literal_py(ea, kind), _literal_py(eb, kind)
+    except ValueError:
+        return None
+
+
+def _literal(v: Any) -> Any:
+    """z3 Int and Bool literals as Python values, the form the symbolic algebra folds."""
+    if z3.is_int_value(v):
+        return v.as_long()
+    if z3.is_true(v) or z3.is_false(v):
+        return bool(z3.is_true(v))
+    return v
+
+
+def _literal_py(x: Any, kind: Kind) -> Any:
     if kind is Kind.FLOAT:
-        k = x.k if isinstance(x.k, int) else _z3_number(z3.simplify(z3.substitute(x.k, *subst)))
+        k = x.k if isinstance(x.k, int) else _z3_number(x.k)
         if k != FIN:
             return {NAN: "nan", POS: "inf", NEG: "-inf"}.get(k, "non-finite")
-        return _z3_number(z3.simplify(z3.substitute(x.v, *subst)))
-    return _z3_number(z3.simplify(z3.substitute(lift_any(x), *subst)))
+        return _z3_number(x.v)
+    return x if isinstance(x, (bool, int)) else _z3_number(x)
 
 
 def _py_list(arr: np.ndarray) -> Any:
     return np.vectorize(_py, otypes=[object])(arr).tolist() if arr.shape else _py(arr)
-
-
-def _mentions_uf(x: Any) -> bool:
-    terms = [x.v, x.k] if isinstance(x, SF) else [x]
-    seen: set[int] = set()
-    stack = [t for t in terms if z3.is_expr(t)]
-    while stack:
-        t = stack.pop()
-        if t.get_id() in seen:
-            continue
-        seen.add(t.get_id())
-        if z3.is_app(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED and t.num_args() > 0:
-            return True
-        stack.extend(t.children())
-    return False
 
 
 def concrete_inputs(cex: Counterexample, types: Sequence[TensorType]) -> list[np.ndarray]:
