@@ -27,6 +27,9 @@ demo: $(STAMP)
 	@echo "== a wrong rewrite: x / y * y against x =="
 	@$(VENV)/bin/tv-mlir verify testdata/pairs/div_mul.a.mlir testdata/pairs/div_mul.b.mlir; echo "(exit code $$?)"
 	@echo
+	@echo "== a 200-op program against a 270-op algebraic rewrite of it =="
+	@$(VENV)/bin/tv-mlir verify testdata/big/big200.a.mlir testdata/big/big200.b.mlir; echo "(exit code $$?)"
+	@echo
 	@echo "== an op without semantics =="
 	@$(VENV)/bin/tv-mlir verify testdata/hand/unsupported_cholesky.a.mlir testdata/hand/unsupported_cholesky.b.mlir; echo "(exit code $$?)"
 

@@ -108,3 +108,11 @@ def test_check_pass_runs_a_real_mlir_pass(tmp_path) -> None:
     assert json.loads(p.stdout)["stats"]["pass_pipeline"] == "builtin.module(canonicalize,cse)"
     p = run("check-pass", "--pass-pipeline", "builtin.module(no-such-pass)", str(src))
     assert p.returncode == 3 and len(p.stderr.decode().strip().splitlines()) == 1
+
+
+def test_progress_goes_to_stderr_and_json_stays_clean() -> None:
+    p = run("verify", "--json", "--progress", str(TESTDATA / "pairs/div_mul.a.mlir"), str(TESTDATA / "pairs/div_mul.b.mlir"))
+    assert json.loads(p.stdout)["verdict"] == "not-equivalent"
+    assert b"tv-mlir: numeric runs" in p.stderr and b"symbolic execution" in p.stderr
+    quiet = run("verify", "--json", str(TESTDATA / "pairs/div_mul.a.mlir"), str(TESTDATA / "pairs/div_mul.b.mlir"))
+    assert quiet.stderr.count(b"tv-mlir:") == 0  # not a terminal: no progress by default

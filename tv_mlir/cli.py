@@ -23,6 +23,8 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--pipeline", default=Options.pipeline, help="pass pipeline: a name under passes/ or a file")
         sp.add_argument("--no-shrink", action="store_true", help="verify at the programs' own sizes")
         sp.add_argument("--no-replay", action="store_true", help="do not replay counterexamples numerically")
+        sp.add_argument("--progress", action="store_true", default=None,
+                        help="phase lines on stderr (default: when stderr is a terminal)")
         sp.add_argument("--debug", action="store_true", help="show tracebacks")
 
     v = sub.add_parser("verify", help="verify OTHER against the reference REF")
@@ -40,7 +42,8 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     options = Options(timeout_s=args.timeout, jobs=args.jobs, pipeline=args.pipeline,
-                      shrink=not args.no_shrink, replay=not args.no_replay)
+                      shrink=not args.no_shrink, replay=not args.no_replay,
+                      progress=sys.stderr.isatty() if args.progress is None else args.progress)
     try:
         if args.command == "verify":
             if args.ref == "-" and args.other == "-":

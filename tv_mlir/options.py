@@ -12,4 +12,5 @@ class Options:
     shrink: bool = True
     max_unroll: int = 100_000  # while-loop iterations before `unknown`
     replay: bool = True  # numeric replay of counterexamples
+    progress: bool = False  # phase lines on stderr
     sweep: bool = True  # cut points and merging of proven-equal intermediate values

@@ -2,6 +2,7 @@
 inputs, both programs executed, every output element compared."""
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass, replace
 from fractions import Fraction
@@ -67,6 +68,12 @@ def verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, *
     return verdict
 
 
+def _progress(options: Options, message: str) -> None:
+    # Long runs say where they are; stderr, so that --json output stays one object.
+    if options.progress:
+        print(f"tv-mlir: {message}", file=sys.stderr, flush=True)
+
+
 def _verify_modules(ref: Module, other: Module, options: Options) -> Verdict:
     stats: dict[str, Any] = {"pipeline": options.pipeline, "ops_ref": sum(1 for _ in ref.main.body.walk()),
                              "ops_other": sum(1 for _ in other.main.body.walk())}
@@ -89,6 +96,7 @@ def _verify_modules(ref: Module, other: Module, options: Options) -> Verdict:
     except Unsupported as exc:
         return unsupported(exc)
     stats["numeric_s"] = round(time.perf_counter() - t_num, 4)
+    _progress(options, f"numeric runs on {len(input_sets)} random inputs: {stats['numeric_s']:.2f} s")
 
     inputs, constraints = [], []
     for name, t in zip(names, types):
@@ -109,6 +117,8 @@ def _verify_modules(ref: Module, other: Module, options: Options) -> Verdict:
         return unsupported(exc)
     stats["symbolic_s"] = round(time.perf_counter() - t_exec, 4)
     stats.update(merged=sweeper.merged, cut_points=sweeper.cuts, failed_merges=sweeper.failed)
+    _progress(options, f"symbolic execution of {stats['ops_ref']} + {stats['ops_other']} ops, "
+                       f"{sweeper.merged} values merged: {stats['symbolic_s']:.2f} s")
     approximations = sorted(alg.approximations)
 
     rtypes, otypes = ref.main.result_types, other.main.result_types
@@ -190,6 +200,9 @@ def _verify_modules(ref: Module, other: Module, options: Options) -> Verdict:
     queries = [Query(i, z3.Or(*[z3.Not(lift_any(e.eq)) for e in elems]), constraints)
                for i, elems in pending.items()]
     t_solve = time.perf_counter()
+    if queries:
+        _progress(options, f"solving {len(queries)} output quer{'y' if len(queries) == 1 else 'ies'} "
+                           f"(timeout {options.timeout_s:g} s each, {options.jobs} job(s))")
     outcomes = solve_all(queries, options.timeout_s, options.jobs)
     stats.update(solver_queries=len(queries), solve_s=round(time.perf_counter() - t_solve, 4))
 
