@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from conftest import TESTDATA
-from tv_mlir.verify import concrete_inputs, values_differ, verify
+from tv_mlir.engine import concrete_inputs, values_differ, verify
 
 CASES = []
 for folder in ("pairs", "hand"):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from .errors import ParseError, ShapeError, TvError, Unsupported, UsageError
 from .options import Options
 from .verdict import Counterexample, OutputResult, Verdict
-from .verify import verify  # binds the function over the same-named submodule
+from .engine import verify
 
 __all__ = ["verify", "Options", "Verdict", "Counterexample", "OutputResult",
            "TvError", "ParseError", "UsageError", "ShapeError", "Unsupported"]
