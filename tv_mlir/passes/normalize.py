@@ -5,7 +5,7 @@ import itertools
 from dataclasses import replace
 
 from ..errors import Unsupported
-from ..ir import Block, Func, Module, Op
+from ..ir import Block, Module, Op
 from ..semantics.control import NOOP_CUSTOM_CALLS
 from .rename import fresh_copy, substitute
 
@@ -96,4 +96,4 @@ def drop_unused_funcs(module: Module) -> Module:
     return replace(module, funcs={n: f for n, f in module.funcs.items() if n in keep})
 
 
-__all__ = ["inline", "drop_noop_custom_calls", "dce", "drop_unused_funcs", "Func"]
+__all__ = ["inline", "drop_noop_custom_calls", "dce", "drop_unused_funcs"]

@@ -9,7 +9,7 @@ from .common import OpContext, Rule, concrete_bool, unsupported
 
 # custom_call targets jax emits that do not change values on one device.
 NOOP_CUSTOM_CALLS = frozenset({"Sharding", "annotate_device_placement", "MoveToHost", "MoveToDevice",
-                               "LayoutConstraint", "X64Combine", "X64SplitLow"} - {"X64Combine", "X64SplitLow"})
+                               "LayoutConstraint"})
 
 
 def _while(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
