@@ -416,10 +416,29 @@ def _replay(ref: Module, other: Module, cex: Counterexample, types: Sequence[Ten
         replays.append(Replay("numeric", _py(r), _py(o), bool(values_differ(r, o))))
     except Unsupported as exc:
         replays.append(Replay("numeric", None, None, False, exc.one_line()))
+    if ref.text and other.text:
+        replays.append(_xla_replay(ref, other, cex, arrays))
     return replays
 
 
+def _xla_replay(ref: Module, other: Module, cex: Counterexample, arrays: list[np.ndarray]) -> Replay:
+    """Both programs compiled and run by XLA on the CPU at their own dtypes: the witness
+    must separate them there too, not only in our interpreter."""
+    from .xla_run import XlaRunError, XlaRunner
+
+    runner = XlaRunner()
+    try:
+        r = runner.run(ref.text, arrays)[cex.output][tuple(cex.index)]
+        o = runner.run(other.text, arrays)[cex.output][tuple(cex.index)]
+    except XlaRunError as exc:
+        return Replay("xla", None, None, False, str(exc))
+    r, o = _py(r), _py(o)
+    return Replay("xla", r, o, bool(values_differ(r, o, rtol=1e-4, atol=1e-6)))
+
+
 def _py(x: Any) -> Any:
+    if hasattr(x, "dtype") and x.dtype.kind not in "fiub":  # bf16/f8 scalars from XLA
+        x = float(x)
     x = x.item() if hasattr(x, "item") else x
     if isinstance(x, float) and not np.isfinite(x):
         return "nan" if np.isnan(x) else ("inf" if x > 0 else "-inf")

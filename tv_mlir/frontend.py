@@ -96,7 +96,9 @@ def load_module(spec: str | bytes | Path, name: str | None = None) -> tir.Module
     source = read_source(spec, name)
     ctx, module = parse_mlir(source)
     with ctx:
-        return _Converter(source.name).module(module)
+        converted = _Converter(source.name).module(module)
+    converted.text = source.data
+    return converted
 
 
 # ---------------------------------------------------------------------------

@@ -100,6 +100,7 @@ class Module:
     entry: str
     attrs: dict[str, Any] = field(default_factory=dict)
     source: str = ""  # file name, for messages
+    text: bytes = b""  # the module as read (text or bytecode), for replay on XLA
 
     @property
     def main(self) -> Func:
