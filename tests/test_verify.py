@@ -159,3 +159,19 @@ def test_parallel_jobs_give_the_same_verdicts() -> None:
   return %0, %1 : tensor<4xf32>, tensor<4xf32>""", result="(tensor<4xf32>, tensor<4xf32>)")
     assert tv_mlir.verify(a, b, jobs=2).verdict == "equivalent"
     assert tv_mlir.verify(a, b.replace("minimum %y, %x", "maximum %y, %x"), jobs=2).verdict == "not-equivalent"
+
+
+def test_totalorder_on_a_computed_nan_is_not_assumed_positive() -> None:
+    # 0/0 is -NaN on x86, which TOTALORDER puts below -inf: "d < -inf" is true exactly
+    # there. A model that put every NaN above +inf would call this "always false".
+    a = fn("""  %d = stablehlo.divide %x, %y : tensor<4xf32>
+  %m = stablehlo.constant dense<0xFF800000> : tensor<4xf32>
+  %0 = stablehlo.compare LT, %d, %m, TOTALORDER : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
+  return %0 : tensor<4xi1>""", result="tensor<4xi1>")
+    b = fn("""  %0 = stablehlo.compare LT, %x, %x, FLOAT : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
+  return %0 : tensor<4xi1>""", result="tensor<4xi1>")
+    v = tv_mlir.verify(a, b)
+    assert v.verdict == "not-equivalent", v.reason
+    c = v.counterexample
+    assert c.inputs["arg0"][c.index[0]] == 0 and c.inputs["arg1"][c.index[0]] == 0
+    assert any(r.backend == "xla" and r.confirmed for r in c.replay)

@@ -98,10 +98,16 @@ class NumericAlgebra:
 
     def compare(self, direction, a, b, kind, total_order):
         if kind is Kind.FLOAT and total_order:
-            # A total order with NaN above +inf (signed zeros are not modelled).
+            # XLA's total order reads the sign bit: -NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN.
+            # numpy's NaNs carry the platform's sign (x86: 0/0 is -NaN), as XLA's do.
             an, bn = np.isnan(a), np.isnan(b)
-            lt = np.where(an | bn, bn & ~an, a < b)
-            eq = np.where(an | bn, an & bn, a == b)
+            ra = np.where(an, np.where(np.signbit(a), -1, 1), 0)
+            rb = np.where(bn, np.where(np.signbit(b), -1, 1), 0)
+            with np.errstate(invalid="ignore"):
+                zero_lt = (a == 0) & (b == 0) & np.signbit(a) & ~np.signbit(b)
+                zero_eq = ~((a == 0) & (b == 0)) | (np.signbit(a) == np.signbit(b))
+                lt = np.where(ra != rb, ra < rb, ~an & ((a < b) | zero_lt))
+                eq = (ra == rb) & (an | ((a == b) & zero_eq))
             return {"EQ": eq, "NE": ~eq, "LT": lt, "LE": lt | eq, "GT": ~(lt | eq), "GE": ~lt}[direction]
         with np.errstate(invalid="ignore"):
             return {"EQ": np.equal, "NE": np.not_equal, "LT": np.less, "LE": np.less_equal,

@@ -526,7 +526,9 @@ class SymbolicAlgebra:
 
     def compare(self, direction, a, b, kind, total_order):
         if kind is Kind.FLOAT:
-            return _vec(lambda x, y: sf_compare(direction, x, y, total_order), a, b)
+            if total_order:
+                return _vec(lambda x, y: self._total_compare(direction, x, y), a, b)
+            return _vec(lambda x, y: sf_compare(direction, x, y, False), a, b)
         if kind is Kind.BOOL:
             return _vec(lambda x, y: _bool_cmp(direction, x, y), a, b)
         return _vec(lambda x, y: _int_cmp(direction, x, y), a, b)
@@ -595,6 +597,22 @@ class SymbolicAlgebra:
         if dst.is_bool:
             return _vec(lambda x: Not(Eq(x, 0)), a)
         return a
+
+    def _total_compare(self, direction: str, x: SF, y: SF) -> Any:
+        """TOTALORDER. Without NaNs it is the float order (signed zeros are not modelled).
+        A NaN's place depends on its sign bit (-NaN below -inf, +NaN above +inf), and
+        invalid operations produce either sign depending on the platform (x86: 0/0 is -NaN).
+        The model does not track it, so with a NaN operand the outcome is an uninterpreted
+        predicate of the operands: proofs that need it fail instead of guessing."""
+        any_nan = Or(x.nan, y.nan)
+        ordered = sf_compare(direction, x, y, False)
+        if any_nan is False:
+            return ordered
+        self.approximations.add("totalorder-nan")
+        R, I = z3.RealSort(), z3.IntSort()
+        f = self._fn(f"totalorder_nan.{direction}", [I, R, I, R], z3.BoolSort())
+        args = [lift_int(x.k), If(x.fin, x.v, ZERO), lift_int(y.k), If(y.fin, y.v, ZERO)]
+        return If(any_nan, f(*args), ordered)
 
     # -- uninterpreted functions -------------------------------------------
     def _fn(self, name: str, domain: list[z3.SortRef], rng: z3.SortRef) -> z3.FuncDeclRef:
