@@ -976,8 +976,7 @@ def test_case_names_unique() -> None:
 
 
 # ---------------------------------------------------------------------------
-# Known gaps between the model and XLA, kept visible: strict xfails, so that closing a gap
-# makes the test fail and the marker has to go.
+# Where the model deliberately knows less than XLA: the NaN sign under TOTALORDER.
 
 _NAN_SIGN = M(
     "(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xi1>", """

@@ -215,8 +215,8 @@ def test_wrong_inputs_raise(runner: XlaRunner) -> None:
 def _need_devices(n: int) -> None:
     import jax
 
-    if jax.device_count("cpu") < n:
-        pytest.skip(f"needs {n} CPU devices (XLA_FLAGS set after jax was imported)")
+    # conftest sets XLA_FLAGS before jax is imported, so the devices must be there.
+    assert jax.device_count("cpu") >= n, f"needs {n} CPU devices (XLA_FLAGS set after jax was imported)"
 
 
 def test_spmd_per_device_program(runner: XlaRunner) -> None:
