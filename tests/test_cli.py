@@ -71,7 +71,6 @@ def test_json_schema() -> None:
 
 
 def test_stdin_and_bytecode(tmp_path) -> None:
-    from jaxlib.mlir import ir
 
     from tv_mlir.frontend import parse_mlir, read_source
 

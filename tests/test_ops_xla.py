@@ -1076,3 +1076,14 @@ def test_mutation_gather_no_clamp(xla, monkeypatch) -> None:
 
     monkeypatch.setattr(shape_mod, "_clamped_candidates", lambda alg, s, hi: alg.positions(s, max(hi - 1, 0), clamp=True))
     assert "numeric output" in _must_fail(xla, "gather_general")
+
+
+def test_totalorder_signed_zeros_numeric(xla) -> None:
+    # TOTALORDER puts -0 below +0. Only the numeric algebra (replay, fingerprints) sees
+    # signed zeros; the symbolic model treats zero as unsigned, so this is numeric only.
+    text = M("(%a: tensor<4xf32>, %b: tensor<4xf32>) -> (tensor<4xi1>, tensor<4xi1>)", """
+    %0 = stablehlo.compare LT, %a, %b, TOTALORDER : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
+    %1 = stablehlo.compare EQ, %a, %b, TOTALORDER : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
+    return %0, %1 : tensor<4xi1>, tensor<4xi1>
+    """)
+    check_against_xla(xla, text, [f32([-0.0, 0.0, -0.0, 1.0]), f32([0.0, -0.0, -0.0, -0.0])], symbolic=False)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 import traceback
-from dataclasses import replace
 from typing import Sequence
 
 from .errors import TvError

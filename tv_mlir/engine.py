@@ -21,7 +21,7 @@ from .ir import Module, TensorType
 from .options import Options
 from .passes import load_pipeline, run_pipeline
 from .solve import Query, difference_is_zero, solve_all, trivially_equal
-from .sweep import Sweeper, Trace, element_terms, numeric_trace, random_inputs, with_terms
+from .sweep import Sweeper, Trace, element_terms, identical, numeric_trace, random_inputs, with_terms
 from .verdict import Counterexample, OutputResult, Replay, Verdict
 
 ModuleLike = str | bytes | Path | Module
@@ -145,7 +145,7 @@ def _verify_modules(ref: Module, other: Module, options: Options) -> Verdict:
         res = OutputResult(i, "equivalent", elements=int(np.prod(rt.shape)) if rt.shape else 1)
         for idx in np.ndindex(*rt.shape):
             a, b = r_arr[idx], o_arr[idx]
-            if _same(a, b):
+            if identical(a, b):
                 res.syntactic += 1
             else:
                 open_.setdefault(i, []).append((idx, a, b))
@@ -213,7 +213,7 @@ def _verify_modules(ref: Module, other: Module, options: Options) -> Verdict:
         if outcome.status == "unknown":
             res.verdict, res.detail = "unknown", f"solver: {outcome.reason or 'unknown'}"
             continue
-        cex = _model_counterexample(outcome.model, pending[outcome.output], inputs, names, types, alg)
+        cex = _model_counterexample(outcome.model, pending[outcome.output], inputs, names, types)
         _record(cex, res, ref, other, types, options)
         if counterexample is None and res.verdict == "not-equivalent":
             counterexample = cex
@@ -235,12 +235,6 @@ def _verify_modules(ref: Module, other: Module, options: Options) -> Verdict:
     if approximations:
         reason += f"; uninterpreted: {', '.join(approximations)}"
     return Verdict("equivalent", reason, **common)
-
-
-def _same(a: Any, b: Any) -> bool:
-    from .sweep import _identical
-
-    return _identical(a, b)
 
 
 def _record(cex: Counterexample, res: OutputResult, ref: Module, other: Module, types: Sequence[TensorType],
@@ -274,22 +268,23 @@ def _z3_number(v: Any) -> Any:
 
 
 def _eval_element(model: z3.ModelRef, x: Any, kind: Kind) -> Any:
+    return _element_value(x, kind, lambda t: model.eval(t, model_completion=True))
+
+
+def _element_value(x: Any, kind: Kind, value_of: Any = lambda t: t) -> Any:
+    """An element as a report value: a number, a bool, or "nan"/"inf"/"-inf" for a float
+    whose IEEE class is not finite. value_of turns a z3 term into a literal (a model's
+    evaluation, or the identity for terms that are literals already)."""
     if kind is Kind.FLOAT:
-        k = x.k if isinstance(x.k, int) else _z3_number(model.eval(x.k, model_completion=True))
-        if k == NAN:
-            return "nan"
-        if k == POS:
-            return "inf"
-        if k == NEG:
-            return "-inf"
+        k = x.k if isinstance(x.k, int) else _z3_number(value_of(x.k))
         if k != FIN:
-            return "non-finite"
-        return _z3_number(model.eval(x.v, model_completion=True))
-    return _z3_number(model.eval(lift_any(x), model_completion=True))
+            return {NAN: "nan", POS: "inf", NEG: "-inf"}.get(k, "non-finite")
+        return _z3_number(value_of(x.v))
+    return x if isinstance(x, (bool, int)) else _z3_number(value_of(lift_any(x)))
 
 
 def _model_counterexample(model: z3.ModelRef, elems: Sequence[_Element], inputs: list[np.ndarray], names: list[str],
-                          types: Sequence[TensorType], alg: SymbolicAlgebra) -> Counterexample:
+                          types: Sequence[TensorType]) -> Counterexample:
     values = {}
     for name, arr, t in zip(names, inputs, types):
         kind = Kind.of(t)
@@ -363,7 +358,7 @@ def _exact_values(sweeper: Sweeper, alg: SymbolicAlgebra, a: Any, b: Any, kind: 
     if not (eq is False or (not isinstance(eq, bool) and z3.is_false(z3.simplify(lift_any(eq))))):
         return None
     try:
-        return _literal_py(ea, kind), _literal_py(eb, kind)
+        return _element_value(ea, kind), _element_value(eb, kind)
     except ValueError:
         return None
 
@@ -375,15 +370,6 @@ def _literal(v: Any) -> Any:
     if z3.is_true(v) or z3.is_false(v):
         return bool(z3.is_true(v))
     return v
-
-
-def _literal_py(x: Any, kind: Kind) -> Any:
-    if kind is Kind.FLOAT:
-        k = x.k if isinstance(x.k, int) else _z3_number(x.k)
-        if k != FIN:
-            return {NAN: "nan", POS: "inf", NEG: "-inf"}.get(k, "non-finite")
-        return _z3_number(x.v)
-    return x if isinstance(x, (bool, int)) else _z3_number(x)
 
 
 def _py_list(arr: np.ndarray) -> Any:

@@ -9,7 +9,7 @@ import numpy as np
 
 from .algebra import Algebra
 from .errors import ShapeError, TvError, Unsupported
-from .ir import Block, Func, Module, Op, TensorType
+from .ir import Block, Func, Module, Op
 from .semantics import TABLE, OpContext
 
 # Sees every top-level op and its results; may return replacement results.

@@ -57,10 +57,6 @@ class Op:
     regions: tuple["Block", ...] = ()
     loc: str = ""
 
-    @property
-    def short_name(self) -> str:
-        return self.name.split(".", 1)[-1]
-
 
 @dataclass
 class Block:

@@ -30,7 +30,7 @@ from z3 import z3core as _C
 from z3.z3 import _to_expr_ref
 
 from .algebra import Kind, NumericAlgebra, SymbolicAlgebra
-from .algebra.symbolic import FIN, SF, lift_any
+from .algebra.symbolic import FIN, SF, Simplifier, lift_any
 from .interp import Interpreter
 from .ir import Module, Op, TensorType
 from .solve import lattice_equal
@@ -44,7 +44,8 @@ MAX_CANDIDATES = 3  # reference values with the same fingerprint tried per eleme
 
 
 def random_inputs(types: Sequence[TensorType], seed: int = 0) -> list[list[np.ndarray]]:
-    """Run 0: small integers (exact arithmetic, readable witnesses); run 1: real values."""
+    """Run 0: small integers (exact arithmetic, readable witnesses); the other runs: real
+    values with three decimals (printable, generic enough to avoid ties)."""
     rng = np.random.default_rng(seed)
     sets = []
     for run in range(RUNS):
@@ -58,7 +59,7 @@ def random_inputs(types: Sequence[TensorType], seed: int = 0) -> list[list[np.nd
                 arrays.append(rng.integers(lo, 5, size=t.shape).astype(np.int64))
             elif run == 0:
                 arrays.append(rng.integers(-3, 4, size=t.shape).astype(np.float64))
-            else:  # three decimals: exact enough to print, generic enough to avoid ties
+            else:
                 arrays.append(np.round(rng.normal(size=t.shape), 3))
         sets.append(arrays)
     return sets
@@ -146,7 +147,7 @@ class Sweeper:
     cuts: int = 0
     _by_term: dict[int, Any] = field(default_factory=dict)  # defining term id -> variable
     _proof_s: float = 0.0
-    _som: Any = None  # z3 ParamsRef for _simplifies_true
+    _simplify: Simplifier = field(default_factory=lambda: Simplifier(SWEEP_BLOWUP, arith_lhs=True))
     _tried: set[tuple[Any, Any]] = field(default_factory=set)  # (reference, ours) proofs tried
     _expanded: dict[int, Any] = field(default_factory=dict)  # cut id -> term over the inputs
 
@@ -175,7 +176,7 @@ class Sweeper:
                 for x, key in zip(new.reshape(-1), _keys(runs, kind)):
                     if key is not None:
                         cands = self.table.setdefault(key, [])
-                        if not any(_identical(x, c) for c in cands):
+                        if not any(identical(x, c) for c in cands):
                             cands.append(x)
             out.append(new)
         return out
@@ -196,7 +197,7 @@ class Sweeper:
                 cands = self.table.get(key) if key is not None else None
                 if not cands:
                     continue
-                hit = next((c for c in cands if _identical(c, flat[i])), None)
+                hit = next((c for c in cands if identical(c, flat[i])), None)
                 if hit is not None:  # structural hit on a reference definition
                     self.merged += 1
                     continue
@@ -516,17 +517,9 @@ class Sweeper:
         return self.alg.element_equal(with_terms(a, left), with_terms(b, right), kind)
 
     def _simplifies_true(self, eq: Any) -> bool:
-        """z3's simplifier in sum-of-monomials form proves eq; the parameter object is built
-        once (building it per call cost as much as the simplification)."""
         if isinstance(eq, bool):
             return eq
-        if self._som is None:
-            self._som = z3.ParamsRef(eq.ctx)
-            self._som.set("som", True)
-            self._som.set("som_blowup", SWEEP_BLOWUP)
-            self._som.set("arith_lhs", True)
-        r = _C.Z3_simplify_ex(eq.ctx.ref(), eq.as_ast(), self._som.params)
-        return _C.Z3_get_bool_value(eq.ctx.ref(), r) == z3.Z3_L_TRUE
+        return z3.is_true(self._simplify(eq))
 
     def _unfold_side(self, terms: list[Any], vs: set[int], batch: list[int]) -> tuple[list[Any], set[int]]:
         cuts = [self._info(v) for v in batch]
@@ -609,7 +602,8 @@ def _element_id(x: Any) -> Any:
     return t[0].get_id() if t else ("python", type(x).__name__, x)
 
 
-def _identical(a: Any, b: Any) -> bool:
+def identical(a: Any, b: Any) -> bool:
+    """The same term (so the same value), without any reasoning."""
     if isinstance(a, SF) and isinstance(b, SF):
         return a.v.eq(b.v) and (a.k == b.k if isinstance(a.k, int) and isinstance(b.k, int)
                                 else (not isinstance(a.k, int) and not isinstance(b.k, int) and a.k.eq(b.k)))

@@ -123,6 +123,23 @@ def _real(x: Any) -> z3.ArithRef:
     return x
 
 
+class Simplifier:
+    """z3's simplifier in sum-of-monomials form with its parameter object built once:
+    z3.simplify(t, som=True, ...) builds one per call, which costs as much as simplifying
+    the one-op-deep terms this runs on for every element of every op."""
+
+    def __init__(self, blowup: int, arith_lhs: bool = False) -> None:
+        self.params = z3.ParamsRef()
+        self.params.set("som", True)
+        self.params.set("som_blowup", blowup)
+        if arith_lhs:
+            self.params.set("arith_lhs", True)
+
+    def __call__(self, t: z3.ExprRef) -> z3.ExprRef:
+        raw = z3.z3core.Z3_simplify_ex(t.ctx.ref(), t.as_ast(), self.params.params)
+        return z3.z3._to_expr_ref(raw, t.ctx)
+
+
 @dataclass(frozen=True, eq=False)
 class SF:
     """A symbolic float: value (meaningful only when finite) and IEEE class."""
@@ -167,10 +184,6 @@ def sf_const(x: float) -> SF:
     if np.isinf(x):
         return SF(ZERO, POS if x > 0 else NEG)
     return SF(z3.RealVal(Fraction(float(x))), FIN)
-
-
-def _kind_if(c: Any, a: Any, b: Any) -> Any:
-    return If(c, a, b)
 
 
 def sf_select(c: Any, a: SF, b: SF) -> SF:
@@ -396,6 +409,9 @@ class SymbolicAlgebra:
     approximations: set[str] = field(default_factory=set)
     _funcs: dict[str, z3.FuncDeclRef] = field(default_factory=dict)
     _canon: dict[int, Any] = field(default_factory=dict)
+    # No blow-up limit: with cut points the terms are one op deep, and a limited expansion
+    # leaves equal polynomials in different forms.
+    _simplify: Simplifier = field(default_factory=lambda: Simplifier(1_000_000))
     _keep: list[Any] = field(default_factory=list)
 
     # -- construction -------------------------------------------------------
@@ -706,7 +722,7 @@ class SymbolicAlgebra:
         key = t.get_id()
         hit = self._canon.get(key)
         if hit is None:
-            hit = z3.simplify(t, som=True, som_blowup=1_000_000)
+            hit = self._simplify(t)
             self._canon[key] = hit
             self._canon[hit.get_id()] = hit
             self._keep.append(t)  # keeps the id from being reused

@@ -30,9 +30,6 @@ class Pipeline:
     name: str
     steps: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]
 
-    def describe(self) -> str:
-        return ", ".join(name for name, _ in self.steps) or "(empty)"
-
 
 def _parse_value(text: str) -> Any:
     for conv in (int, float):

@@ -7,7 +7,7 @@ import numpy as np
 
 from ..algebra import Kind
 from ..ir import Block, Op
-from .common import OpContext, Rule, unsupported
+from .common import OpContext, Rule
 
 # Reducer bodies recognised as a single op on the two block arguments.
 _FAST_REDUCERS = {"stablehlo.add": "add", "stablehlo.maximum": "max", "stablehlo.minimum": "min",
