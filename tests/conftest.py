@@ -21,6 +21,7 @@ from tv_mlir.algebra import Kind, NumericAlgebra, SymbolicAlgebra
 from tv_mlir.algebra.numeric import _FUNCS
 from tv_mlir.algebra.symbolic import FIN, NAN, NEG, POS
 from tv_mlir.frontend import load_module
+from tv_mlir import spmd
 from tv_mlir.interp import Interpreter
 from tv_mlir.passes import load_pipeline, run_pipeline
 
@@ -42,7 +43,7 @@ def symbolic_values(module, inputs: Sequence[np.ndarray], alg: SymbolicAlgebra |
     Uninterpreted functions are evaluated with the numeric algebra's real function
     (`ZEval`), so their IEEE-class rules are checked too."""
     alg = alg or SymbolicAlgebra()
-    types = module.main.arg_types
+    types = module.global_arg_types()
     syms, env = [], {}
     for i, (t, val) in enumerate(zip(types, inputs)):
         arr, _ = alg.inputs(f"in{i}", t.shape, Kind.of(t), t.is_unsigned)
@@ -59,7 +60,7 @@ def symbolic_values(module, inputs: Sequence[np.ndarray], alg: SymbolicAlgebra |
     outs = Interpreter(module, alg).run(syms)
     ev = ZEval(env, nan_sign)
     result = []
-    for arr, t in zip(outs, module.main.result_types):
+    for arr, t in zip(outs, module.global_result_types()):
         vals = np.empty(arr.shape, dtype=np.float64 if Kind.of(t) is not Kind.BOOL else np.bool_)
         for idx in np.ndindex(*arr.shape):
             vals[idx] = _concrete(arr[idx], Kind.of(t), ev)
@@ -314,7 +315,9 @@ def numeric_values(module, inputs) -> list[np.ndarray]:
 
 
 def prepared(text_or_path, pipeline: str = "default") -> Any:
-    return run_pipeline(load_pipeline(pipeline), load_module(text_or_path))
+    module = run_pipeline(load_pipeline(pipeline), load_module(text_or_path))
+    spmd.classify(module)
+    return module
 
 
 def assert_close(got: np.ndarray, want: np.ndarray, what: str, rtol: float = 2e-5, atol: float = 1e-5) -> None:

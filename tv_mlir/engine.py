@@ -17,11 +17,14 @@ from .algebra.symbolic import FIN, NAN, NEG, POS, lift_any
 from .errors import Unsupported, UsageError
 from .frontend import load_module
 from .interp import Interpreter, SharedValues
+from . import spmd
 from .ir import Module, TensorType
 from .options import Options
 from .passes import load_pipeline, run_pipeline
 from .solve import Query, difference_is_zero, solve_all, trivially_equal
-from .sweep import Sweeper, Trace, element_terms, identical, numeric_trace, random_inputs, with_terms
+from .sweep import Sweeper, element_terms, identical, numeric_trace, random_inputs, with_terms
+from .replay import py_value as _py
+from .replay import values_differ, xla_replay
 from .verdict import Counterexample, OutputResult, Replay, Verdict
 
 ModuleLike = str | bytes | Path | Module
@@ -39,9 +42,55 @@ def prepare(spec: ModuleLike, options: Options, name: str | None = None) -> Modu
 
 
 def check_signatures(ref: Module, other: Module) -> None:
-    if ref.main.arg_types != other.main.arg_types:
+    """Both as functions of global arrays (a per-device program's arguments are shards)."""
+    spmd.classify(ref)
+    spmd.classify(other, ref.global_arg_types())
+    if not ref.per_device and other.per_device is False:
+        spmd.classify(ref, other.global_arg_types())
+    if ref.global_arg_types() != other.global_arg_types():
         raise UsageError(f"input signatures differ: {ref.source} takes {ref.signature()}, "
                          f"{other.source} takes {other.signature()}")
+
+
+@dataclass
+class _Target:
+    """A pair of arrays that must be equal element by element: an output of both programs,
+    or two copies of a value one program declares replicated."""
+
+    what: str  # "output 0", "replicas of output 0 in other.mlir: devices 0 and 3"
+    kind: Kind
+    lhs: np.ndarray
+    rhs: np.ndarray
+    output: int = 0  # the program output it is about (replicas: -1 when not an output)
+    offset: tuple[int, ...] = ()  # where the arrays sit in the global value
+    devices: tuple[int, int] | None = None
+    side: str = ""  # for replicas: "ref" or "other"
+    check: int = -1  # position in that side's replica check list
+    position: int = 0  # in the list of targets
+
+    def global_index(self, idx: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(i + o for i, o in zip(idx, self.offset)) if self.offset else idx
+
+
+def _targets(ref: Module, other: Module, ref_out: list[np.ndarray], other_out: list[np.ndarray],
+             ref_checks: list, other_checks: list) -> list[_Target]:
+    """Outputs first (in order), then every replica obligation of either program."""
+    out = [_Target(f"output {i}", Kind.of(t), a, b, i) for i, (t, a, b) in
+           enumerate(zip(ref.global_result_types(), ref_out, other_out))]
+    for side, module, checks in (("other", other, other_checks), ("ref", ref, ref_checks)):
+        returns = list(module.main.body.returns)
+        for j, c in enumerate(checks):
+            output = int(c.value.split()[1]) if c.value.startswith("output ") else \
+                (returns.index(c.value) if c.value in returns else -1)
+            label = f"output {output}" if output >= 0 else f"{c.what} ({c.loc})"
+            axes = ", ".join(c.axes)
+            kind = Kind.of(c.type)
+            out.append(_Target(f"replicas of {label} in {module.source} over {{{axes}}}: devices {c.device_a} "
+                               f"and {c.device_b}", kind, c.a, c.b, output, c.offset,
+                               (c.device_a, c.device_b), side, j))
+    for k, t in enumerate(out):
+        t.position = k
+    return out
 
 
 @dataclass
@@ -77,7 +126,7 @@ def _progress(options: Options, message: str) -> None:
 def _verify_modules(ref: Module, other: Module, options: Options) -> Verdict:
     stats: dict[str, Any] = {"pipeline": options.pipeline, "ops_ref": sum(1 for _ in ref.main.body.walk()),
                              "ops_other": sum(1 for _ in other.main.body.walk())}
-    types = ref.main.arg_types
+    types = ref.global_arg_types()
     names = list(ref.main.arg_names) or [f"arg{i}" for i in range(len(types))]
     alg = SymbolicAlgebra()
 
@@ -108,10 +157,12 @@ def _verify_modules(ref: Module, other: Module, options: Options) -> Verdict:
     t_exec = time.perf_counter()
     try:
         shared = SharedValues()
-        ref_out = Interpreter(ref, alg, options.max_unroll, observer=sweeper.record_ref if options.sweep else None,
-                              shared=shared).run(inputs)
-        other_out = Interpreter(other, alg, options.max_unroll, observer=sweeper.merge_other if options.sweep else None,
-                                shared=shared).run(inputs)
+        ref_interp = Interpreter(ref, alg, options.max_unroll, observer=sweeper.record_ref if options.sweep else None,
+                                 shared=shared)
+        ref_out = ref_interp.run(inputs)
+        other_interp = Interpreter(other, alg, options.max_unroll,
+                                   observer=sweeper.merge_other if options.sweep else None, shared=shared)
+        other_out = other_interp.run(inputs)
         stats["shared_ops"] = shared.hits
     except Unsupported as exc:
         return unsupported(exc)
@@ -121,7 +172,7 @@ def _verify_modules(ref: Module, other: Module, options: Options) -> Verdict:
                        f"{sweeper.merged} values merged: {stats['symbolic_s']:.2f} s")
     approximations = sorted(alg.approximations)
 
-    rtypes, otypes = ref.main.result_types, other.main.result_types
+    rtypes, otypes = ref.global_result_types(), other.global_result_types()
     if len(rtypes) != len(otypes):
         return Verdict("not-equivalent", f"{ref.source} has {len(rtypes)} outputs, {other.source} has {len(otypes)}",
                        stats=stats, approximations=approximations)
@@ -138,13 +189,21 @@ def _verify_modules(ref: Module, other: Module, options: Options) -> Verdict:
         if rt.dtype != ot.dtype:
             precision.append(f"output {i}: {rt.dtype} in {ref.source}, {ot.dtype} in {other.source}")
 
+    targets = _targets(ref, other, ref_out, other_out, ref_interp.replica_checks, other_interp.replica_checks)
+    runs = [_targets(ref, other, ro, oo, rc, oc) for ro, oo, rc, oc in
+            zip(ref_trace.outputs, other_trace.outputs, ref_trace.checks, other_trace.checks)]
+    if any(len(r) != len(targets) for r in runs):
+        return Verdict("unknown", "the numeric and symbolic runs disagree on the replica obligations", stats=stats,
+                       approximations=approximations)
+    stats["replica_obligations"] = len(targets) - len(rtypes)
+
     # Per element: identical terms are done (the sweep makes that the common case).
     results: list[OutputResult] = []
     open_: dict[int, list[tuple[tuple[int, ...], Any, Any]]] = {}
-    for i, (rt, r_arr, o_arr) in enumerate(zip(rtypes, ref_out, other_out)):
-        res = OutputResult(i, "equivalent", elements=int(np.prod(rt.shape)) if rt.shape else 1)
-        for idx in np.ndindex(*rt.shape):
-            a, b = r_arr[idx], o_arr[idx]
+    for i, tg in enumerate(targets):
+        res = OutputResult(i, "equivalent", elements=int(tg.lhs.size), what=tg.what)
+        for idx in np.ndindex(*tg.lhs.shape):
+            a, b = tg.lhs[idx], tg.rhs[idx]
             if identical(a, b):
                 res.syntactic += 1
             else:
@@ -156,11 +215,12 @@ def _verify_modules(ref: Module, other: Module, options: Options) -> Verdict:
     counterexample: Counterexample | None = None
     unknown_reasons: list[str] = []
     for i in list(open_):
-        cex = _random_counterexample(i, open_[i], Kind.of(rtypes[i]), input_sets, ref_trace, other_trace,
-                                     inputs, names, types, alg, sweeper)
+        numeric = [(r[i].lhs, r[i].rhs) for r in runs]
+        cex = _random_counterexample(i, open_[i], targets[i], numeric, input_sets, inputs, names, types, alg,
+                                     sweeper)
         if cex is not None:
             del open_[i]
-            _record(cex, results[i], ref, other, types, options)
+            _record(cex, results[i], ref, other, types, options, targets[i])
             if counterexample is None and results[i].verdict == "not-equivalent":
                 counterexample = cex
 
@@ -169,7 +229,7 @@ def _verify_modules(ref: Module, other: Module, options: Options) -> Verdict:
     t_local = time.perf_counter()
     local = 0
     for i in list(open_):
-        kind = Kind.of(rtypes[i])
+        kind = targets[i].kind
         status = sweeper.prove_pairs([(a, b) for _, a, b in open_[i]], kind, min(options.timeout_s, LOCAL_TIMEOUT),
                                      steps=LOCAL_STEPS, max_unfold=LOCAL_UNFOLD, deep=LOCAL_DEEP,
                                      solve_inputs_only=False)
@@ -183,7 +243,7 @@ def _verify_modules(ref: Module, other: Module, options: Options) -> Verdict:
     # The rest: full expansion to the inputs, polynomial normal form, then the solver.
     pending: dict[int, list[_Element]] = {}
     for i, elems in open_.items():
-        kind = Kind.of(rtypes[i])
+        kind = targets[i].kind
         for idx, a0, b0 in elems:
             a, b = sweeper.expand_element(a0), sweeper.expand_element(b0)
             if kind is Kind.FLOAT and a.k == FIN and b.k == FIN and difference_is_zero(a.v, b.v):
@@ -201,7 +261,7 @@ def _verify_modules(ref: Module, other: Module, options: Options) -> Verdict:
                for i, elems in pending.items()]
     t_solve = time.perf_counter()
     if queries:
-        _progress(options, f"solving {len(queries)} output quer{'y' if len(queries) == 1 else 'ies'} "
+        _progress(options, f"solving {len(queries)} quer{'y' if len(queries) == 1 else 'ies'} "
                            f"(timeout {options.timeout_s:g} s each, {options.jobs} job(s))")
     outcomes = solve_all(queries, options.timeout_s, options.jobs)
     stats.update(solver_queries=len(queries), solve_s=round(time.perf_counter() - t_solve, 4))
@@ -213,36 +273,47 @@ def _verify_modules(ref: Module, other: Module, options: Options) -> Verdict:
         if outcome.status == "unknown":
             res.verdict, res.detail = "unknown", f"solver: {outcome.reason or 'unknown'}"
             continue
-        cex = _model_counterexample(outcome.model, pending[outcome.output], inputs, names, types)
-        _record(cex, res, ref, other, types, options)
+        tg = targets[outcome.output]
+        cex = _model_counterexample(outcome.model, pending[outcome.output], inputs, names, types, tg)
+        _record(cex, res, ref, other, types, options, tg)
         if counterexample is None and res.verdict == "not-equivalent":
             counterexample = cex
 
     for res in results:
         if res.verdict == "unknown":
-            unknown_reasons.append(f"output {res.index}: {res.detail}")
+            unknown_reasons.append(f"{res.what}: {res.detail}")
     common = dict(time_s=0.0, outputs=results, approximations=approximations, precision=precision, stats=stats)
     if counterexample is not None:
         c = counterexample
-        reason = (f"output {c.output} differs at index {c.index}: {ref.source} gives {c.ref_value}, "
-                  f"{other.source} gives {c.other_value}")
+        if c.devices:
+            reason = (f"{c.what} differ at index {c.index}: device {c.devices[0]} holds {c.ref_value}, "
+                      f"device {c.devices[1]} holds {c.other_value}")
+        else:
+            reason = (f"output {c.output} differs at index {c.index}: {ref.source} gives {c.ref_value}, "
+                      f"{other.source} gives {c.other_value}")
         return Verdict("not-equivalent", reason, counterexample=c, **common)
     if unknown_reasons:
         return Verdict("unknown", "; ".join(unknown_reasons), **common)
     n = stats["elements"]
-    reason = f"all {len(results)} outputs equal ({n} elements: {stats['syntactic']} by simplification, " \
+    reason = f"all {len(rtypes)} outputs equal ({n} elements: {stats['syntactic']} by simplification, " \
              f"{n - stats['syntactic']} by the solver)"
+    if stats["replica_obligations"]:
+        reason = reason.replace(" outputs equal", f" outputs equal and {stats['replica_obligations']} "
+                                                  "replica obligations hold")
     if approximations:
         reason += f"; uninterpreted: {', '.join(approximations)}"
     return Verdict("equivalent", reason, **common)
 
 
 def _record(cex: Counterexample, res: OutputResult, ref: Module, other: Module, types: Sequence[TensorType],
-            options: Options) -> None:
-    """Decide an output from its counterexample: a difference that goes through an
+            options: Options, target: _Target) -> None:
+    """Decide a target from its counterexample: a difference that goes through an
     approximated op counts only when the numeric replay reproduces it."""
+    cex.what = target.what
+    if target.devices is not None:
+        cex.devices, cex.side = list(target.devices), target.side
     if options.replay or cex.uses_approximation:
-        cex.replay = _replay(ref, other, cex, types, options)
+        cex.replay = _replay(ref, other, cex, types, options, target)
     if cex.uses_approximation and not cex.confirmed:
         res.verdict = "unknown"
         res.detail = "counterexample depends on approximated ops and the numeric replay does not reproduce it"
@@ -284,7 +355,7 @@ def _element_value(x: Any, kind: Kind, value_of: Any = lambda t: t) -> Any:
 
 
 def _model_counterexample(model: z3.ModelRef, elems: Sequence[_Element], inputs: list[np.ndarray], names: list[str],
-                          types: Sequence[TensorType]) -> Counterexample:
+                          types: Sequence[TensorType], target: _Target) -> Counterexample:
     values = {}
     for name, arr, t in zip(names, inputs, types):
         kind = Kind.of(t)
@@ -298,18 +369,20 @@ def _model_counterexample(model: z3.ModelRef, elems: Sequence[_Element], inputs:
             chosen = e
             break
     uses_uf = chosen.uses_uf
-    return Counterexample(values, chosen.output, list(chosen.index), _eval_element(model, chosen.ref, chosen.kind),
+    return Counterexample(values, target.output, list(target.global_index(chosen.index)),
+                          _eval_element(model, chosen.ref, chosen.kind),
                           _eval_element(model, chosen.other, chosen.kind), uses_uf)
 
 
-def _random_counterexample(output: int, elems: Sequence[tuple[tuple[int, ...], Any, Any]], kind: Kind,
-                           input_sets: list[list[np.ndarray]], ref_trace: Trace, other_trace: Trace,
+def _random_counterexample(position: int, elems: Sequence[tuple[tuple[int, ...], Any, Any]], target: _Target,
+                           numeric: list[tuple[np.ndarray, np.ndarray]], input_sets: list[list[np.ndarray]],
                            inputs: list[np.ndarray], names: list[str], types: Sequence[TensorType],
                            alg: SymbolicAlgebra, sweeper: Sweeper) -> Counterexample | None:
     """An open element on which a random run already differs, checked exactly by evaluating
     its terms at the run's inputs (when they apply no approximated op)."""
+    kind = target.kind
     for run, concrete in enumerate(input_sets):
-        r_out, o_out = ref_trace.outputs[run][output], other_trace.outputs[run][output]
+        r_out, o_out = numeric[run]
         env: dict[int, tuple[Any, Any]] | None = None
         for idx, a, b in elems:
             if not values_differ(r_out[idx], o_out[idx]):
@@ -324,7 +397,7 @@ def _random_counterexample(output: int, elems: Sequence[tuple[tuple[int, ...], A
             else:
                 ref_v, other_v = _py(r_out[idx]), _py(o_out[idx])
             values = {name: _py_list(arr) for name, arr in zip(names, concrete)}
-            return Counterexample(values, output, list(idx), ref_v, other_v, uses_uf)
+            return Counterexample(values, target.output, list(target.global_index(idx)), ref_v, other_v, uses_uf)
     return None
 
 
@@ -384,48 +457,21 @@ def concrete_inputs(cex: Counterexample, types: Sequence[TensorType]) -> list[np
     return arrays
 
 
-def values_differ(a: Any, b: Any, rtol: float = 1e-6, atol: float = 1e-9) -> bool:
-    a, b = float(a), float(b)
-    if np.isnan(a) or np.isnan(b):
-        return np.isnan(a) != np.isnan(b)
-    if np.isinf(a) or np.isinf(b):
-        return a != b
-    return abs(a - b) > atol + rtol * max(abs(a), abs(b))
-
-
-def _replay(ref: Module, other: Module, cex: Counterexample, types: Sequence[TensorType], options: Options) -> list[Replay]:
+def _replay(ref: Module, other: Module, cex: Counterexample, types: Sequence[TensorType], options: Options,
+            target: _Target) -> list[Replay]:
     arrays = concrete_inputs(cex, types)
+    local = tuple(i - o for i, o in zip(cex.index, target.offset)) if target.offset else tuple(cex.index)
     replays = []
     try:
-        r = Interpreter(ref, NumericAlgebra(), options.max_unroll).run(arrays)[cex.output][tuple(cex.index)]
-        o = Interpreter(other, NumericAlgebra(), options.max_unroll).run(arrays)[cex.output][tuple(cex.index)]
+        ri, oi = Interpreter(ref, NumericAlgebra(), options.max_unroll), Interpreter(other, NumericAlgebra(),
+                                                                                     options.max_unroll)
+        ro, oo = ri.run(arrays), oi.run(arrays)
+        t = _targets(ref, other, ro, oo, ri.replica_checks, oi.replica_checks)[target.position]
+        r, o = t.lhs[local], t.rhs[local]
         replays.append(Replay("numeric", _py(r), _py(o), bool(values_differ(r, o))))
-    except Unsupported as exc:
-        replays.append(Replay("numeric", None, None, False, exc.one_line()))
+    except (Unsupported, IndexError) as exc:
+        replays.append(Replay("numeric", None, None, False, str(exc)))
     if ref.text and other.text:
-        replays.append(_xla_replay(ref, other, cex, arrays))
+        replays.append(xla_replay(ref, other, arrays, target.output, tuple(cex.index), target.side,
+                                  target.devices))
     return replays
-
-
-def _xla_replay(ref: Module, other: Module, cex: Counterexample, arrays: list[np.ndarray]) -> Replay:
-    """Both programs compiled and run by XLA on the CPU at their own dtypes: the witness
-    must separate them there too, not only in our interpreter."""
-    from .xla_run import XlaRunError, XlaRunner
-
-    runner = XlaRunner()
-    try:
-        r = runner.run(ref.text, arrays)[cex.output][tuple(cex.index)]
-        o = runner.run(other.text, arrays)[cex.output][tuple(cex.index)]
-    except XlaRunError as exc:
-        return Replay("xla", None, None, False, str(exc))
-    r, o = _py(r), _py(o)
-    return Replay("xla", r, o, bool(values_differ(r, o, rtol=1e-4, atol=1e-6)))
-
-
-def _py(x: Any) -> Any:
-    if hasattr(x, "dtype") and x.dtype.kind not in "fiub":  # bf16/f8 scalars from XLA
-        x = float(x)
-    x = x.item() if hasattr(x, "item") else x
-    if isinstance(x, float) and not np.isfinite(x):
-        return "nan" if np.isnan(x) else ("inf" if x > 0 else "-inf")
-    return x

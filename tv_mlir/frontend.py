@@ -42,7 +42,7 @@ def read_source(spec: str | bytes | Path, name: str | None = None) -> Source:
 def mlir_context():
     from jaxlib.mlir import ir
     from jaxlib.mlir._mlir_libs import _jax_mlir_ext
-    from jaxlib.mlir.dialects import chlo, sdy, stablehlo
+    from jaxlib.mlir.dialects import chlo, mhlo, sdy, stablehlo
 
     registry = ir.DialectRegistry()
     _jax_mlir_ext.register_dialects(registry)
@@ -51,6 +51,8 @@ def mlir_context():
     stablehlo.register_dialect(ctx)
     chlo.register_dialect(ctx)
     sdy.register_dialect(ctx)
+    # XLA's partitioner output, converted to StableHLO, still holds mhlo.copy ops.
+    mhlo.register_mhlo_dialect(ctx)
     ctx.load_all_available_dialects()
     return ctx
 
@@ -127,6 +129,7 @@ def short_loc(loc: Any, source_name: str) -> str:
 class _Converter:
     source_name: str
     names: dict[Any, str] = field(default_factory=dict)
+    meshes: dict[str, tir.Mesh] = field(default_factory=dict)
 
     def name_of(self, value: Any) -> str:
         key = value
@@ -136,6 +139,11 @@ class _Converter:
 
     def module(self, module: Any) -> tir.Module:
         funcs: dict[str, tir.Func] = {}
+        for op in module.body.operations:
+            o = op.operation
+            if o.name == "sdy.mesh":
+                name = str(o.attributes["sym_name"]).strip('"')
+                self.meshes[name] = self.mesh(o.attributes["mesh"], short_loc(o.location, self.source_name))
         for op in module.body.operations:
             o = op.operation
             if o.name == "func.func":
@@ -151,7 +159,54 @@ class _Converter:
                 raise ParseError(f"{self.source_name}: no @main and {len(public)} public functions; cannot pick an entry")
             entry = public[0]
         attrs = {k: convert_attr(v) for k, v in module.operation.attributes.items()}
-        return tir.Module(funcs=funcs, entry=entry, attrs=attrs, source=self.source_name)
+        return tir.Module(funcs=funcs, entry=entry, attrs=attrs, source=self.source_name, meshes=dict(self.meshes))
+
+    # -- shardings ------------------------------------------------------------
+    def mesh(self, a: Any, loc: str) -> tir.Mesh:
+        from jaxlib.mlir.dialects import sdy
+
+        m = sdy.MeshAttr(a)
+        axes = tuple((sdy.MeshAxisAttr(x).name, int(sdy.MeshAxisAttr(x).size)) for x in m.axes)
+        return tir.Mesh(axes, tuple(int(i) for i in m.device_ids))
+
+    def sdy_sharding(self, a: Any, loc: str) -> tir.Sharding:
+        from jaxlib.mlir import ir
+        from jaxlib.mlir.dialects import sdy
+
+        t = sdy.TensorShardingAttr(a)
+        ref = t.mesh_or_ref
+        if isinstance(ref, ir.FlatSymbolRefAttr):
+            if ref.value not in self.meshes:
+                raise ParseError(f"{self.source_name}: sharding names an unknown mesh @{ref.value}", loc)
+            mesh = self.meshes[ref.value]
+        else:
+            mesh = self.mesh(ref, loc)
+
+        def axes(refs: Any) -> tuple[str, ...]:
+            out = []
+            for x in refs:
+                r = sdy.AxisRefAttr(x)
+                if r.sub_axis_info is not None:
+                    raise Unsupported(f"sharding {a} uses a sub-axis of {r.name}", loc, "sdy.sub_axis")
+                out.append(r.name)
+            return tuple(out)
+
+        dims = tuple(axes(sdy.DimensionShardingAttr(d).axes) for d in t.dimension_shardings)
+        return tir.Sharding(mesh, dims, axes(t.unreduced_axes))
+
+    def sdy_attr(self, name: str, a: Any, loc: str) -> Any:
+        from jaxlib.mlir.dialects import sdy
+
+        if name in ("in_shardings", "out_shardings"):
+            return tuple(self.sdy_sharding(x, loc) for x in sdy.TensorShardingPerValueAttr(a).shardings)
+        if name == "manual_axes":
+            return tuple(re.findall(r'"([^"]+)"', str(a)))
+        if name == "sdy.sharding":
+            per_value = str(a).startswith("#sdy.sharding_per_value")
+            if per_value:
+                return tuple(self.sdy_sharding(x, loc) for x in sdy.TensorShardingPerValueAttr(a).shardings)
+            return self.sdy_sharding(a, loc)
+        return convert_attr(a)
 
     def func(self, o: Any) -> tir.Func:
         attrs = dict(o.attributes.items())
@@ -160,8 +215,8 @@ class _Converter:
         ftype = attrs["function_type"].value
         loc = short_loc(o.location, self.source_name)
         result_types = tuple(self.tensor_type(t, loc) for t in ftype.results)
-        arg_attrs = tuple(_dict_attr(a) for a in attrs["arg_attrs"]) if "arg_attrs" in attrs else ()
-        res_attrs = tuple(_dict_attr(a) for a in attrs["res_attrs"]) if "res_attrs" in attrs else ()
+        arg_attrs = tuple(self.dict_attr(a, loc) for a in attrs["arg_attrs"]) if "arg_attrs" in attrs else ()
+        res_attrs = tuple(self.dict_attr(a, loc) for a in attrs["res_attrs"]) if "res_attrs" in attrs else ()
         if not o.regions or not o.regions[0].blocks:
             raise ParseError(f"{self.source_name}: function @{name} has no body", loc)
         block = o.regions[0].blocks[0]
@@ -170,6 +225,12 @@ class _Converter:
         if len(set(arg_names)) != len(arg_names):
             arg_names = [f"arg{i}" for i in range(len(arg_names))]
         return tir.Func(name, body, result_types, public, arg_attrs, res_attrs, loc, tuple(arg_names))
+
+    def dict_attr(self, a: Any, loc: str) -> dict[str, Any]:
+        if isinstance(a, str):
+            return {}
+        return {n.name: self.sdy_attr(n.name, n.attr, loc) if n.name.startswith("sdy.") else convert_attr(n.attr)
+                for n in a}
 
     def block(self, block: Any, loc: str) -> tir.Block:
         args = tuple(self.name_of(a) for a in block.arguments)
@@ -189,7 +250,15 @@ class _Converter:
         operands = tuple(self.name_of(v) for v in o.operands)
         results = tuple(self.name_of(r) for r in o.results)
         rtypes = tuple(self.tensor_type(r.type, loc, o.name) for r in o.results)
-        attrs = {k: convert_attr(v) for k, v in o.attributes.items()}
+        attrs = {k: self.sdy_attr(k, v, loc) if k.startswith("sdy.") or o.name.startswith("sdy.")
+                 else convert_attr(v) for k, v in o.attributes.items()}
+        if o.name == "stablehlo.custom_call" and attrs.get("call_target_name") == "SPMDFullToShardShape":
+            # The global sharding being cut into shards sits on the @Sharding op that feeds this one.
+            producer = o.operands[0].owner if o.operands else None
+            producer = getattr(producer, "operation", producer)
+            if producer is not None and getattr(producer, "name", "") == "stablehlo.custom_call" and \
+                    "mhlo.sharding" in producer.attributes:
+                attrs["tv.full_sharding"] = convert_attr(producer.attributes["mhlo.sharding"])
         regions = []
         for region in o.regions:
             if len(region.blocks) != 1:
@@ -213,8 +282,6 @@ def _arg_name(loc: Any, index: int) -> str:
     return m.group(1) if m else f"arg{index}"
 
 
-def _dict_attr(a: Any) -> dict[str, Any]:
-    return {n.name: convert_attr(n.attr) for n in a} if not isinstance(a, str) else {}
 
 
 def convert_attr(a: Any) -> Any:

@@ -2,14 +2,15 @@
 from __future__ import annotations
 
 from collections import ChainMap
-from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
 from .algebra import Algebra
 from .errors import ShapeError, TvError, Unsupported
-from .ir import Block, Func, Module, Op
+from .ir import Block, Func, Module, Op, TensorType
 from .semantics import TABLE, OpContext
 
 # Sees every top-level op and its results; may return replacement results.
@@ -46,18 +47,49 @@ def _commutative_body(op: Op) -> bool:
 
 @dataclass
 class Interpreter:
+    """Values are numpy arrays of algebra elements; in SPMD programs, values inside manual
+    regions are `spmd.Local` (one array per device) and ops on them run in lockstep."""
+
     module: Module
     alg: Algebra
     max_unroll: int = 100_000
     observer: Observer | None = None  # sees every top-level op's results (for divergence reports)
     shared: SharedValues | None = None
+    device: int | None = None  # set in a per-device view of an SPMD run
+    # Obligations found while running: replicas that must agree (spmd.ReplicaCheck).
+    replica_checks: list = field(default_factory=list)
     _env: ChainMap = field(default_factory=ChainMap)
     _types: ChainMap = field(default_factory=ChainMap)
     _depth: int = 0
     _batched: int = 0
+    _views: dict[int, "Interpreter"] = field(default_factory=dict)
 
     def run(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        return self.run_func(self.module.main, inputs)
+        if self.module.per_device:
+            from . import spmd
+
+            with np.errstate(all="ignore"):
+                return spmd.run_per_device_entry(self, self.module, inputs)
+        from .spmd import finish_global
+
+        return finish_global(self.run_func(self.module.main, inputs), self.module.main.loc)
+
+    @property
+    def num_devices(self) -> int:
+        return self.module.num_devices
+
+    def view(self, device: int) -> "Interpreter":
+        """This run as seen by one device: SPMD values read as that device's part. Used to
+        run an op (and its nested regions) on one device at a time."""
+        v = self._views.get(device)
+        if v is None:
+            v = Interpreter(self.module, self.alg, self.max_unroll, device=device)
+            v._env = ChainMap(_DeviceProjection(self, device))
+            v._types = ChainMap(_TypesProjection(self))
+            self._views[device] = v
+        v._depth = self._depth + 1  # below the top level: never observed or shared
+        v._batched = self._batched
+        return v
 
     def run_func(self, func: Func, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         # IEEE overflow, 0/0 and friends are values here, not warnings.
@@ -69,12 +101,15 @@ class Interpreter:
             raise Unsupported(f"call to unknown function @{name}", loc, "func.call")
         return self.module.funcs[name]
 
-    def run_block(self, block: Block, args: Sequence[np.ndarray], batched: bool = False) -> list[np.ndarray]:
+    def run_block(self, block: Block, args: Sequence[np.ndarray], batched: bool = False,
+                  top_level: bool = False) -> list[np.ndarray]:
         """batched: the block is a scalar body (reducer, comparator) run on arrays of
-        independent elements at once, so result shapes are those of the arguments."""
+        independent elements at once, so result shapes are those of the arguments.
+        top_level: the block's ops count as top-level ones (a manual computation's body)."""
         self._env = self._env.new_child()
         self._types = self._types.new_child()
-        self._depth += 1
+        depth = 0 if top_level else 1
+        self._depth += depth
         self._batched += batched
         try:
             for name, t, value in zip(block.args, block.arg_types, args):
@@ -84,15 +119,14 @@ class Interpreter:
                 self._step(op)
             return [self._env[r] for r in block.returns]
         finally:
-            self._depth -= 1
+            self._depth -= depth
             self._batched -= batched
             self._env = self._env.parents
             self._types = self._types.parents
 
     def _step(self, op: Op) -> None:
-        rule = TABLE.get(op.name)
-        if rule is None:
-            raise Unsupported(f"op {op.name} has no semantics", op.loc, op.name)
+        from . import spmd
+
         try:
             args = [self._env[o] for o in op.operands]
             types = tuple(self._types[o] for o in op.operands)
@@ -105,6 +139,23 @@ class Interpreter:
                 self._env[name] = value
                 self._types[name] = t
             return
+        if spmd.involved(self, op, args):
+            results = spmd.step(self, op, args, types)
+        else:
+            results = self.apply(op, args, types)
+        if self.observer is not None and self._depth == 1:
+            results = self._observe(op, results)
+        if key is not None:
+            self.shared.remember(key, args, results)
+        for name, t, value in zip(op.results, op.result_types, results):
+            self._env[name] = value
+            self._types[name] = t
+
+    def apply(self, op: Op, args: list[np.ndarray], types: tuple[TensorType, ...]) -> list[np.ndarray]:
+        """One op's semantics on plain arrays."""
+        rule = TABLE.get(op.name)
+        if rule is None:
+            raise Unsupported(f"op {op.name} has no semantics", op.loc, op.name)
         ctx = OpContext(self.alg, types, self, self.max_unroll)
         try:
             results = [self.alg.canonical(r) for r in rule(ctx, op, args)]
@@ -115,10 +166,53 @@ class Interpreter:
         for value, t in zip(results, op.result_types):
             if value.shape != t.shape and not self._batched:
                 raise ShapeError(f"{op.name} produced shape {value.shape}, its type says {t}", op.loc)
-        if self.observer is not None and self._depth == 1:
-            results = self.observer(op, results) or results
-        if key is not None:
-            self.shared.remember(key, args, results)
-        for name, t, value in zip(op.results, op.result_types, results):
-            self._env[name] = value
-            self._types[name] = t
+        return results
+
+    def _observe(self, op: Op, results: list[Any]) -> list[Any]:
+        from .spmd import Local
+
+        if not any(isinstance(r, Local) for r in results):
+            return self.observer(op, results) or results
+        # Per device, under device-qualified value names (the numeric traces use the same).
+        n = self.num_devices
+        parts = [r.parts if isinstance(r, Local) else (r,) * n for r in results]
+        new_parts: list[list[np.ndarray]] = [[] for _ in results]
+        for d in range(n):
+            op_d = replace(op, results=tuple(f"{name}@{d}" for name in op.results))
+            got = self.observer(op_d, [p[d] for p in parts]) or [p[d] for p in parts]
+            for k, g in enumerate(got):
+                new_parts[k].append(g)
+        return [Local(tuple(p)) for p in new_parts]
+
+
+class _DeviceProjection(Mapping):
+    """The live environment of an SPMD run, with per-device values read as one device's."""
+
+    def __init__(self, owner: Interpreter, device: int) -> None:
+        self.owner, self.device = owner, device
+
+    def __getitem__(self, key: str) -> Any:
+        from .spmd import Local
+
+        v = self.owner._env[key]
+        return v.parts[self.device] if isinstance(v, Local) else v
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.owner._env)
+
+    def __len__(self) -> int:
+        return len(self.owner._env)
+
+
+class _TypesProjection(Mapping):
+    def __init__(self, owner: Interpreter) -> None:
+        self.owner = owner
+
+    def __getitem__(self, key: str) -> Any:
+        return self.owner._types[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.owner._types)
+
+    def __len__(self) -> int:
+        return len(self.owner._types)

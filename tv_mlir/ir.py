@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
+import numpy as np
+
 FLOAT_DTYPES = frozenset({"f16", "bf16", "f32", "f64", "f8E4M3FN", "f8E5M2", "f8E4M3FNUZ", "f8E5M2FNUZ", "f8E4M3B11FNUZ"})
 
 
@@ -97,14 +99,123 @@ class Module:
     attrs: dict[str, Any] = field(default_factory=dict)
     source: str = ""  # file name, for messages
     text: bytes = b""  # the module as read (text or bytecode), for replay on XLA
+    meshes: dict[str, "Mesh"] = field(default_factory=dict)  # sdy.mesh symbols
+    # True when the entry function is one device's program (XLA's SPMD partitioner
+    # output): its arguments are local shards of the global inputs named by
+    # `arg_shardings`. False for global programs, with or without manual regions.
+    per_device: bool = False
+    arg_shardings: tuple["Sharding | None", ...] = ()
+    result_shardings: tuple["Sharding | None", ...] = ()
 
     @property
     def main(self) -> Func:
         return self.funcs[self.entry]
 
+    @property
+    def num_partitions(self) -> int:
+        return int(self.attrs.get("mhlo.num_partitions", 1) or 1)
+
+    @property
+    def num_replicas(self) -> int:
+        return int(self.attrs.get("mhlo.num_replicas", 1) or 1)
+
+    @property
+    def num_devices(self) -> int:
+        return self.num_partitions * self.num_replicas
+
+    def global_arg_types(self) -> tuple[TensorType, ...]:
+        """The entry's signature as a function of global arrays."""
+        if not self.per_device:
+            return self.main.arg_types
+        return tuple(s.global_type(t) if s is not None else t
+                     for t, s in zip(self.main.arg_types, self.arg_shardings))
+
+    def global_result_types(self) -> tuple[TensorType, ...]:
+        if not self.per_device:
+            return self.main.result_types
+        return tuple(s.global_type(t) if s is not None else t
+                     for t, s in zip(self.main.result_types, self.result_shardings))
+
     def signature(self) -> str:
-        args = ", ".join(str(t) for t in self.main.arg_types)
+        args = ", ".join(str(t) for t in self.global_arg_types())
         return f"({args})"
+
+
+# Meshes and shardings: one model for Shardy attributes, GSPMD sharding strings and the
+# argument shardings of a partitioned per-device module.
+
+@dataclass(frozen=True)
+class Mesh:
+    """Named axes (major to minor) over device ids; `device_ids[k]` is the device at
+    mesh position k in row-major order (default: the identity)."""
+
+    axes: tuple[tuple[str, int], ...]
+    device_ids: tuple[int, ...] = ()
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for _, k in self.axes:
+            n *= k
+        return n
+
+    def axis_size(self, name: str) -> int:
+        for a, k in self.axes:
+            if a == name:
+                return k
+        raise KeyError(name)
+
+    def ids(self) -> np.ndarray:
+        """Device ids laid out on the mesh, one array dimension per axis."""
+        flat = np.array(self.device_ids or range(self.size), dtype=np.int64)
+        return flat.reshape(tuple(k for _, k in self.axes)) if self.axes else flat.reshape(())
+
+    def coords(self) -> dict[int, dict[str, int]]:
+        """device id -> its index along every axis."""
+        ids = self.ids()
+        names = [a for a, _ in self.axes]
+        return {int(ids[pos]): dict(zip(names, pos)) for pos in np.ndindex(*ids.shape)}
+
+
+@dataclass(frozen=True)
+class Sharding:
+    """How a global tensor lies on a mesh: `dims[i]` are the axes splitting dimension i
+    (major to minor); axes in `unreduced` hold partial sums; every other axis holds
+    replicas that must agree."""
+
+    mesh: Mesh
+    dims: tuple[tuple[str, ...], ...]
+    unreduced: tuple[str, ...] = ()
+
+    @property
+    def replicated(self) -> tuple[str, ...]:
+        used = {a for d in self.dims for a in d} | set(self.unreduced)
+        return tuple(a for a, _ in self.mesh.axes if a not in used)
+
+    def shards(self, dim: int) -> int:
+        n = 1
+        for a in self.dims[dim]:
+            n *= self.mesh.axis_size(a)
+        return n
+
+    def local_type(self, t: TensorType) -> TensorType:
+        return TensorType(tuple(d // self.shards(i) for i, d in enumerate(t.shape)), t.dtype)
+
+    def global_type(self, t: TensorType) -> TensorType:
+        return TensorType(tuple(d * self.shards(i) for i, d in enumerate(t.shape)), t.dtype)
+
+    def shard_index(self, coords: dict[str, int], dim: int) -> int:
+        """Which of the dimension's shards a device at these mesh coordinates holds."""
+        k = 0
+        for a in self.dims[dim]:
+            k = k * self.mesh.axis_size(a) + coords[a]
+        return k
+
+    def describe(self) -> str:
+        dims = ", ".join("{" + ", ".join(d) + "}" for d in self.dims)
+        axes = ", ".join(f"{a}={k}" for a, k in self.mesh.axes)
+        extra = f" unreduced={{{', '.join(self.unreduced)}}}" if self.unreduced else ""
+        return f"[{dims}] on mesh [{axes}]{extra}"
 
 
 # Attribute payloads that are dialect structs in MLIR.

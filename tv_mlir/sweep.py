@@ -71,6 +71,7 @@ class Trace:
 
     values: dict[str, list[np.ndarray]] = field(default_factory=dict)
     outputs: list[list[np.ndarray]] = field(default_factory=list)
+    checks: list[list[Any]] = field(default_factory=list)  # per run: spmd.ReplicaCheck list
 
 
 def numeric_trace(module: Module, input_sets: list[list[np.ndarray]], max_unroll: int) -> Trace:
@@ -81,7 +82,9 @@ def numeric_trace(module: Module, input_sets: list[list[np.ndarray]], max_unroll
             trace.values.setdefault(name, []).append(r)
 
     for inputs in input_sets:
-        trace.outputs.append(Interpreter(module, NumericAlgebra(), max_unroll, observer=record).run(inputs))
+        interp = Interpreter(module, NumericAlgebra(), max_unroll, observer=record)
+        trace.outputs.append(interp.run(inputs))
+        trace.checks.append(interp.replica_checks)
     return trace
 
 

@@ -14,6 +14,7 @@ class OutputResult:
     elements: int = 0
     syntactic: int = 0  # elements closed by simplification alone
     detail: str = ""
+    what: str = ""  # "output 0", or "replicas of output 0 in f.mlir over {tp}: devices 0 and 3"
 
 
 @dataclass
@@ -34,6 +35,11 @@ class Counterexample:
     other_value: Any
     uses_approximation: bool = False
     replay: list[Replay] = field(default_factory=list)
+    what: str = ""  # the target: "output 0", or the replicas that diverge
+    # Replica divergence: the two devices whose copies differ (ref_value is the first
+    # device's copy, other_value the second's, both in program `side`).
+    devices: list[int] | None = None
+    side: str = ""
 
     @property
     def confirmed(self) -> bool:

@@ -140,6 +140,47 @@ class XlaRunner:
         return [list(per_output) for per_output in zip(*outputs)] if outputs else [
             [] for _ in compiled.devices]
 
+    def run_global(self, module: str | bytes, inputs: Sequence[np.ndarray], num_devices: int,
+                   result_shapes: Sequence[tuple[int, ...]]) -> tuple[list[np.ndarray], list[list[tuple[tuple[slice, ...], np.ndarray]]]]:
+        """Runs a global program with sharding annotations or manual regions (a shard_map
+        export) partitioned over `num_devices` CPU devices, from global inputs.
+
+        `result_shapes` are the global result shapes (the entry's result types).
+        Returns the global outputs, and per output and device the block of the global
+        value that device holds with its local buffer (copies along replicated axes are
+        each device's own, so diverging replicas show here)."""
+        compiled = self._compile(module, "partitioned", num_devices=num_devices)
+        self._check_arity(compiled, len(inputs))
+        jax = _jax()
+        from jax._src.lib import xla_client as xc
+
+        assert compiled.arg_shardings is not None
+        with jax.enable_x64(True):
+            try:
+                args = [jax.device_put(_cast(x, p, i), sh)
+                        for i, (x, p, sh) in enumerate(zip(inputs, compiled.params, compiled.arg_shardings))]
+            except (ValueError, TypeError) as e:
+                raise XlaRunError(_one_line(e)) from e
+            outputs = _execute(compiled, args)
+        out_shardings = compiled.executable.get_output_shardings()
+        globals_, blocks = [], []
+        for j, per_device in enumerate(outputs):
+            proto = out_shardings[j] if out_shardings is not None and j < len(out_shardings) else \
+                xc.HloSharding.replicate().to_proto()
+            sharding = xc.GSPMDSharding(compiled.devices, proto)
+            shape = tuple(result_shapes[j])
+            index_map = sharding.devices_indices_map(shape)
+            full = np.empty(shape, dtype=per_device[0].dtype)
+            placed = []
+            for dev, arr in zip(compiled.devices, per_device):
+                idx = tuple(index_map[dev])
+                placed.append((idx, arr))
+            for idx, arr in reversed(placed):  # device 0's copy wins, as in jax
+                full[idx] = arr
+            globals_.append(full)
+            blocks.append(placed)
+        return globals_, blocks
+
     # -- compilation ---------------------------------------------------------
 
     def _compile(self, module: str | bytes, mode: _Mode, num_devices: int = 1) -> _Compiled:
@@ -241,9 +282,23 @@ class XlaRunner:
 
 # -- helpers (pure functions; jax imported lazily) ----------------------------
 
+# Host devices asked for when this module is the first to import jax: enough for the
+# sharded programs of an 8-device mesh (XLA reads the flag once, at initialisation).
+DEFAULT_HOST_DEVICES = 8
+
+
 def _jax() -> Any:
     # Imported on first use so that importing tv_mlir stays cheap and does not
     # initialise XLA (which would freeze XLA_FLAGS such as the device count).
+    import os
+    import sys
+
+    if "jax" not in sys.modules:
+        flags = os.environ.get("XLA_FLAGS", "")
+        if "xla_force_host_platform_device_count" not in flags:
+            os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={DEFAULT_HOST_DEVICES}".strip()
+        os.environ.setdefault("JAX_PLATFORMS", "cpu")
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # XLA's per-client INFO lines on stderr
     import jax
     return jax
 

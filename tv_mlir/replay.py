@@ -1,0 +1,108 @@
+"""Counterexample replay on XLA: both programs compiled by XLA for the CPU and run at their
+own dtypes on the witness, single-device, partitioned over host devices, or per device."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from . import spmd
+from .algebra import NumericAlgebra
+from .errors import TvError
+from .ir import Module
+from .verdict import Replay
+
+# (block of the global value, that device's buffer) per device, per output.
+Blocks = list[list[tuple[tuple[slice, ...], np.ndarray]]]
+
+
+@dataclass
+class _Assembler:
+    """What spmd.gather needs of an interpreter, for assembling XLA's per-device outputs."""
+
+    num_devices: int
+    alg: NumericAlgebra = field(default_factory=NumericAlgebra)
+    replica_checks: list = field(default_factory=list)
+
+
+def run_on_xla(runner: Any, module: Module, arrays: Sequence[np.ndarray]) -> tuple[list[np.ndarray], Blocks | None]:
+    """Global outputs of the module on XLA, and for sharded ones each device's blocks."""
+    text = module.text
+    n = module.num_devices
+    if n <= 1:
+        return runner.run(text, arrays), None
+    if not module.per_device:
+        return runner.run_global(text, arrays, n, [t.shape for t in module.global_result_types()])
+    loc = module.main.loc
+    shardings = module.arg_shardings or (None,) * len(arrays)
+    parts = [spmd.scatter(np.asarray(x), s, n, loc).parts if s is not None else (np.asarray(x),) * n
+             for x, s in zip(arrays, shardings)]
+    outs = runner.run_spmd(text, [[p[d] for p in parts] for d in range(n)], per_device_program=True)
+    asm = _Assembler(n)
+    globals_, blocks = [], []
+    for j, (t, s) in enumerate(zip(module.global_result_types(), module.result_shardings or
+                                   (None,) * len(module.main.result_types))):
+        local = spmd.Local(tuple(np.asarray(outs[d][j]) for d in range(n)))
+        globals_.append(spmd.gather(asm, local, s, t, f"output {j}", loc))
+        blocks.append([(spmd.device_block(s, d, n, local.parts[d].shape, loc), local.parts[d]) for d in range(n)])
+    return globals_, blocks
+
+
+def xla_replay(ref: Module, other: Module, arrays: list[np.ndarray], output: int, index: tuple[int, ...],
+               side: str = "", devices: tuple[int, int] | None = None) -> Replay:
+    """The witness on XLA: the two programs' values of one output element, or for a
+    replica divergence the two devices' copies of it."""
+    from .xla_run import XlaRunError, XlaRunner
+
+    runner = XlaRunner()
+    try:
+        if devices is None:
+            r = run_on_xla(runner, ref, arrays)[0][output][index]
+            o = run_on_xla(runner, other, arrays)[0][output][index]
+        else:
+            if output < 0:
+                return Replay("xla", None, None, False,
+                              "the diverging copies are not a program output; XLA shows only outputs")
+            _, blocks = run_on_xla(runner, ref if side == "ref" else other, arrays)
+            if blocks is None:
+                return Replay("xla", None, None, False, "single-device program")
+            r, o = (_element_of(blocks[output][d], index) for d in devices)
+    except (XlaRunError, TvError) as exc:
+        return Replay("xla", None, None, False, str(exc))
+    r, o = py_value(r), py_value(o)
+    return Replay("xla", r, o, bool(values_differ(r, o, rtol=1e-4, atol=1e-6)))
+
+
+def _element_of(block: tuple[tuple[slice, ...], np.ndarray], index: tuple[int, ...]) -> Any:
+    slices, arr = block
+    local = []
+    for i, s in zip(index, slices):
+        start = s.start or 0
+        stop = s.stop if s.stop is not None else start + arr.shape[len(local)]
+        if not start <= i < stop:
+            raise IndexError(f"index {list(index)} is not in this device's block")
+        local.append(i - start)
+    return arr[tuple(local)]
+
+
+def values_differ(a: Any, b: Any, rtol: float = 1e-6, atol: float = 1e-9) -> bool:
+    a, b = float(_num(a)), float(_num(b))
+    if np.isnan(a) or np.isnan(b):
+        return np.isnan(a) != np.isnan(b)
+    if np.isinf(a) or np.isinf(b):
+        return a != b
+    return abs(a - b) > atol + rtol * max(abs(a), abs(b))
+
+
+def _num(x: Any) -> Any:
+    return {"nan": np.nan, "inf": np.inf, "-inf": -np.inf}.get(x, x) if isinstance(x, str) else x
+
+
+def py_value(x: Any) -> Any:
+    if hasattr(x, "dtype") and x.dtype.kind not in "fiub":  # bf16/f8 scalars from XLA
+        x = float(x)
+    x = x.item() if hasattr(x, "item") else x
+    if isinstance(x, float) and not np.isfinite(x):
+        return "nan" if np.isnan(x) else ("inf" if x > 0 else "-inf")
+    return x
