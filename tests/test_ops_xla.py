@@ -900,6 +900,37 @@ case("call_composite_barrier_custom_call", M(
     """, extra=_HELPERS),
     lambda r: [nice(r, (4,)), nice(r, (4,))], raw=True)
 
+# stablehlo.dot appears in XLA's partitioner output; mhlo.copy and sdy hints are identities.
+case("dot_forms", M(
+    "(%a: tensor<3x4xf32>, %b: tensor<4x2xf32>, %v: tensor<4xf32>) -> (tensor<3x2xf32>, tensor<3xf32>, tensor<f32>)", """
+    %0 = stablehlo.dot %a, %b : (tensor<3x4xf32>, tensor<4x2xf32>) -> tensor<3x2xf32>
+    %1 = stablehlo.dot %a, %v : (tensor<3x4xf32>, tensor<4xf32>) -> tensor<3xf32>
+    %2 = stablehlo.dot %v, %v : (tensor<4xf32>, tensor<4xf32>) -> tensor<f32>
+    return %0, %1, %2 : tensor<3x2xf32>, tensor<3xf32>, tensor<f32>
+    """), lambda r: [nice(r, (3, 4)), nice(r, (4, 2)), nice(r, (4,))])
+
+case("mhlo_copy", M(
+    "(%a: tensor<3x4xf32>) -> tensor<3x4xf32>", """
+    %0 = mhlo.copy %a : tensor<3x4xf32>
+    %1 = stablehlo.add %0, %a : tensor<3x4xf32>
+    return %1 : tensor<3x4xf32>
+    """), lambda r: [nice(r, (3, 4))], raw=True)
+
+case("sdy_hints", """
+module @m attributes {mhlo.num_partitions = 1 : i32} {
+  sdy.mesh @mesh = <["x"=1]>
+  func.func public @main(%a: tensor<4x2xf32>) -> tensor<4x2xf32> {
+    %0 = sdy.sharding_constraint %a <@mesh, [{"x"}, {}]> : tensor<4x2xf32>
+    %1 = sdy.reshard %0 <@mesh, [{}, {}]> : tensor<4x2xf32>
+    %2 = stablehlo.multiply %1, %a : tensor<4x2xf32>
+    return %2 : tensor<4x2xf32>
+  }
+}
+""", lambda r: [nice(r, (4, 2))], raw=True, xla_text=M("(%a: tensor<4x2xf32>) -> tensor<4x2xf32>", """
+    %0 = stablehlo.multiply %a, %a : tensor<4x2xf32>
+    return %0 : tensor<4x2xf32>
+    """))
+
 # ---------------------------------------------------------------------------
 # Forms jax emits (testdata/ops/gen_ops.py)
 
@@ -949,7 +980,7 @@ def test_op_against_xla(xla, c: Case) -> None:
     inputs = c.inputs(rng_for(c.name))
     check_against_xla(xla, c.text, inputs, rtol=c.rtol, atol=c.atol, xla_text=c.xla_text)
     if c.raw:
-        check_against_xla(xla, c.text, inputs, rtol=c.rtol, atol=c.atol, pipeline="none")
+        check_against_xla(xla, c.text, inputs, rtol=c.rtol, atol=c.atol, pipeline="none", xla_text=c.xla_text)
 
 
 def _op_names(text: str) -> set[str]:

@@ -27,21 +27,33 @@ def to_text(v: Verdict) -> str:
     lines = [f"verdict: {v.verdict}", f"reason:  {v.reason}", f"time:    {v.time_s:.3f} s"]
     if v.outputs:
         lines.append("outputs:")
+        replicas = [o for o in v.outputs if o.what.startswith("replicas")]
         for o in v.outputs:
+            if o in replicas and o.verdict == "equivalent":
+                continue  # summarised below
             detail = f"  ({o.detail})" if o.detail else ""
-            lines.append(f"  #{o.index}: {o.verdict:<15} {o.elements} elements, {o.syntactic} by simplification{detail}")
+            label = f"#{o.index}" if not o.what or o.what.startswith("output") else o.what
+            lines.append(f"  {label}: {o.verdict:<15} {o.elements} elements, {o.syntactic} by simplification{detail}")
+        if replicas:
+            held = sum(1 for o in replicas if o.verdict == "equivalent")
+            lines.append(f"  replica obligations: {held} of {len(replicas)} hold")
     c = v.counterexample
     if c is not None:
         lines.append("counterexample:")
         for name, vals in c.inputs.items():
             lines.append(f"  {name} = {_fmt_array(vals)}")
-        lines.append(f"  output #{c.output}{c.index}: ref = {c.ref_value}, other = {c.other_value}")
+        if c.devices:
+            lines.append(f"  {c.what}, index {c.index}: device {c.devices[0]} = {c.ref_value}, "
+                         f"device {c.devices[1]} = {c.other_value}")
+        else:
+            lines.append(f"  output #{c.output}{c.index}: ref = {c.ref_value}, other = {c.other_value}")
         for r in c.replay:
             if r.error:
                 lines.append(f"  replay ({r.backend}): failed: {r.error}")
             else:
                 state = "confirmed" if r.confirmed else "NOT reproduced"
-                lines.append(f"  replay ({r.backend}): ref = {r.ref_value}, other = {r.other_value}: {state}")
+                a, b = (f"device {c.devices[0]}", f"device {c.devices[1]}") if c.devices else ("ref", "other")
+                lines.append(f"  replay ({r.backend}): {a} = {r.ref_value}, {b} = {r.other_value}: {state}")
     for u in v.unsupported:
         lines.append(f"unsupported: {u['op']} at {u['loc']}: {u['message']}")
     if v.approximations:

@@ -50,9 +50,72 @@ def trivially_equal(eq: Any, blowup: int | None = None) -> bool:
 
 
 def difference_is_zero(a: Any, b: Any) -> bool:
-    """Polynomial normal form of a - b is 0 (sum-of-monomials)."""
+    """Polynomial normal form of a - b is 0 (sum-of-monomials), or is 0 once every real
+    if-then-else is read as a polynomial in an indicator of its condition."""
     d = z3.simplify(a - b, som=True, som_blowup=SOM_BLOWUP)
+    if z3.is_rational_value(d):
+        return d.numerator_as_long() == 0
+    return ite_difference_is_zero(a, b, d)
+
+
+def ite_difference_is_zero(a: Any, b: Any, simplified: Any = None) -> bool:
+    """a - b is 0 as a polynomial once real if-then-else terms are indicator polynomials
+    (`indicator_form`); False at once when there is no such term."""
+    if not _has_real_ite(simplified if simplified is not None else a - b):
+        return False
+    d = z3.simplify(indicator_form(a - b), som=True, som_blowup=SOM_BLOWUP)
     return z3.is_rational_value(d) and d.numerator_as_long() == 0
+
+
+def _has_real_ite(t: z3.ExprRef) -> bool:
+    seen: set[int] = set()
+    stack = [t]
+    while stack:
+        e = stack.pop()
+        if e.get_id() in seen or not z3.is_app(e):
+            continue
+        seen.add(e.get_id())
+        if z3.is_app_of(e, z3.Z3_OP_ITE) and e.sort().kind() == z3.Z3_REAL_SORT:
+            return True
+        stack.extend(e.children())
+    return False
+
+
+def indicator_form(t: z3.ExprRef) -> z3.ExprRef:
+    """t with every real `If(c, x, y)` replaced by `i*x + (1 - i)*y`, one fresh real i per
+    distinct condition c. The result equals t whenever each i is c's 0/1 value, so a
+    polynomial identity of the result (for all reals i) proves t's identity: sums of
+    selects with constants scaled into their branches (relu gradients, masked sums)
+    then normalise like polynomials. Conditions are compared as terms, so equal
+    conditions written differently only cost a failed proof."""
+    ctx = t.ctx
+    done: dict[int, z3.ExprRef] = {}
+    indicators: dict[int, z3.ExprRef] = {}
+    stack: list[tuple[z3.ExprRef, bool]] = [(t, False)]
+    while stack:
+        e, expanded = stack.pop()
+        key = e.get_id()
+        if key in done:
+            continue
+        is_real_ite = z3.is_app_of(e, z3.Z3_OP_ITE) and e.sort().kind() == z3.Z3_REAL_SORT
+        kids = [] if not z3.is_app(e) or e.sort().kind() == z3.Z3_BOOL_SORT else list(e.children())
+        if is_real_ite:
+            kids = kids[1:]  # the condition is kept as it is: it only names the indicator
+        if not kids:
+            done[key] = e
+            continue
+        if not expanded:
+            stack.append((e, True))
+            stack.extend((k, False) for k in kids if k.get_id() not in done)
+            continue
+        new = [done[k.get_id()] for k in kids]
+        if is_real_ite:
+            c = e.arg(0)
+            i = indicators.setdefault(c.get_id(), z3.Real(f"ind!{c.get_id()}", ctx))
+            done[key] = i * new[0] + (1 - i) * new[1]
+        else:
+            done[key] = e.decl()(*new)
+    return done[t.get_id()]
 
 
 def _solver(timeout_s: float) -> z3.Solver:

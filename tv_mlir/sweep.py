@@ -33,7 +33,7 @@ from .algebra import Kind, NumericAlgebra, SymbolicAlgebra
 from .algebra.symbolic import FIN, SF, Simplifier, lift_any
 from .interp import Interpreter
 from .ir import Module, Op, TensorType
-from .solve import lattice_equal
+from .solve import ite_difference_is_zero, lattice_equal
 
 # Random input sets. Fingerprints must tell apart values that agree by chance: a select or
 # max takes the same branch in all runs with probability 2**-RUNS, and every such
@@ -507,6 +507,8 @@ class Sweeper:
             return _Attempt(False)
         finite = isinstance(a, SF) and isinstance(b, SF) and type(a.k) is int and type(b.k) is int \
             and a.k == FIN and b.k == FIN
+        if finite and ite_difference_is_zero(left[0], right[0]):
+            return _Attempt(True)
         return _Attempt(eq, bool(lv), (left[0], right[0]) if finite else None)
 
     def _equal(self, a: Any, b: Any, left: list[Any], right: list[Any], kind: Kind) -> Any:

@@ -79,5 +79,9 @@ RULES: dict[str, Rule] = {
     "func.call": _call,
     "stablehlo.composite": _call,
     "stablehlo.optimization_barrier": _identity,
+    # Layout and sharding hints: the value is unchanged.
+    "mhlo.copy": _identity,
+    "sdy.sharding_constraint": _identity,
+    "sdy.reshard": _identity,
     "stablehlo.custom_call": _custom_call,
 }

@@ -6,7 +6,9 @@ from typing import Any
 import numpy as np
 
 from ..algebra import Kind
-from ..ir import Block, Op
+from dataclasses import replace
+
+from ..ir import Block, DotDims, Op
 from .common import OpContext, Rule
 
 # Reducer bodies recognised as a single op on the two block arguments.
@@ -82,6 +84,16 @@ def _dot_general(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndar
     return [out.reshape(op.result_types[0].shape)]
 
 
+def _dot(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    """stablehlo.dot (what XLA's HLO converts back to): vector·vector, matrix·vector and
+    matrix·matrix, contracting the lhs's last dimension with the rhs's first."""
+    lhs, rhs = args
+    if lhs.ndim not in (1, 2) or rhs.ndim not in (1, 2):
+        raise ValueError(f"dot of ranks {lhs.ndim} and {rhs.ndim}")
+    dims = DotDims((), (), (lhs.ndim - 1,), (0,))
+    return _dot_general(ctx, replace(op, attrs={**op.attrs, "dot_dimension_numbers": dims}), args)
+
+
 def _sort_network(ctx: OpContext, columns: list[np.ndarray], kinds: list[Kind], less: Any) -> list[np.ndarray]:
     """Odd-even transposition sort along the last axis. Adjacent elements swap only when the
     later one is strictly less, so equal elements never cross: the sort is stable."""
@@ -135,6 +147,7 @@ def _top_k(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
 RULES: dict[str, Rule] = {
     "stablehlo.reduce": _reduce,
     "stablehlo.dot_general": _dot_general,
+    "stablehlo.dot": _dot,
     "stablehlo.sort": _sort,
     "chlo.top_k": _top_k,
 }
