@@ -1,4 +1,5 @@
-"""Benchmarks: time to verdict for the bundled large pairs, printed as a table.
+"""Benchmarks: time to verdict for the bundled large pairs and the sharded plans, printed
+as tables.
 Not a test: nothing here asserts on time."""
 from __future__ import annotations
 
@@ -36,8 +37,30 @@ def main() -> int:
         print(f"{name:<18} {s.get('ops_ref', 0):>4}/{s.get('ops_other', 0):<4} {expect:<15} {v.verdict:<15} {dt:>7.2f} "
               f"{s.get('numeric_s', 0):>8.2f} {s.get('symbolic_s', 0):>9.2f} {s.get('solve_s', 0):>6.2f} "
               f"{s.get('merged', 0):>7} {s.get('shared_ops', 0):>7}{mark}")
-    print(f"\n{os.cpu_count()} cores; per-query solver timeout {timeout:.0f} s (BENCH_TIMEOUT)")
+    print(f"\n{os.cpu_count()} cores; per-query solver timeout {timeout:.0f} s (BENCH_TIMEOUT)\n")
+    sharded(timeout)
     return 0
+
+
+def sharded(timeout: float) -> None:
+    """Time to verdict of every sharded plan and bug twin in each export form (small sizes:
+    a few elements per device, 8 devices); counterexamples include their XLA replay."""
+    d = ROOT / "testdata/sharded"
+    forms = ("shardy", "gspmd", "partitioned")
+    print(f"{'sharded plan':<34} {'expect':<15} " + " ".join(f"{f:>20}" for f in forms))
+    totals = dict.fromkeys(forms, 0.0)
+    for e in json.loads((d / "manifest.json").read_text()):
+        cells = []
+        for form in forms:
+            t = time.perf_counter()
+            v = verify(d / e["ref"], d / e[form], timeout_s=timeout)
+            dt = time.perf_counter() - t
+            totals[form] += dt
+            mark = "" if v.verdict == e["expect"] else "!"
+            cells.append(f"{v.verdict[:14] + mark:>14} {dt:5.1f}")
+        print(f"{e['name']:<34} {e['expect']:<15} " + " ".join(f"{c:>20}" for c in cells))
+    print(f"{'total s':<50} " + " ".join(f"{totals[f]:>20.1f}" for f in forms))
+    print("(time s after each verdict, XLA replay of counterexamples included; '!' = not the expected verdict)")
 
 
 if __name__ == "__main__":

@@ -115,3 +115,18 @@ def test_progress_goes_to_stderr_and_json_stays_clean() -> None:
     assert b"tv-mlir: numeric runs" in p.stderr and b"symbolic execution" in p.stderr
     quiet = run("verify", "--json", str(TESTDATA / "pairs/div_mul.a.mlir"), str(TESTDATA / "pairs/div_mul.b.mlir"))
     assert quiet.stderr.count(b"tv-mlir:") == 0  # not a terminal: no progress by default
+
+
+def test_replica_divergence_names_devices_in_text_and_json() -> None:
+    sharded = TESTDATA / "sharded"
+    args = (str(sharded / "replica_divergence.ref.mlir"), str(sharded / "replica_divergence_bug.gspmd.mlir"))
+    p = run("verify", *args)
+    assert p.returncode == 1, p.stderr
+    out = p.stdout.decode()
+    assert "replicas of output 0" in out and "devices 0 and 3" in out
+    assert "replay (xla): device 0 = " in out and "confirmed" in out
+    v = json.loads(run("verify", "--json", *args).stdout)
+    c = v["counterexample"]
+    assert v["verdict"] == "not-equivalent" and c["devices"] == [0, 3] and c["side"] == "other"
+    assert [r["confirmed"] for r in c["replay"]] == [True, True]
+    assert v["outputs"][0]["what"] == "output 0" and v["outputs"][0]["verdict"] == "equivalent"

@@ -58,27 +58,44 @@ def difference_is_zero(a: Any, b: Any) -> bool:
     return ite_difference_is_zero(a, b, d)
 
 
+# Indicator polynomials expand like products of (i*x + (1 - i)*y): selects nested in
+# selects (a gather over a symbolic index is a chain of them) blow up exponentially, so
+# only shallow ones are tried, and the expansion has a step budget besides.
+MAX_ITE_NESTING = 2
+INDICATOR_STEPS = 200_000
+
+
 def ite_difference_is_zero(a: Any, b: Any, simplified: Any = None) -> bool:
     """a - b is 0 as a polynomial once real if-then-else terms are indicator polynomials
-    (`indicator_form`); False at once when there is no such term."""
-    if not _has_real_ite(simplified if simplified is not None else a - b):
+    (`indicator_form`); False at once when there is no such term or they nest deeply."""
+    nesting = _real_ite_nesting(simplified if simplified is not None else a - b)
+    if nesting == 0 or nesting > MAX_ITE_NESTING:
         return False
-    d = z3.simplify(indicator_form(a - b), som=True, som_blowup=SOM_BLOWUP)
+    d = z3.simplify(indicator_form(a - b), som=True, som_blowup=SOM_BLOWUP, max_steps=INDICATOR_STEPS)
     return z3.is_rational_value(d) and d.numerator_as_long() == 0
 
 
-def _has_real_ite(t: z3.ExprRef) -> bool:
-    seen: set[int] = set()
-    stack = [t]
+def _real_ite_nesting(t: z3.ExprRef) -> int:
+    """How deeply real if-then-else terms nest in t (0: none); stops counting past the
+    limit that matters."""
+    depth: dict[int, int] = {}
+    stack: list[tuple[z3.ExprRef, bool]] = [(t, False)]
     while stack:
-        e = stack.pop()
-        if e.get_id() in seen or not z3.is_app(e):
+        e, expanded = stack.pop()
+        key = e.get_id()
+        if key in depth or not z3.is_app(e):
             continue
-        seen.add(e.get_id())
-        if z3.is_app_of(e, z3.Z3_OP_ITE) and e.sort().kind() == z3.Z3_REAL_SORT:
-            return True
-        stack.extend(e.children())
-    return False
+        kids = [] if e.sort().kind() == z3.Z3_BOOL_SORT else list(e.children())
+        if kids and not expanded:
+            stack.append((e, True))
+            stack.extend((k, False) for k in kids if k.get_id() not in depth)
+            continue
+        inner = max((depth.get(k.get_id(), 0) for k in kids), default=0)
+        own = z3.is_app_of(e, z3.Z3_OP_ITE) and e.sort().kind() == z3.Z3_REAL_SORT
+        depth[key] = inner + 1 if own else inner
+        if depth[key] > MAX_ITE_NESTING:
+            return depth[key]
+    return depth.get(t.get_id(), 0)
 
 
 def indicator_form(t: z3.ExprRef) -> z3.ExprRef:

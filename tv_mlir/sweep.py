@@ -30,10 +30,10 @@ from z3 import z3core as _C
 from z3.z3 import _to_expr_ref
 
 from .algebra import Kind, NumericAlgebra, SymbolicAlgebra
-from .algebra.symbolic import FIN, SF, Simplifier, lift_any
+from .algebra.symbolic import FIN, POSITIVE_CUT_PREFIX, SF, Simplifier, known_positive, lift_any
 from .interp import Interpreter
 from .ir import Module, Op, TensorType
-from .solve import ite_difference_is_zero, lattice_equal
+from .solve import difference_is_zero, ite_difference_is_zero, lattice_equal
 
 # Random input sets. Fingerprints must tell apart values that agree by chance: a select or
 # max takes the same branch in all runs with probability 2**-RUNS, and every such
@@ -256,7 +256,8 @@ class Sweeper:
             return hit
         # A fresh constant of t's sort, wrapped in t's own Python class (ArithRef, BoolRef):
         # z3.FreshConst goes through the slow generic wrapping.
-        raw = _C.Z3_mk_fresh_const(ctx.ref(), "c", _C.Z3_get_sort(ctx.ref(), a))
+        prefix = POSITIVE_CUT_PREFIX if isinstance(t, z3.ArithRef) and known_positive(t) else "c"
+        raw = _C.Z3_mk_fresh_const(ctx.ref(), prefix, _C.Z3_get_sort(ctx.ref(), a))
         var = t.__class__(raw, ctx)
         self.cuts_by_id[var.get_id()] = Cut(var, t, self.cuts)
         self._by_term[key] = var
@@ -509,7 +510,26 @@ class Sweeper:
             and a.k == FIN and b.k == FIN
         if finite and ite_difference_is_zero(left[0], right[0]):
             return _Attempt(True)
+        if not finite and isinstance(a, SF) and isinstance(b, SF) and self._split_equal(a, b, left, right):
+            return _Attempt(True)
         return _Attempt(eq, bool(lv), (left[0], right[0]) if finite else None)
+
+    def _split_equal(self, a: SF, b: SF, left: list[Any], right: list[Any]) -> bool:
+        """Floats whose IEEE class is symbolic (a division by a sum of exponentials): equal
+        when the classes are equal for all values of the free constants and the values are
+        the same polynomial (then they agree whatever the class). Proving the two apart
+        keeps nonlinear real arithmetic away from the solver, which only sees classes."""
+        if not difference_is_zero(left[0], right[0]):
+            return False
+        ka = a.k if isinstance(a.k, int) else left[1]
+        kb = b.k if isinstance(b.k, int) else right[1]
+        same = z3.IntVal(ka) == kb if isinstance(ka, int) else ka == (z3.IntVal(kb) if isinstance(kb, int) else kb)
+        if z3.is_true(self._simplify(same)):
+            return True
+        solver = z3.Solver()
+        solver.set("timeout", max(1, int(self.timeout_s * 1000)))
+        solver.add(z3.Not(same))
+        return solver.check() == z3.unsat
 
     def _equal(self, a: Any, b: Any, left: list[Any], right: list[Any], kind: Kind) -> Any:
         """a == b with their terms replaced by `left` and `right`. Finite floats (the usual

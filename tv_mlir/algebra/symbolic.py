@@ -172,7 +172,40 @@ def _fold_cmp(v: z3.ArithRef, op: str, c: Any) -> Any:
     r = _rational(v)
     if r is not None and _is_py(c):
         return {"==": r == c, "<": r < c, "<=": r <= c, ">": r > c, ">=": r >= c}[op]
+    if _is_py(c) and c == 0 and known_positive(v):
+        return op in (">", ">=")
     return {"==": v == c, "<": v < c, "<=": v <= c, ">": v > c, ">=": v >= c}[op]
+
+
+# Functions positive on every finite real (over the reals: no underflow to 0), and the
+# name prefix the sweep gives cut variables that stand for a known-positive term.
+POSITIVE_UFS = frozenset({"exponential", "logistic"})
+POSITIVE_CUT_PREFIX = "cpos"
+_POSITIVE_OPS = frozenset({z3.Z3_OP_ADD, z3.Z3_OP_MUL, z3.Z3_OP_DIV})
+
+
+def known_positive(v: Any, depth: int = 8) -> bool:
+    """v > 0 for all values of its free constants, by construction: positive literals,
+    exp/logistic of anything, positive cut variables, and sums, products, quotients and
+    selects of those. A softmax denominator is such a sum; knowing it is not 0 keeps the
+    IEEE class of every softmax output statically finite."""
+    if not isinstance(v, z3.ArithRef):
+        return False
+    if z3.is_rational_value(v):
+        return v.numerator_as_long() * v.denominator_as_long() > 0
+    if depth == 0 or not z3.is_app(v):
+        return False
+    decl = v.decl()
+    kind = decl.kind()
+    if kind == z3.Z3_OP_UNINTERPRETED:
+        if v.num_args() == 0:
+            return decl.name().startswith(POSITIVE_CUT_PREFIX + "!")
+        return decl.name() in POSITIVE_UFS
+    if kind in _POSITIVE_OPS:
+        return all(known_positive(c, depth - 1) for c in v.children())
+    if kind == z3.Z3_OP_ITE:
+        return known_positive(v.arg(1), depth - 1) and known_positive(v.arg(2), depth - 1)
+    return False
 
 
 ZERO = z3.RealVal(0)

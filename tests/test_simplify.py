@@ -1,0 +1,86 @@
+"""The cheap proof rules the sweep and the final check rely on: each must prove what it
+claims and nothing else (a wrong True here is an unsound 'equivalent')."""
+from __future__ import annotations
+
+import z3
+
+from tv_mlir.algebra.symbolic import POSITIVE_CUT_PREFIX, known_positive
+from tv_mlir.solve import MAX_ITE_NESTING, difference_is_zero, indicator_form, ite_difference_is_zero
+
+x, y, z = z3.Reals("x y z")
+c, d = x > 0, y > 0
+exp = z3.Function("exponential", z3.RealSort(), z3.RealSort())
+
+
+def test_selects_scaled_into_branches_are_proved() -> None:
+    # relu'(h) * 2 * g summed over a batch, with the constant inside or outside the select.
+    lhs = 2 * z3.If(c, z, 0) + 3 * z3.If(d, x, 0)
+    rhs = z3.If(c, 2 * z, 0) + z3.If(d, 3 * x, 0)
+    assert difference_is_zero(lhs, rhs)
+    assert ite_difference_is_zero(z3.If(c, x, y) * 4, z3.If(c, 4 * x, 4 * y))
+
+
+def test_different_selects_are_not_proved() -> None:
+    assert not difference_is_zero(z3.If(c, x, y), z3.If(d, x, y))
+    assert not difference_is_zero(z3.If(c, x, 0), x)
+    assert not difference_is_zero(z3.If(c, x, y) + z3.If(c, y, x), x + y + 1)
+
+
+def test_swapped_branches_with_negated_condition_is_not_claimed() -> None:
+    # Equal in truth, but conditions are compared as terms: no proof, and no wrong one.
+    assert not ite_difference_is_zero(z3.If(c, x, y), z3.If(z3.Not(c), y, x))
+
+
+def test_indicator_form_agrees_with_the_select_at_both_indicator_values() -> None:
+    t = 2 * z3.If(c, z * x, y) + z3.If(d, 1, x)
+    form = indicator_form(t)
+    inds = [v for v in _consts(form) if v.decl().name().startswith("ind!")]
+    assert len(inds) == 2
+    for vx, vy, vz in ((1, 2, 3), (-1, 5, 7), (2, -3, -1)):
+        env = [(x, z3.RealVal(vx)), (y, z3.RealVal(vy)), (z, z3.RealVal(vz))]
+        truth = z3.simplify(z3.substitute(t, *env))
+        values = [(i, z3.RealVal(1 if z3.is_true(z3.simplify(z3.substitute(cond, *env))) else 0))
+                  for i, cond in zip(sorted(inds, key=str), _conditions(t, inds))]
+        assert z3.simplify(z3.substitute(form, *(env + values))) == truth
+
+
+def test_deeply_nested_selects_are_left_to_the_solver() -> None:
+    chain = x
+    for k in range(MAX_ITE_NESTING + 2):
+        chain = z3.If(x > k, chain, y + k)
+    assert not ite_difference_is_zero(chain, chain + 0 * z)
+
+
+def test_known_positive() -> None:
+    assert known_positive(exp(x) + exp(y) * 2)
+    assert known_positive(exp(x) / (exp(x) + exp(y)))
+    assert known_positive(z3.Real(f"{POSITIVE_CUT_PREFIX}!7") + exp(z))
+    assert not known_positive(exp(x) - exp(y))
+    assert not known_positive(exp(x) * x)
+    assert not known_positive(z3.Real("c!7"))
+    assert not known_positive(z3.RealVal(0))
+    assert not known_positive(z3.Function("log", z3.RealSort(), z3.RealSort())(x))
+
+
+def _consts(t: z3.ExprRef) -> list[z3.ExprRef]:
+    out, seen, stack = [], set(), [t]
+    while stack:
+        e = stack.pop()
+        if e.get_id() in seen:
+            continue
+        seen.add(e.get_id())
+        if z3.is_const(e) and not z3.is_rational_value(e):
+            out.append(e)
+        stack.extend(e.children())
+    return out
+
+
+def _conditions(t: z3.ExprRef, inds: list[z3.ExprRef]) -> list[z3.ExprRef]:
+    by_id = {}
+    stack = [t]
+    while stack:
+        e = stack.pop()
+        if z3.is_app_of(e, z3.Z3_OP_ITE):
+            by_id[e.arg(0).get_id()] = e.arg(0)
+        stack.extend(e.children())
+    return [by_id[int(str(i).split("!")[1])] for i in sorted(inds, key=str)]
