@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import traceback
 from typing import Sequence
@@ -39,6 +40,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # XLA's C++ INFO and WARNING lines (per host device, GSPMD deprecation) are not for users;
+    # jaxlib reads this when it is first loaded, which the frontend does.
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     args = _parser().parse_args(argv)
     options = Options(timeout_s=args.timeout, jobs=args.jobs, pipeline=args.pipeline,
                       shrink=not args.no_shrink, replay=not args.no_replay,

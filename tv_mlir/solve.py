@@ -77,25 +77,33 @@ def ite_difference_is_zero(a: Any, b: Any, simplified: Any = None) -> bool:
 
 def _real_ite_nesting(t: z3.ExprRef) -> int:
     """How deeply real if-then-else terms nest in t (0: none); stops counting past the
-    limit that matters."""
+    limit that matters. Walks with z3's C API (it runs on every failed local proof)."""
+    C = z3.z3core
+    c = t.ctx.ref()
     depth: dict[int, int] = {}
-    stack: list[tuple[z3.ExprRef, bool]] = [(t, False)]
+    stack: list[tuple[Any, bool]] = [(t.as_ast(), False)]
     while stack:
-        e, expanded = stack.pop()
-        key = e.get_id()
-        if key in depth or not z3.is_app(e):
+        a, expanded = stack.pop()
+        key = C.Z3_get_ast_id(c, a)
+        if key in depth:
             continue
-        kids = [] if e.sort().kind() == z3.Z3_BOOL_SORT else list(e.children())
+        if C.Z3_get_ast_kind(c, a) != z3.Z3_APP_AST or \
+                C.Z3_get_sort_kind(c, C.Z3_get_sort(c, a)) == z3.Z3_BOOL_SORT:
+            depth[key] = 0
+            continue
+        n = C.Z3_get_app_num_args(c, a)
+        kids = [C.Z3_get_app_arg(c, a, i) for i in range(n)]
         if kids and not expanded:
-            stack.append((e, True))
-            stack.extend((k, False) for k in kids if k.get_id() not in depth)
+            stack.append((a, True))
+            stack.extend((k, False) for k in kids)
             continue
-        inner = max((depth.get(k.get_id(), 0) for k in kids), default=0)
-        own = z3.is_app_of(e, z3.Z3_OP_ITE) and e.sort().kind() == z3.Z3_REAL_SORT
+        inner = max((depth.get(C.Z3_get_ast_id(c, k), 0) for k in kids), default=0)
+        own = C.Z3_get_decl_kind(c, C.Z3_get_app_decl(c, a)) == z3.Z3_OP_ITE and \
+            C.Z3_get_sort_kind(c, C.Z3_get_sort(c, a)) == z3.Z3_REAL_SORT
         depth[key] = inner + 1 if own else inner
         if depth[key] > MAX_ITE_NESTING:
             return depth[key]
-    return depth.get(t.get_id(), 0)
+    return depth.get(C.Z3_get_ast_id(c, t.as_ast()), 0)
 
 
 def indicator_form(t: z3.ExprRef) -> z3.ExprRef:

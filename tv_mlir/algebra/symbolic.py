@@ -188,24 +188,41 @@ def known_positive(v: Any, depth: int = 8) -> bool:
     """v > 0 for all values of its free constants, by construction: positive literals,
     exp/logistic of anything, positive cut variables, and sums, products, quotients and
     selects of those. A softmax denominator is such a sum; knowing it is not 0 keeps the
-    IEEE class of every softmax output statically finite."""
+    IEEE class of every softmax output statically finite. Walks with z3's C API: this
+    runs for every cut variable and every comparison with 0."""
     if not isinstance(v, z3.ArithRef):
         return False
-    if z3.is_rational_value(v):
-        return v.numerator_as_long() * v.denominator_as_long() > 0
-    if depth == 0 or not z3.is_app(v):
+    return _positive_ast(v.ctx.ref(), v.as_ast(), depth)
+
+
+def _positive_ast(c: Any, a: Any, depth: int) -> bool:
+    C = z3.z3core
+    if C.Z3_get_ast_kind(c, a) == z3.Z3_NUMERAL_AST:
+        return _numeral_positive(C.Z3_get_numeral_string(c, a))
+    if depth == 0 or C.Z3_get_ast_kind(c, a) != z3.Z3_APP_AST:
         return False
-    decl = v.decl()
-    kind = decl.kind()
+    decl = C.Z3_get_app_decl(c, a)
+    kind = C.Z3_get_decl_kind(c, decl)
+    n = C.Z3_get_app_num_args(c, a)
     if kind == z3.Z3_OP_UNINTERPRETED:
-        if v.num_args() == 0:
-            return decl.name().startswith(POSITIVE_CUT_PREFIX + "!")
-        return decl.name() in POSITIVE_UFS
+        name = C.Z3_get_symbol_string(c, C.Z3_get_decl_name(c, decl))
+        return name.startswith(POSITIVE_CUT_PREFIX + "!") if n == 0 else name in POSITIVE_UFS
     if kind in _POSITIVE_OPS:
-        return all(known_positive(c, depth - 1) for c in v.children())
+        return all(_positive_ast(c, C.Z3_get_app_arg(c, a, i), depth - 1) for i in range(n))
     if kind == z3.Z3_OP_ITE:
-        return known_positive(v.arg(1), depth - 1) and known_positive(v.arg(2), depth - 1)
+        return _positive_ast(c, C.Z3_get_app_arg(c, a, 1), depth - 1) and \
+            _positive_ast(c, C.Z3_get_app_arg(c, a, 2), depth - 1)
+    if kind == z3.Z3_OP_TO_REAL:
+        return _positive_ast(c, C.Z3_get_app_arg(c, a, 0), depth - 1)
     return False
+
+
+def _numeral_positive(text: str) -> bool:
+    """A z3 numeral's text (`3`, `3/4`, `-2`, `0`, `2.5`) is > 0."""
+    try:
+        return Fraction(text) > 0
+    except ValueError:
+        return False
 
 
 ZERO = z3.RealVal(0)
