@@ -18,6 +18,18 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 demo: $(STAMP)
+	@echo "== Megatron attention, heads split over tp (Shardy shard_map export, 8 devices) =="
+	@$(VENV)/bin/tv-mlir verify testdata/sharded/attn_tp.ref.mlir testdata/sharded/attn_tp.shardy.mlir; echo "(exit code $$?)"
+	@echo
+	@echo "== the same plan as XLA's partitioned per-device module =="
+	@$(VENV)/bin/tv-mlir verify testdata/sharded/attn_tp.ref.mlir testdata/sharded/attn_tp.partitioned.mlir; echo "(exit code $$?)"
+	@echo
+	@echo "== data-parallel training step with psum where pmean belongs =="
+	@$(VENV)/bin/tv-mlir verify testdata/sharded/dp_train_step.ref.mlir testdata/sharded/dp_train_step_bug_psum_grads.shardy.mlir; echo "(exit code $$?)"
+	@echo
+	@echo "== replicas that diverge although device 0 is right (GSPMD export) =="
+	@$(VENV)/bin/tv-mlir verify testdata/sharded/replica_divergence.ref.mlir testdata/sharded/replica_divergence_bug.gspmd.mlir; echo "(exit code $$?)"
+	@echo
 	@echo "== a correct rewrite: (AB)^T against B^T A^T =="
 	@$(VENV)/bin/tv-mlir verify testdata/pairs/dot_transpose.a.mlir testdata/pairs/dot_transpose.b.mlir; echo "(exit code $$?)"
 	@echo

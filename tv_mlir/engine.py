@@ -295,11 +295,10 @@ def _verify_modules(ref: Module, other: Module, options: Options) -> Verdict:
     if unknown_reasons:
         return Verdict("unknown", "; ".join(unknown_reasons), **common)
     n = stats["elements"]
-    reason = f"all {len(rtypes)} outputs equal ({n} elements: {stats['syntactic']} by simplification, " \
-             f"{n - stats['syntactic']} by the solver)"
+    outs = f"all {len(rtypes)} outputs equal" if len(rtypes) != 1 else "the output is equal"
     if stats["replica_obligations"]:
-        reason = reason.replace(" outputs equal", f" outputs equal and {stats['replica_obligations']} "
-                                                  "replica obligations hold")
+        outs += f" and all {stats['replica_obligations']} replica obligations hold"
+    reason = f"{outs} ({n} elements: {stats['syntactic']} by simplification, {n - stats['syntactic']} by the solver)"
     if approximations:
         reason += f"; uninterpreted: {', '.join(approximations)}"
     return Verdict("equivalent", reason, **common)
