@@ -164,3 +164,34 @@ def test_collective_matches_xla(xla, name: str) -> None:
             assert_close(g, w, f"{name}: numeric output {j}")
         for j, (g, w) in enumerate(zip(symbolic_values(module, inputs), want)):
             assert_close(g, w, f"{name}: symbolic output {j}")
+
+
+def test_every_spmd_op_is_covered() -> None:
+    from conftest import load_module
+    from tv_mlir import spmd
+
+    used: set[str] = set()
+    for text, _ in CASES.values():
+        used |= {op.name for f in load_module(text).funcs.values() for op in f.body.walk()}
+    missing = sorted((spmd.COLLECTIVES | spmd.DEVICE_IDS) - used)
+    assert not missing, f"collectives without a case here: {missing}"
+
+
+def test_mutation_all_gather_order_is_caught(xla, monkeypatch) -> None:
+    from tv_mlir import spmd
+
+    def reversed_gather(interp, op, args, types):
+        out = spmd._all_gather(interp, op, args, types)
+        return [spmd.Local(tuple(np.flip(p, axis=int(op.attrs["all_gather_dim"])) for p in o.parts)) for o in out]
+
+    monkeypatch.setitem(spmd._COLLECTIVE_RULES, "stablehlo.all_gather", reversed_gather)
+    with pytest.raises(AssertionError):
+        test_collective_matches_xla(xla, "all_gather_dim1")
+
+
+def test_mutation_permute_without_zero_fill_is_caught(xla, monkeypatch) -> None:
+    from tv_mlir import spmd
+
+    monkeypatch.setattr(spmd, "_zeros", lambda interp, t: interp.alg.full(t.shape, 1, spmd.Kind.of(t)))
+    with pytest.raises(AssertionError):
+        test_collective_matches_xla(xla, "collective_permute_partial_ring")

@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 from conftest import TESTDATA
-from tv_mlir.engine import concrete_inputs, values_differ, verify
+from tv_mlir.engine import verify
+from tv_mlir.replay import values_differ
+from tv_mlir.witness import concrete_inputs
 
 CASES = []
 for folder in ("pairs", "hand"):

@@ -23,6 +23,9 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--pipeline", default=Options.pipeline, help="pass pipeline: a name under passes/ or a file")
         sp.add_argument("--no-shrink", action="store_true", help="verify at the programs' own sizes")
         sp.add_argument("--no-replay", action="store_true", help="do not replay counterexamples numerically")
+        sp.add_argument("--strict-dtypes", action="store_true",
+                        help="values computed at a different float type than the reference's make the verdict "
+                             "not-equivalent (default: listed as precision findings)")
         sp.add_argument("--progress", action="store_true", default=None,
                         help="phase lines on stderr (default: when stderr is a terminal)")
         sp.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -45,7 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     args = _parser().parse_args(argv)
     options = Options(timeout_s=args.timeout, jobs=args.jobs, pipeline=args.pipeline,
-                      shrink=not args.no_shrink, replay=not args.no_replay,
+                      shrink=not args.no_shrink, replay=not args.no_replay, strict_dtypes=args.strict_dtypes,
                       progress=sys.stderr.isatty() if args.progress is None else args.progress)
     try:
         if args.command == "verify":

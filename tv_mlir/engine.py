@@ -1,31 +1,33 @@
-"""Equivalence of two single-device programs with the same input signature: symbolic
-inputs, both programs executed, every output element compared."""
+"""Equivalence of two programs with the same global input signature (single-device or
+sharded): symbolic inputs, both programs executed, every output element and every replica
+obligation compared."""
 from __future__ import annotations
 
 import sys
 import time
 from dataclasses import dataclass, replace
-from fractions import Fraction
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 import z3
 
-from .algebra import Kind, NumericAlgebra, SymbolicAlgebra
-from .algebra.symbolic import FIN, NAN, NEG, POS, lift_any
+from . import spmd
+from .algebra import Kind, SymbolicAlgebra
+from .algebra.symbolic import FIN, lift_any
 from .errors import Unsupported, UsageError
 from .frontend import load_module
 from .interp import Interpreter, SharedValues
-from . import spmd
 from .ir import Module, TensorType
 from .options import Options
 from .passes import load_pipeline, run_pipeline
-from .solve import Query, difference_is_zero, solve_all, trivially_equal
-from .sweep import Sweeper, element_terms, identical, numeric_trace, random_inputs, with_terms
 from .replay import py_value as _py
-from .replay import values_differ, xla_replay
-from .verdict import Counterexample, OutputResult, Replay, Verdict
+from .replay import values_differ
+from .solve import Query, difference_is_zero, solve_all, trivially_equal
+from .sweep import Sweeper, identical, numeric_trace, random_inputs
+from .targets import Target, build_targets
+from .verdict import Counterexample, OutputResult, Verdict
+from .witness import Witness, element_value, environment, exact_values, py_list, settle
 
 ModuleLike = str | bytes | Path | Module
 
@@ -53,47 +55,6 @@ def check_signatures(ref: Module, other: Module) -> None:
 
 
 @dataclass
-class _Target:
-    """A pair of arrays that must be equal element by element: an output of both programs,
-    or two copies of a value one program declares replicated."""
-
-    what: str  # "output 0", "replicas of output 0 in other.mlir: devices 0 and 3"
-    kind: Kind
-    lhs: np.ndarray
-    rhs: np.ndarray
-    output: int = 0  # the program output it is about (replicas: -1 when not an output)
-    offset: tuple[int, ...] = ()  # where the arrays sit in the global value
-    devices: tuple[int, int] | None = None
-    side: str = ""  # for replicas: "ref" or "other"
-    check: int = -1  # position in that side's replica check list
-    position: int = 0  # in the list of targets
-
-    def global_index(self, idx: tuple[int, ...]) -> tuple[int, ...]:
-        return tuple(i + o for i, o in zip(idx, self.offset)) if self.offset else idx
-
-
-def _targets(ref: Module, other: Module, ref_out: list[np.ndarray], other_out: list[np.ndarray],
-             ref_checks: list, other_checks: list) -> list[_Target]:
-    """Outputs first (in order), then every replica obligation of either program."""
-    out = [_Target(f"output {i}", Kind.of(t), a, b, i) for i, (t, a, b) in
-           enumerate(zip(ref.global_result_types(), ref_out, other_out))]
-    for side, module, checks in (("other", other, other_checks), ("ref", ref, ref_checks)):
-        returns = list(module.main.body.returns)
-        for j, c in enumerate(checks):
-            output = int(c.value.split()[1]) if c.value.startswith("output ") else \
-                (returns.index(c.value) if c.value in returns else -1)
-            label = f"output {output}" if output >= 0 else f"{c.what} ({c.loc})"
-            axes = ", ".join(c.axes)
-            kind = Kind.of(c.type)
-            out.append(_Target(f"replicas of {label} in {module.source} over {{{axes}}}: devices {c.device_a} "
-                               f"and {c.device_b}", kind, c.a, c.b, output, c.offset,
-                               (c.device_a, c.device_b), side, j))
-    for k, t in enumerate(out):
-        t.position = k
-    return out
-
-
-@dataclass
 class _Element:
     output: int
     index: tuple[int, ...]
@@ -102,6 +63,8 @@ class _Element:
     kind: Kind
     eq: Any
     uses_uf: bool = False
+    ref_cut: Any = None  # the elements at cut level (before expansion)
+    other_cut: Any = None
 
 
 def verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, **overrides: Any) -> Verdict:
@@ -189,8 +152,8 @@ def _verify_modules(ref: Module, other: Module, options: Options) -> Verdict:
         if rt.dtype != ot.dtype:
             precision.append(f"output {i}: {rt.dtype} in {ref.source}, {ot.dtype} in {other.source}")
 
-    targets = _targets(ref, other, ref_out, other_out, ref_interp.replica_checks, other_interp.replica_checks)
-    runs = [_targets(ref, other, ro, oo, rc, oc) for ro, oo, rc, oc in
+    targets = build_targets(ref, other, ref_out, other_out, ref_interp.replica_checks, other_interp.replica_checks)
+    runs = [build_targets(ref, other, ro, oo, rc, oc) for ro, oo, rc, oc in
             zip(ref_trace.outputs, other_trace.outputs, ref_trace.checks, other_trace.checks)]
     if any(len(r) != len(targets) for r in runs):
         return Verdict("unknown", "the numeric and symbolic runs disagree on the replica obligations", stats=stats,
@@ -214,15 +177,18 @@ def _verify_modules(ref: Module, other: Module, options: Options) -> Verdict:
     # point definitions at the run's inputs), no solver needed.
     counterexample: Counterexample | None = None
     unknown_reasons: list[str] = []
+    ctx = _Context(ref, other, sweeper, alg, inputs, constraints, types, names, options)
+    t_cex = time.perf_counter()
     for i in list(open_):
         numeric = [(r[i].lhs, r[i].rhs) for r in runs]
-        cex = _random_counterexample(i, open_[i], targets[i], numeric, input_sets, inputs, names, types, alg,
-                                     sweeper)
-        if cex is not None:
+        found = _random_counterexample(open_[i], targets[i], numeric, input_sets, ctx)
+        if found is not None:
+            cex, idx, a0, b0 = found
             del open_[i]
-            _record(cex, results[i], ref, other, types, options, targets[i])
+            _settle(cex, results[i], targets[i], idx, a0, b0, ctx)
             if counterexample is None and results[i].verdict == "not-equivalent":
                 counterexample = cex
+    stats["counterexample_s"] = round(time.perf_counter() - t_cex, 4)
 
     # Local proofs at the cut points (unfolding newest first, as during the sweep), before
     # any full expansion: where the programs agree up to a few ops this is small.
@@ -254,7 +220,7 @@ def _verify_modules(ref: Module, other: Module, options: Options) -> Verdict:
                 results[i].syntactic += 1
                 continue
             uses_uf = sweeper.uses_uf(a0) or sweeper.uses_uf(b0)
-            pending.setdefault(i, []).append(_Element(i, idx, a, b, kind, eq, uses_uf))
+            pending.setdefault(i, []).append(_Element(i, idx, a, b, kind, eq, uses_uf, a0, b0))
     stats.update(elements=sum(r.elements for r in results), syntactic=sum(r.syntactic for r in results))
 
     queries = [Query(i, z3.Or(*[z3.Not(lift_any(e.eq)) for e in elems]), constraints)
@@ -274,14 +240,17 @@ def _verify_modules(ref: Module, other: Module, options: Options) -> Verdict:
             res.verdict, res.detail = "unknown", f"solver: {outcome.reason or 'unknown'}"
             continue
         tg = targets[outcome.output]
-        cex = _model_counterexample(outcome.model, pending[outcome.output], inputs, names, types, tg)
-        _record(cex, res, ref, other, types, options, tg)
+        cex, chosen = _model_counterexample(outcome.model, pending[outcome.output], inputs, names, types, tg)
+        _settle(cex, res, tg, chosen.index, chosen.ref_cut, chosen.other_cut, ctx)
         if counterexample is None and res.verdict == "not-equivalent":
             counterexample = cex
 
     for res in results:
         if res.verdict == "unknown":
             unknown_reasons.append(f"{res.what}: {res.detail}")
+    # Values of the other program merged with reference values computed at another float
+    # type (a bf16 all-reduce where the reference sums in f32): equal over the reals.
+    precision += [f.describe(ref.source, other.source) for f in sweeper.precision.values()]
     common = dict(time_s=0.0, outputs=results, approximations=approximations, precision=precision, stats=stats)
     if counterexample is not None:
         c = counterexample
@@ -292,6 +261,9 @@ def _verify_modules(ref: Module, other: Module, options: Options) -> Verdict:
             reason = (f"output {c.output} differs at index {c.index}: {ref.source} gives {c.ref_value}, "
                       f"{other.source} gives {c.other_value}")
         return Verdict("not-equivalent", reason, counterexample=c, **common)
+    if options.strict_dtypes and precision:
+        more = f" (and {len(precision) - 1} more)" if len(precision) > 1 else ""
+        return Verdict("not-equivalent", f"--strict-dtypes: {precision[0]}{more}", **common)
     if unknown_reasons:
         return Verdict("unknown", "; ".join(unknown_reasons), **common)
     n = stats["elements"]
@@ -304,57 +276,39 @@ def _verify_modules(ref: Module, other: Module, options: Options) -> Verdict:
     return Verdict("equivalent", reason, **common)
 
 
-def _record(cex: Counterexample, res: OutputResult, ref: Module, other: Module, types: Sequence[TensorType],
-            options: Options, target: _Target) -> None:
-    """Decide a target from its counterexample: a difference that goes through an
-    approximated op counts only when the numeric replay reproduces it."""
-    cex.what = target.what
-    if target.devices is not None:
-        cex.devices, cex.side = list(target.devices), target.side
-    if options.replay or cex.uses_approximation:
-        cex.replay = _replay(ref, other, cex, types, options, target)
-    if cex.uses_approximation and not cex.confirmed:
-        res.verdict = "unknown"
-        res.detail = "counterexample depends on approximated ops and the numeric replay does not reproduce it"
-    else:
-        res.verdict, res.detail = "not-equivalent", f"differs at {list(cex.index)}"
+def _settle(cex: Counterexample, res: OutputResult, target: Target, index: tuple[int, ...], a0: Any, b0: Any,
+            ctx: "_Context") -> None:
+    """Minimise, replay and locate the counterexample, and decide the target from it."""
+    w = Witness(ctx.ref, ctx.other, target, index, a0, b0, ctx.sweeper, ctx.alg, ctx.inputs, ctx.constraints,
+                ctx.types, ctx.names, ctx.options, ctx.runner)
+    res.verdict, res.detail = settle(cex, w)
+    ctx.runner = w._runner  # compiled modules are reused by the next counterexample
+
+
+@dataclass
+class _Context:
+    ref: Module
+    other: Module
+    sweeper: Sweeper
+    alg: SymbolicAlgebra
+    inputs: list[np.ndarray]
+    constraints: list[Any]
+    types: Sequence[TensorType]
+    names: list[str]
+    options: Options
+    runner: Any = None
 
 
 # ---------------------------------------------------------------------------
 # Counterexamples
 
 
-def _z3_number(v: Any) -> Any:
-    if z3.is_true(v) or z3.is_false(v):
-        return bool(z3.is_true(v))
-    if z3.is_int_value(v):
-        return v.as_long()
-    if z3.is_rational_value(v):
-        f = Fraction(v.numerator_as_long(), v.denominator_as_long())
-        return int(f) if f.denominator == 1 else float(f)
-    if z3.is_algebraic_value(v):
-        return float(Fraction(v.approx(30).as_fraction()))
-    raise ValueError(f"not a value: {v}")
-
-
 def _eval_element(model: z3.ModelRef, x: Any, kind: Kind) -> Any:
-    return _element_value(x, kind, lambda t: model.eval(t, model_completion=True))
-
-
-def _element_value(x: Any, kind: Kind, value_of: Any = lambda t: t) -> Any:
-    """An element as a report value: a number, a bool, or "nan"/"inf"/"-inf" for a float
-    whose IEEE class is not finite. value_of turns a z3 term into a literal (a model's
-    evaluation, or the identity for terms that are literals already)."""
-    if kind is Kind.FLOAT:
-        k = x.k if isinstance(x.k, int) else _z3_number(value_of(x.k))
-        if k != FIN:
-            return {NAN: "nan", POS: "inf", NEG: "-inf"}.get(k, "non-finite")
-        return _z3_number(value_of(x.v))
-    return x if isinstance(x, (bool, int)) else _z3_number(value_of(lift_any(x)))
+    return element_value(x, kind, lambda t: model.eval(t, model_completion=True))
 
 
 def _model_counterexample(model: z3.ModelRef, elems: Sequence[_Element], inputs: list[np.ndarray], names: list[str],
-                          types: Sequence[TensorType], target: _Target) -> Counterexample:
+                          types: Sequence[TensorType], target: Target) -> tuple[Counterexample, _Element]:
     values = {}
     for name, arr, t in zip(names, inputs, types):
         kind = Kind.of(t)
@@ -367,16 +321,15 @@ def _model_counterexample(model: z3.ModelRef, elems: Sequence[_Element], inputs:
         if z3.is_true(model.eval(z3.Not(lift_any(e.eq)), model_completion=True)):
             chosen = e
             break
-    uses_uf = chosen.uses_uf
-    return Counterexample(values, target.output, list(target.global_index(chosen.index)),
-                          _eval_element(model, chosen.ref, chosen.kind),
-                          _eval_element(model, chosen.other, chosen.kind), uses_uf)
+    cex = Counterexample(values, target.output, list(target.global_index(chosen.index)),
+                         _eval_element(model, chosen.ref, chosen.kind), _eval_element(model, chosen.other, chosen.kind),
+                         chosen.uses_uf)
+    return cex, chosen
 
 
-def _random_counterexample(position: int, elems: Sequence[tuple[tuple[int, ...], Any, Any]], target: _Target,
+def _random_counterexample(elems: Sequence[tuple[tuple[int, ...], Any, Any]], target: Target,
                            numeric: list[tuple[np.ndarray, np.ndarray]], input_sets: list[list[np.ndarray]],
-                           inputs: list[np.ndarray], names: list[str], types: Sequence[TensorType],
-                           alg: SymbolicAlgebra, sweeper: Sweeper) -> Counterexample | None:
+                           ctx: _Context) -> tuple[Counterexample, tuple[int, ...], Any, Any] | None:
     """An open element on which a random run already differs, checked exactly by evaluating
     its terms at the run's inputs (when they apply no approximated op)."""
     kind = target.kind
@@ -386,91 +339,16 @@ def _random_counterexample(position: int, elems: Sequence[tuple[tuple[int, ...],
         for idx, a, b in elems:
             if not values_differ(r_out[idx], o_out[idx]):
                 continue
-            uses_uf = sweeper.uses_uf(a) or sweeper.uses_uf(b)
+            uses_uf = ctx.sweeper.uses_uf(a) or ctx.sweeper.uses_uf(b)
             if not uses_uf:
-                env = env if env is not None else _environment(inputs, concrete, types)
-                exact = _exact_values(sweeper, alg, a, b, kind, env)
+                env = env if env is not None else environment(ctx.inputs, concrete, ctx.types)
+                exact = exact_values(ctx.sweeper, ctx.alg, a, b, kind, env)
                 if exact is None:
                     continue  # float rounding, not a real difference
                 ref_v, other_v = exact
             else:
                 ref_v, other_v = _py(r_out[idx]), _py(o_out[idx])
-            values = {name: _py_list(arr) for name, arr in zip(names, concrete)}
-            return Counterexample(values, target.output, list(target.global_index(idx)), ref_v, other_v, uses_uf)
+            values = {name: py_list(arr) for name, arr in zip(ctx.names, concrete)}
+            cex = Counterexample(values, target.output, list(target.global_index(idx)), ref_v, other_v, uses_uf)
+            return cex, idx, a, b
     return None
-
-
-def _environment(inputs: list[np.ndarray], concrete: list[np.ndarray],
-                 types: Sequence[TensorType]) -> dict[int, tuple[Any, Any]]:
-    """Input constant id -> (constant, exact value of the run)."""
-    env = {}
-    for sym, val, t in zip(inputs, concrete, types):
-        kind = Kind.of(t)
-        for idx in np.ndindex(*sym.shape):
-            s = sym[idx]
-            if kind is Kind.FLOAT:
-                pair = (s.v, z3.RealVal(Fraction(float(val[idx]))))
-            elif kind is Kind.BOOL:
-                pair = (s, z3.BoolVal(bool(val[idx])))
-            else:
-                pair = (s, z3.IntVal(int(val[idx])))
-            env[pair[0].get_id()] = pair
-    return env
-
-
-def _exact_values(sweeper: Sweeper, alg: SymbolicAlgebra, a: Any, b: Any, kind: Kind,
-                  env: dict[int, tuple[Any, Any]]) -> tuple[Any, Any] | None:
-    """The two elements' exact values at env when they differ there, else None."""
-    ta, tb = element_terms(a), element_terms(b)
-    vals = sweeper.evaluate(ta + tb, env)
-    if vals is None:
-        return None
-    ea, eb = with_terms(a, [_literal(v) for v in vals[:len(ta)]]), with_terms(b, [_literal(v) for v in vals[len(ta):]])
-    eq = alg.element_equal(ea, eb, kind)
-    if not (eq is False or (not isinstance(eq, bool) and z3.is_false(z3.simplify(lift_any(eq))))):
-        return None
-    try:
-        return _element_value(ea, kind), _element_value(eb, kind)
-    except ValueError:
-        return None
-
-
-def _literal(v: Any) -> Any:
-    """z3 Int and Bool literals as Python values, the form the symbolic algebra folds."""
-    if z3.is_int_value(v):
-        return v.as_long()
-    if z3.is_true(v) or z3.is_false(v):
-        return bool(z3.is_true(v))
-    return v
-
-
-def _py_list(arr: np.ndarray) -> Any:
-    return np.vectorize(_py, otypes=[object])(arr).tolist() if arr.shape else _py(arr)
-
-
-def concrete_inputs(cex: Counterexample, types: Sequence[TensorType]) -> list[np.ndarray]:
-    arrays = []
-    for vals, t in zip(cex.inputs.values(), types):
-        dtype = {Kind.FLOAT: np.float64, Kind.INT: np.int64, Kind.BOOL: np.bool_}[Kind.of(t)]
-        arrays.append(np.array(vals, dtype=dtype).reshape(t.shape))
-    return arrays
-
-
-def _replay(ref: Module, other: Module, cex: Counterexample, types: Sequence[TensorType], options: Options,
-            target: _Target) -> list[Replay]:
-    arrays = concrete_inputs(cex, types)
-    local = tuple(i - o for i, o in zip(cex.index, target.offset)) if target.offset else tuple(cex.index)
-    replays = []
-    try:
-        ri, oi = Interpreter(ref, NumericAlgebra(), options.max_unroll), Interpreter(other, NumericAlgebra(),
-                                                                                     options.max_unroll)
-        ro, oo = ri.run(arrays), oi.run(arrays)
-        t = _targets(ref, other, ro, oo, ri.replica_checks, oi.replica_checks)[target.position]
-        r, o = t.lhs[local], t.rhs[local]
-        replays.append(Replay("numeric", _py(r), _py(o), bool(values_differ(r, o))))
-    except (Unsupported, IndexError) as exc:
-        replays.append(Replay("numeric", None, None, False, str(exc)))
-    if ref.text and other.text:
-        replays.append(xla_replay(ref, other, arrays, target.output, tuple(cex.index), target.side,
-                                  target.devices))
-    return replays

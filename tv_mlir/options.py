@@ -14,3 +14,4 @@ class Options:
     replay: bool = True  # numeric replay of counterexamples
     progress: bool = False  # phase lines on stderr
     sweep: bool = True  # cut points and merging of proven-equal intermediate values
+    strict_dtypes: bool = False  # precision findings make the verdict not-equivalent

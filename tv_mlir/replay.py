@@ -50,12 +50,13 @@ def run_on_xla(runner: Any, module: Module, arrays: Sequence[np.ndarray]) -> tup
 
 
 def xla_replay(ref: Module, other: Module, arrays: list[np.ndarray], output: int, index: tuple[int, ...],
-               side: str = "", devices: tuple[int, int] | None = None) -> Replay:
+               side: str = "", devices: tuple[int, int] | None = None, runner: Any = None) -> Replay:
     """The witness on XLA: the two programs' values of one output element, or for a
-    replica divergence the two devices' copies of it."""
+    replica divergence the two devices' copies of it. `runner`: an XlaRunner to reuse
+    (it caches compiled modules)."""
     from .xla_run import XlaRunError, XlaRunner
 
-    runner = XlaRunner()
+    runner = runner or XlaRunner()
     try:
         if devices is None:
             r = run_on_xla(runner, ref, arrays)[0][output][index]

@@ -23,6 +23,23 @@ def _fmt_array(values: Any) -> str:
     return json.dumps(values, default=_default)
 
 
+def _fmt_input(values: Any) -> str:
+    """An input array; mostly-zero ones (minimised witnesses) as their non-zero entries."""
+    import numpy as np
+
+    arr = np.array(values, dtype=object)
+    if arr.ndim == 0 or arr.size <= 8:
+        return _fmt_array(values)
+    nonzero = [idx for idx in np.ndindex(*arr.shape) if arr[idx] not in (0, 0.0, False)]
+    if len(nonzero) * 4 > arr.size:
+        return _fmt_array(values)
+    shape = "x".join(str(d) for d in arr.shape)
+    if not nonzero:
+        return f"zeros({shape})"
+    entries = ", ".join(f"[{', '.join(map(str, idx))}] = {_fmt_array(arr[idx])}" for idx in nonzero)
+    return f"zeros({shape}) except {entries}"
+
+
 def to_text(v: Verdict) -> str:
     lines = [f"verdict: {v.verdict}", f"reason:  {v.reason}", f"time:    {v.time_s:.3f} s"]
     if v.outputs:
@@ -39,14 +56,30 @@ def to_text(v: Verdict) -> str:
             lines.append(f"  replica obligations: {held} of {len(replicas)} hold")
     c = v.counterexample
     if c is not None:
-        lines.append("counterexample:")
+        notes = []
+        if c.minimized:
+            notes.append("minimised")
+        if c.completed:
+            notes.append("found near a solver model that XLA did not reproduce")
+        if c.unique is True:
+            notes.append("the only witness the solver finds")
+        elif c.unique is False:
+            notes.append("the solver finds other witnesses too")
+        lines.append("counterexample" + (f" ({'; '.join(notes)})" if notes else "") + ":")
         for name, vals in c.inputs.items():
-            lines.append(f"  {name} = {_fmt_array(vals)}")
+            lines.append(f"  {name} = {_fmt_input(vals)}")
         if c.devices:
             lines.append(f"  {c.what}, index {c.index}: device {c.devices[0]} = {c.ref_value}, "
                          f"device {c.devices[1]} = {c.other_value}")
         else:
             lines.append(f"  output #{c.output}{c.index}: ref = {c.ref_value}, other = {c.other_value}")
+        fd = c.first_divergence
+        if fd:
+            device = f" on device {fd['device']}" if "device" in fd else ""
+            lines.append(f"  first divergence: {fd['op']} at {fd['loc']}{device} (in {fd['program']})")
+        else:
+            lines.append("  first divergence: none found (every value on the way has a reference counterpart: "
+                         "they end up at other positions)")
         for r in c.replay:
             if r.error:
                 lines.append(f"  replay ({r.backend}): failed: {r.error}")

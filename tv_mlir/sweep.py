@@ -117,6 +117,31 @@ class _Attempt:
     value_pair: tuple[Any, Any] | None = None  # finite floats: the two real terms
 
 
+@dataclass(frozen=True)
+class Origin:
+    """Where a cut variable's value was computed: for first-divergence reports."""
+
+    side: str  # "ref" or "other"
+    op: str
+    loc: str
+    value: str  # the SSA value (without device suffix)
+    device: int | None  # in a manual region: the device
+
+
+@dataclass(frozen=True)
+class PrecisionFinding:
+    """A value of the other program merged with a reference value of another float type."""
+
+    op: str
+    loc: str
+    other_dtype: str
+    ref_dtype: str
+
+    def describe(self, ref_name: str, other_name: str) -> str:
+        return (f"{self.op} at {self.loc}: {self.other_dtype} in {other_name} where {ref_name} computes "
+                f"the same value in {self.ref_dtype}")
+
+
 @dataclass(eq=False)
 class Cut:
     """A cut variable and what is known about its definition, found once by a walk over
@@ -129,6 +154,7 @@ class Cut:
     vars: frozenset[int] = frozenset()  # ids of the cut variables the definition mentions
     leaves: frozenset[int] = frozenset()  # ids of the other free constants (program inputs)
     local_uf: bool = False  # the definition itself applies an uninterpreted function
+    origin: Origin | None = None
 
 
 @dataclass
@@ -153,6 +179,9 @@ class Sweeper:
     _simplify: Simplifier = field(default_factory=lambda: Simplifier(SWEEP_BLOWUP, arith_lhs=True))
     _tried: set[tuple[Any, Any]] = field(default_factory=set)  # (reference, ours) proofs tried
     _expanded: dict[int, Any] = field(default_factory=dict)  # cut id -> term over the inputs
+    _origin: Origin | None = None  # the op whose results are being cut
+    _dtypes: dict[Any, str] = field(default_factory=dict)  # reference element id -> its float type
+    precision: dict[tuple[str, str, str, str], PrecisionFinding] = field(default_factory=dict)
 
     # -- observers ----------------------------------------------------------
     def record_inputs(self, inputs: Sequence[np.ndarray], input_sets: list[list[np.ndarray]],
@@ -168,11 +197,14 @@ class Sweeper:
             for x, key in zip(arr.reshape(-1), _keys(runs, kind)):
                 if key is not None:
                     self.table.setdefault(key, []).append(x)
+                    if t.is_float:
+                        self._dtypes.setdefault(_element_id(x), t.dtype)
 
     def record_ref(self, op: Op, results: list[np.ndarray]) -> list[np.ndarray]:
         out = []
         for name, t, arr in zip(op.results, op.result_types, results):
             kind = Kind.of(t)
+            self._origin = _origin("ref", op, name)
             new = self._cut_array(arr)
             runs = self.ref_trace.values.get(name)
             if runs is not None and kind is not Kind.BOOL:
@@ -181,14 +213,25 @@ class Sweeper:
                         cands = self.table.setdefault(key, [])
                         if not any(identical(x, c) for c in cands):
                             cands.append(x)
+                            if t.is_float:
+                                self._dtypes.setdefault(_element_id(x), t.dtype)
             out.append(new)
+        self._origin = None
         return out
+
+    def _note_precision(self, op: Op, t: TensorType, ref_element: Any) -> None:
+        ref_dtype = self._dtypes.get(_element_id(ref_element))
+        if t.is_float and ref_dtype is not None and ref_dtype != t.dtype:
+            f = PrecisionFinding(op.name, op.loc, t.dtype, ref_dtype)
+            self.precision.setdefault((f.op, f.loc, f.other_dtype, f.ref_dtype), f)
 
     def merge_other(self, op: Op, results: list[np.ndarray]) -> list[np.ndarray]:
         out = []
         for name, t, arr in zip(op.results, op.result_types, results):
             kind = Kind.of(t)
+            self._origin = _origin("other", op, name)
             new = self._cut_array(arr)
+            self._origin = None
             runs = self.other_trace.values.get(name)
             if runs is None or kind is Kind.BOOL:
                 out.append(new)
@@ -203,6 +246,7 @@ class Sweeper:
                 hit = next((c for c in cands if identical(c, flat[i])), None)
                 if hit is not None:  # structural hit on a reference definition
                     self.merged += 1
+                    self._note_precision(op, t, hit)
                     continue
                 # A shape op (reverse, slice) passes on elements already tried: skip them.
                 key_ours = _element_id(flat[i])
@@ -222,6 +266,7 @@ class Sweeper:
                         flat[i] = cands[0]
                         self.merged += 1
                         self._alias(x, cands[0])
+                        self._note_precision(op, t, cands[0])
                     elif len(cands) > 1:
                         retry.append((i, cands[1:], x))
                 todo = retry
@@ -259,7 +304,7 @@ class Sweeper:
         prefix = POSITIVE_CUT_PREFIX if isinstance(t, z3.ArithRef) and known_positive(t) else "c"
         raw = _C.Z3_mk_fresh_const(ctx.ref(), prefix, _C.Z3_get_sort(ctx.ref(), a))
         var = t.__class__(raw, ctx)
-        self.cuts_by_id[var.get_id()] = Cut(var, t, self.cuts)
+        self.cuts_by_id[var.get_id()] = Cut(var, t, self.cuts, origin=self._origin)
         self._by_term[key] = var
         self.cuts += 1
         return var
@@ -358,6 +403,18 @@ class Sweeper:
             vs = self.vars_of([t])
             out.append(_subst(t, [(self.cuts_by_id[v].var, full[v]) for v in vs]))
         return out
+
+    def cone(self, elements: Sequence[Any]) -> list[Cut]:
+        """The cut variables the elements depend on, through their definitions, oldest first."""
+        seen: set[int] = set()
+        stack = list(self.vars_of(t for x in elements for t in element_terms(x)))
+        while stack:
+            v = stack.pop()
+            if v in seen:
+                continue
+            seen.add(v)
+            stack.extend(self._info(v).vars)
+        return sorted((self.cuts_by_id[v] for v in seen), key=lambda c: c.order)
 
     def expand_element(self, x: Any) -> Any:
         if isinstance(x, (bool, int)):
@@ -619,6 +676,11 @@ def with_terms(x: Any, terms: list[Any]) -> Any:
     if isinstance(x, SF):
         return SF(terms[0], x.k if isinstance(x.k, int) else terms[1])
     return x if isinstance(x, (bool, int)) else terms[0]
+
+
+def _origin(side: str, op: Op, name: str) -> Origin:
+    value, _, device = name.partition("@")
+    return Origin(side, op.name, op.loc, value, int(device) if device else None)
 
 
 def _element_id(x: Any) -> Any:

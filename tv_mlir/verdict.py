@@ -40,10 +40,13 @@ class Counterexample:
     # device's copy, other_value the second's, both in program `side`).
     devices: list[int] | None = None
     side: str = ""
-
-    @property
-    def confirmed(self) -> bool:
-        return any(r.confirmed for r in self.replay)
+    confirmed: bool = False  # XLA reproduces the difference (not only our interpreter)
+    minimized: bool = False  # inputs pushed to 0 / small integers, difference re-checked
+    completed: bool = False  # found by searching near a model XLA did not reproduce
+    unique: bool | None = None  # the solver finds no other witness (None: not asked)
+    # The earliest op of the differing program whose value has no reference counterpart:
+    # {"op", "loc", "value", "device"?}.
+    first_divergence: dict[str, Any] | None = None
 
 
 @dataclass
