@@ -123,3 +123,35 @@ def test_precision_findings_name_the_ops_without_changing_the_verdict() -> None:
     assert strict.verdict == "not-equivalent" and "--strict-dtypes" in strict.reason
     same = tv_mlir.verify(F32_SUM, F32_SUM, strict_dtypes=True)
     assert same.verdict == "equivalent" and not same.precision
+
+
+BF16_PSUM = """
+module @m attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : i32} {
+  sdy.mesh @mesh = <["tp"=4]>
+  func.func public @main(%x: tensor<2x8xf32>) -> tensor<2xf32> {
+    %0 = sdy.manual_computation(%x) in_shardings=[<@mesh, [{}, {"tp"}]>] out_shardings=[<@mesh, [{}]>] manual_axes={"tp"} (%a: tensor<2x2xf32>) {
+      %z = stablehlo.constant dense<0.0> : tensor<f32>
+      %s = stablehlo.reduce(%a init: %z) applies stablehlo.add across dimensions = [1] : (tensor<2x2xf32>, tensor<f32>) -> tensor<2xf32>
+      %h = stablehlo.convert %s : (tensor<2xf32>) -> tensor<2xbf16>
+      %r = "stablehlo.all_reduce"(%h) <{channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>, use_global_device_ids}> ({
+      ^bb0(%p: tensor<bf16>, %q: tensor<bf16>):
+        %t = stablehlo.add %p, %q : tensor<bf16>
+        stablehlo.return %t : tensor<bf16>
+      }) : (tensor<2xbf16>) -> tensor<2xbf16>
+      %f = stablehlo.convert %r : (tensor<2xbf16>) -> tensor<2xf32>
+      sdy.return %f : tensor<2xf32>
+    } : (tensor<2x8xf32>) -> tensor<2xf32>
+    return %0 : tensor<2xf32>
+  }
+}
+"""
+SUM_ROWS = mod("""  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %0 = stablehlo.reduce(%x init: %z) applies stablehlo.add across dimensions = [1] : (tensor<2x8xf32>, tensor<f32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>""", "%x: tensor<2x8xf32>", "tensor<2xf32>")
+
+
+def test_bf16_all_reduce_is_a_precision_finding() -> None:
+    v = tv_mlir.verify(SUM_ROWS, BF16_PSUM)
+    assert v.verdict == "equivalent", v.reason
+    assert any(p.startswith("stablehlo.all_reduce") and "bf16" in p for p in v.precision), v.precision
+    assert tv_mlir.verify(SUM_ROWS, BF16_PSUM, strict_dtypes=True).verdict == "not-equivalent"
