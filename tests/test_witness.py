@@ -155,3 +155,25 @@ def test_bf16_all_reduce_is_a_precision_finding() -> None:
     assert v.verdict == "equivalent", v.reason
     assert any(p.startswith("stablehlo.all_reduce") and "bf16" in p for p in v.precision), v.precision
     assert tv_mlir.verify(SUM_ROWS, BF16_PSUM, strict_dtypes=True).verdict == "not-equivalent"
+
+
+def test_an_overflow_on_xla_is_not_a_difference_of_the_reals(monkeypatch) -> None:
+    # Softmax with and without the max shift are equal over the reals; at inputs near
+    # 100, exp overflows f32 and XLA shows NaN against 1.0. That must not make a witness.
+    a, b = TESTDATA / "pairs/softmax_shift.a.mlir", TESTDATA / "pairs/softmax_shift.b.mlir"
+    seen = {}
+
+    def spy(cex, w):
+        seen["w"] = w
+        return ("unknown", "spied")
+
+    monkeypatch.setattr(engine, "settle", spy)
+    tv_mlir.verify(a, b)
+    w = seen["w"]
+    big = [np.full(t.shape, 100.0) for t in w.types]
+    cex = Counterexample({n: x.tolist() for n, x in zip(w.names, big)}, w.target.output,
+                         list(w.target.global_index(w.index)), 1.0, "nan", uses_approximation=True)
+    replays = witness.replays(w, big)
+    assert any(r.backend == "xla" and r.confirmed for r in replays), "XLA overflows here"
+    verdict, _ = witness.settle(cex, w)
+    assert verdict == "unknown"

@@ -19,6 +19,7 @@ import numpy as np
 import z3
 
 from .algebra import Kind, NumericAlgebra, SymbolicAlgebra
+from .algebra.base import UNINTERPRETED
 from .algebra.symbolic import FIN, NAN, NEG, POS, lift_any
 from .errors import TvError
 from .interp import Interpreter
@@ -110,19 +111,49 @@ def exact_difference(w: Witness, arrays: list[np.ndarray]) -> Values | None:
     return exact_values(w.sweeper, w.alg, w.a, w.b, w.target.kind, environment(w.inputs, arrays, w.types))
 
 
+class OutOfRange(Exception):
+    """A value beyond the f32 range: float overflow, where neither f32 nor float64 is the
+    reals any more (softmax without its max shift: inf / inf is NaN on XLA)."""
+
+
+F32_MAX = float(np.finfo(np.float32).max)
+
+
 def numeric_difference(w: Witness, arrays: list[np.ndarray]) -> Values | None:
-    """Both programs on our float64 interpreter (real functions for the approximated ops)."""
+    """Both programs on our float64 interpreter (real functions for the approximated ops),
+    within the f32 range: a difference that needs an overflow is not a difference of the
+    real functions."""
     try:
-        t = numeric_target(w.ref, w.other, arrays, w.target, w.options)
-    except TvError:
+        t = numeric_target(w.ref, w.other, arrays, w.target, w.options, in_range=True)
+    except (TvError, OutOfRange):
         return None
     r, o = t.lhs[w.index], t.rhs[w.index]
     return (py_value(r), py_value(o)) if values_differ(r, o) else None
 
 
-def numeric_target(ref: Module, other: Module, arrays: list[np.ndarray], target: Target, options: Options) -> Target:
-    ri = Interpreter(ref, NumericAlgebra(), options.max_unroll)
-    oi = Interpreter(other, NumericAlgebra(), options.max_unroll)
+_TRANSCENDENTAL_OPS = frozenset(f"stablehlo.{name}" for name in UNINTERPRETED) | {"chlo.erf", "chlo.tan"}
+
+
+def _range_guard(op: Any, results: list[Any]) -> None:
+    """Finite values past the f32 maximum (f32 would overflow where float64 does not), and
+    infinities out of a transcendental function (float64 overflow itself) end the replay.
+    Infinities of constants and selects (attention masks) are fine."""
+    for r in results:
+        a = np.asarray(r)
+        if a.dtype.kind != "f" or not a.size:
+            continue
+        finite = a[np.isfinite(a)]
+        if finite.size and np.abs(finite).max() > F32_MAX:
+            raise OutOfRange(f"{op.name} at {op.loc} leaves the f32 range")
+        if op.name in _TRANSCENDENTAL_OPS and np.isinf(a).any():
+            raise OutOfRange(f"{op.name} at {op.loc} overflows")
+
+
+def numeric_target(ref: Module, other: Module, arrays: list[np.ndarray], target: Target, options: Options,
+                   in_range: bool = False) -> Target:
+    guard = _range_guard if in_range else None
+    ri = Interpreter(ref, NumericAlgebra(), options.max_unroll, observer=guard)
+    oi = Interpreter(other, NumericAlgebra(), options.max_unroll, observer=guard)
     with np.errstate(all="ignore"):
         ro, oo = ri.run(arrays), oi.run(arrays)
     return build_targets(ref, other, ro, oo, ri.replica_checks, oi.replica_checks)[target.position]
@@ -147,22 +178,23 @@ def settle(cex: Counterexample, w: Witness) -> tuple[str, str]:
         cex.minimized = True
     arrays_now = concrete_inputs(cex, w.types)
     if w.options.replay or uses_uf:
-        cex.replay = replays(w, arrays_now)
-        if uses_uf and not _xla_confirms(cex.replay) and cex.minimized:
+        cex.replay = replays(w, arrays_now, in_range=uses_uf)
+        if uses_uf and not _reproduced(cex.replay) and cex.minimized:
             original = arrays  # the minimised point may sit on an approximation's blind spot
-            orig_replays = replays(w, original)
-            if _xla_confirms(orig_replays) and (vals := numeric_difference(w, original)) is not None:
+            orig_replays = replays(w, original, in_range=True)
+            if _reproduced(orig_replays) and (vals := numeric_difference(w, original)) is not None:
                 _adopt(cex, w, original, vals)
                 cex.minimized, cex.replay = False, orig_replays
-        if uses_uf and not _xla_confirms(cex.replay):
+        if uses_uf and not _reproduced(cex.replay):
             _complete(cex, w, concrete_inputs(cex, w.types))
     cex.confirmed = _xla_confirms(cex.replay)
     cex.first_divergence = first_divergence(w)
     if not uses_uf:
         cex.unique = unique(w, concrete_inputs(cex, w.types))
-    if uses_uf and not cex.confirmed:
+    if uses_uf and not _reproduced(cex.replay):
         return "unknown", ("counterexample depends on approximated ops "
-                           f"({', '.join(sorted(w.alg.approximations))}) and XLA does not reproduce it")
+                           f"({', '.join(sorted(w.alg.approximations))}) and XLA does not reproduce it "
+                           "with the real functions within the f32 range")
     return "not-equivalent", f"differs at {list(cex.index)}"
 
 
@@ -175,13 +207,21 @@ def _xla_confirms(replays_: list[Replay]) -> bool:
     return any(r.backend == "xla" and r.confirmed for r in replays_)
 
 
-def replays(w: Witness, arrays: list[np.ndarray]) -> list[Replay]:
+def _reproduced(replays_: list[Replay]) -> bool:
+    """A difference through approximated ops is real when XLA shows it and so do the real
+    functions on our interpreter without leaving the f32 range (XLA alone may show an
+    overflow: exp(100) is inf in f32)."""
+    return _xla_confirms(replays_) and any(r.backend == "numeric" and r.confirmed for r in replays_)
+
+
+def replays(w: Witness, arrays: list[np.ndarray], in_range: bool = False) -> list[Replay]:
+    """Our float64 interpreter (within the f32 range when `in_range`), then XLA."""
     out = []
     try:
-        t = numeric_target(w.ref, w.other, arrays, w.target, w.options)
+        t = numeric_target(w.ref, w.other, arrays, w.target, w.options, in_range=in_range)
         r, o = t.lhs[w.index], t.rhs[w.index]
         out.append(Replay("numeric", py_value(r), py_value(o), bool(values_differ(r, o))))
-    except (TvError, IndexError) as exc:
+    except (TvError, IndexError, OutOfRange) as exc:
         out.append(Replay("numeric", None, None, False, str(exc)))
     if w.ref.text and w.other.text:
         out.append(xla_replay(w.ref, w.other, arrays, w.target.output, w.target.global_index(w.index),
@@ -275,8 +315,8 @@ def _complete(cex: Counterexample, w: Witness, arrays: list[np.ndarray]) -> None
         values = numeric_difference(w, cand)
         if values is None:
             continue
-        got = replays(w, cand)
-        if _xla_confirms(got):
+        got = replays(w, cand, in_range=True)
+        if _reproduced(got):
             _adopt(cex, w, cand, values)
             cex.replay, cex.completed = got, True
             return
