@@ -245,9 +245,14 @@ def _verify_modules(ref: Module, other: Module, options: Options) -> Verdict:
         if counterexample is None and res.verdict == "not-equivalent":
             counterexample = cex
 
+    # One line per distinct reason: an unknown output usually takes its replicas along.
+    by_detail: dict[str, list[str]] = {}
     for res in results:
         if res.verdict == "unknown":
-            unknown_reasons.append(f"{res.what}: {res.detail}")
+            by_detail.setdefault(res.detail, []).append(res.what)
+    for detail, whats in by_detail.items():
+        more = f" (and {len(whats) - 1} more)" if len(whats) > 1 else ""
+        unknown_reasons.append(f"{whats[0]}{more}: {detail}")
     # Values of the other program merged with reference values computed at another float
     # type (a bf16 all-reduce where the reference sums in f32): equal over the reals.
     precision += [f.describe(ref.source, other.source) for f in sweeper.precision.values()]

@@ -25,7 +25,7 @@ import numpy as np
 
 from . import gspmd
 from .algebra import Kind
-from .errors import ParseError, Unsupported
+from .errors import ParseError, ShapeError, Unsupported
 from .ir import Block, Mesh, Module, Op, Sharding, TensorType
 from .semantics.common import concrete_bool
 from .semantics.reduction import _simple_reducer
@@ -92,7 +92,13 @@ def step(interp: Any, op: Op, args: list[Any], types: tuple[TensorType, ...]) ->
         return _shard_call(interp, op, args)
     if op.name in COLLECTIVES:
         local = [_as_local(a, n) for a in args]
-        results = _COLLECTIVE_RULES[op.name](interp, op, local, types)
+        try:
+            results = _COLLECTIVE_RULES[op.name](interp, op, local, types)
+        except (ValueError, IndexError, KeyError, TypeError) as exc:
+            raise ShapeError(f"{op.name}: {' '.join(str(exc).split())}", op.loc) from None
+        for r, t in zip(results, op.result_types):
+            if any(p.shape != t.shape for p in r.parts):
+                raise ShapeError(f"{op.name} produced a per-device shape other than its type {t}", op.loc)
         return [Local(tuple(interp.alg.canonical(p) for p in r.parts)) for r in results]
     if op.name in _CONTROL and _regions_have_spmd_ops(op):
         return _lockstep(interp, op, args)
