@@ -121,6 +121,7 @@ class Case:
     expect: str = "equivalent"  # | "not-equivalent"
     kind: str | None = None  # "value" | "replica" for bugs
     bug: str | None = None
+    manual_axes: tuple[str, ...] | None = None  # shard_map axis_names: the rest stay automatic
 
 
 # --------------------------------------------------------------------------
@@ -147,6 +148,16 @@ def mlp_tp_bug_missing_psum(x, w1, b1, w2, b2):
 def mlp_tp_bug_bias_before_psum(x, w1, b1, w2, b2):
     h = jax.nn.relu(x @ w1 + b1)
     return lax.psum(h @ w2 + b2, "tp")  # BUG: b2 added on every tp shard -> 4*b2
+
+
+# The same MLP with only tp manual (shard_map axis_names={"tp"}): dp stays automatic, the
+# manual computation's body is global over dp.
+def mlp_partial_manual(x, w1, b1, w2, b2):
+    return mlp_tp(x, w1, b1, w2, b2)
+
+
+def mlp_partial_manual_bug_missing_psum(x, w1, b1, w2, b2):
+    return mlp_tp_bug_missing_psum(x, w1, b1, w2, b2)
 
 
 # --------------------------------------------------------------------------
@@ -427,11 +438,11 @@ def replica_divergence_bug(x, w):
 def cases() -> list[Case]:
     C: list[Case] = []
 
-    def plan(name, args, ref, body, in_specs, out_specs, twins):
-        C.append(Case(name, name, args, ref, body, in_specs, out_specs))
+    def plan(name, args, ref, body, in_specs, out_specs, twins, manual_axes=None):
+        C.append(Case(name, name, args, ref, body, in_specs, out_specs, manual_axes=manual_axes))
         for tbody, kind, bug in twins:
             C.append(Case(tbody.__name__, name, args, ref, tbody, in_specs, out_specs,
-                          "not-equivalent", kind, bug))
+                          "not-equivalent", kind, bug, manual_axes))
 
     # x [B=4, H=8], ffn 16 (4 per tp shard)
     plan("mlp_tp",
@@ -443,6 +454,15 @@ def cases() -> list[Case]:
            "row-parallel partial sums never all-reduced over tp (missing psum)"),
           (mlp_tp_bug_bias_before_psum, "value",
            "replicated bias added before the psum, so it is counted tp times")])
+
+    plan("mlp_partial_manual",
+         [f32("x", 4, 8), f32("w1", 8, 16), f32("b1", 16), f32("w2", 16, 8), f32("b2", 8)],
+         mlp_ref, mlp_partial_manual,
+         (P(), P(None, "tp"), P("tp"), P("tp", None), P()),
+         P(),
+         [(mlp_partial_manual_bug_missing_psum, "value",
+           "row-parallel partial sums never all-reduced over tp (missing psum), tp-only manual region")],
+         manual_axes=("tp",))
 
     # x [B=2, S=4, H=8], 4 heads x head_dim 2 (one head per tp shard)
     plan("attn_tp",
@@ -538,8 +558,9 @@ def cases() -> list[Case]:
 
 def sharded_fn(case: Case):
     """A fresh jitted shard_map object (a jit object that already compiled may not dump again)."""
+    extra = {"axis_names": frozenset(case.manual_axes)} if case.manual_axes else {}
     sm = jax.shard_map(case.body, mesh=MESH, in_specs=case.in_specs, out_specs=case.out_specs,
-                       check_vma=False)
+                       check_vma=False, **extra)
     return jax.jit(sm, keep_unused=True)
 
 
