@@ -8,7 +8,7 @@ import pytest
 
 import tv_mlir
 from conftest import TESTDATA
-from tv_mlir import engine, witness
+from tv_mlir import engine, report, witness
 from tv_mlir.verdict import Counterexample
 
 SHARDED = TESTDATA / "sharded"
@@ -177,3 +177,17 @@ def test_an_overflow_on_xla_is_not_a_difference_of_the_reals(monkeypatch) -> Non
     assert any(r.backend == "xla" and r.confirmed for r in replays), "XLA overflows here"
     verdict, _ = witness.settle(cex, w)
     assert verdict == "unknown"
+
+
+def test_a_value_moved_to_the_wrong_place_is_named_with_both_positions() -> None:
+    v = tv_mlir.verify(SHARDED / "ring_matmul.ref.mlir", SHARDED / "ring_matmul_bug_direction.shardy.mlir")
+    fd = v.counterexample.first_divergence
+    assert fd["moved"] and fd["op"] is None
+    assert fd["holds"]["value"] == fd["expected"]["value"] and fd["holds"]["index"] != fd["expected"]["index"]
+    assert "data moved to the wrong place" in report.to_text(v)
+
+
+def test_a_wrong_permute_inside_a_loop_is_blamed_on_the_loop() -> None:
+    v = tv_mlir.verify(SHARDED / "pipeline_ppermute.ref.mlir", SHARDED / "pipeline_ppermute_bug_direction.gspmd.mlir")
+    fd = v.counterexample.first_divergence
+    assert fd["op"] == "stablehlo.while" and "device" in fd

@@ -74,7 +74,15 @@ def to_text(v: Verdict) -> str:
         else:
             lines.append(f"  output #{c.output}{c.index}: ref = {c.ref_value}, other = {c.other_value}")
         fd = c.first_divergence
-        if fd:
+        if fd and fd.get("moved"):
+            h = fd["holds"]
+            line = f"  first divergence: none computed; the value is {h['op']} {h['value']}{h['index']} " \
+                   f"at {h['loc']}"
+            if "expected" in fd:
+                e = fd["expected"]
+                line += f", where the reference has {e['value']}{e['index']} ({e['op']} at {e['loc']})"
+            lines.append(line + ": data moved to the wrong place")
+        elif fd:
             device = f" on device {fd['device']}" if "device" in fd else ""
             lines.append(f"  first divergence: {fd['op']} at {fd['loc']}{device} (in {fd['program']})")
         else:

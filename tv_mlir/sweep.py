@@ -21,7 +21,7 @@ cut definitions evaluate a random run's difference exactly without a full expans
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -126,6 +126,7 @@ class Origin:
     loc: str
     value: str  # the SSA value (without device suffix)
     device: int | None  # in a manual region: the device
+    index: tuple[int, ...] = ()  # the element's position in the value
 
 
 @dataclass(frozen=True)
@@ -277,8 +278,15 @@ class Sweeper:
     def _cut_array(self, arr: np.ndarray) -> np.ndarray:
         new = np.empty(arr.shape, dtype=object)
         flat, src = new.reshape(-1), arr.reshape(-1)
-        for i in range(src.size):
+        base = self._origin
+        if base is None:
+            for i in range(src.size):
+                flat[i] = self._cut(src[i])
+            return new
+        for i, idx in enumerate(np.ndindex(*arr.shape)):
+            self._origin = replace(base, index=idx)
             flat[i] = self._cut(src[i])
+        self._origin = base
         return new
 
     def _cut(self, x: Any) -> Any:

@@ -359,7 +359,8 @@ def first_divergence(w: Witness) -> dict[str, Any] | None:
     side = "ref" if w.target.side == "ref" else "other"
     module = w.ref if side == "ref" else w.other
     pending = pending_values(module)
-    for cut in w.sweeper.cone([w.a, w.b]):
+    cone = w.sweeper.cone([w.a, w.b])
+    for cut in cone:
         o = cut.origin
         if o is not None and o.side == side and o.value not in pending:
             return _divergence(o, module.source)
@@ -367,7 +368,40 @@ def first_divergence(w: Witness) -> dict[str, Any] | None:
         for cut in w.sweeper.cone([w.a]):
             if cut.origin is not None and cut.origin.side == "ref":
                 return _divergence(cut.origin, w.ref.source)
+    moved = _moved(w, module.source)
+    if moved is not None:
+        return moved
+    # Only partial values are left (a reduction that adds one non-zero term passes it on
+    # unchanged): the earliest of them.
+    for cut in cone:
+        if cut.origin is not None and cut.origin.side == side:
+            return _divergence(cut.origin, module.source)
     return None
+
+
+def _moved(w: Witness, source: str) -> dict[str, Any] | None:
+    """Every value on the way has a reference counterpart: the differing element is itself
+    a reference value, taken from the wrong place (a permute in the wrong direction)."""
+    got, want = _own_cut(w, w.b), _own_cut(w, w.a)
+    if got is None or got.origin is None or got.origin.side != "ref":
+        return None
+    out = {"program": source, "op": None, "moved": True, "holds": _where(got.origin)}
+    if want is not None and want.origin is not None:
+        out["expected"] = _where(want.origin)
+    return out
+
+
+def _own_cut(w: Witness, x: Any) -> Any:
+    """The cut variable an element is, when it is exactly one."""
+    terms = element_terms(x)
+    return w.sweeper.cuts_by_id.get(terms[0].get_id()) if terms else None
+
+
+def _where(o: Any) -> dict[str, Any]:
+    out = {"op": o.op, "loc": o.loc, "value": o.value, "index": list(o.index)}
+    if o.device is not None:
+        out["device"] = o.device
+    return out
 
 
 def _divergence(o: Any, source: str) -> dict[str, Any]:
