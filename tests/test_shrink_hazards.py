@@ -1,0 +1,41 @@
+"""Facts the shape-shrinking pass (docs/shrinking.md) must respect, checked with the
+verifier itself: a pair of symmetric, sum-only programs equal at size 2 and different at
+size 3 (Newton's identity), so "reduced dimensions at least 2" is not a sound bound."""
+from __future__ import annotations
+
+import pytest
+
+import tv_mlir
+
+
+def _pair(n: int) -> tuple[str, str]:
+    t = f"tensor<{n}xf32>"
+    head = "module {\n func.func public @main(%x: " + t + ") -> tensor<f32> {\n"
+    zero = "  %z = stablehlo.constant dense<0.0> : tensor<f32>\n"
+
+    def s(name: str, arg: str) -> str:
+        return (f"  {name} = stablehlo.reduce({arg} init: %z) applies stablehlo.add across dimensions = [0]"
+                f" : ({t}, tensor<f32>) -> tensor<f32>\n")
+
+    p = (head + zero + f"  %x2 = stablehlo.multiply %x, %x : {t}\n  %x3 = stablehlo.multiply %x2, %x : {t}\n"
+         + s("%p3", "%x3") + "  return %p3 : tensor<f32>\n }\n}\n")
+    q = (head + zero + f"  %x2 = stablehlo.multiply %x, %x : {t}\n" + s("%p1", "%x") + s("%p2", "%x2")
+         + """  %a = stablehlo.constant dense<1.5> : tensor<f32>
+  %b = stablehlo.constant dense<0.5> : tensor<f32>
+  %m = stablehlo.multiply %p1, %p2 : tensor<f32>
+  %t1 = stablehlo.multiply %a, %m : tensor<f32>
+  %c2 = stablehlo.multiply %p1, %p1 : tensor<f32>
+  %c3 = stablehlo.multiply %c2, %p1 : tensor<f32>
+  %t2 = stablehlo.multiply %b, %c3 : tensor<f32>
+  %r = stablehlo.subtract %t1, %t2 : tensor<f32>
+  return %r : tensor<f32>
+ }
+}
+""")
+    return p, q
+
+
+@pytest.mark.parametrize("n,expect", [(2, "equivalent"), (3, "not-equivalent"), (4, "not-equivalent")])
+def test_newton_pair_needs_the_degree_not_two(n: int, expect: str) -> None:
+    p, q = _pair(n)
+    assert tv_mlir.verify(p, q).verdict == expect
