@@ -111,9 +111,8 @@ def step(interp: Any, op: Op, args: list[Any], types: tuple[TensorType, ...]) ->
 def run_per_device_entry(interp: Any, module: Module, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
     """A per-device program as a function of global arrays."""
     func = module.main
-    args = []
-    for k, (x, s) in enumerate(zip(inputs, module.arg_shardings or (None,) * len(inputs))):
-        args.append(scatter(x, s, interp.num_devices, func.loc) if s is not None else x)
+    args = [scatter(x, s, interp.num_devices, func.loc) if s is not None else x
+            for x, s in zip(inputs, module.arg_shardings or (None,) * len(inputs))]
     results = interp.run_block(func.body, args)
     gtypes = module.global_result_types()
     shardings = module.result_shardings or (None,) * len(results)
