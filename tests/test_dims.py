@@ -1,0 +1,52 @@
+"""Dimension classes (the analysis stage of shape shrinking, docs/shrinking.md): the same
+plan exported three ways gives the same classes and shard relations, tied to the
+reference through the global signature; position-dependent ops and reshape
+factorizations pin their classes with a reason."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import TESTDATA
+from tv_mlir.dims import analyse
+from tv_mlir.engine import check_signatures, prepare
+from tv_mlir.options import Options
+
+SHARDED = TESTDATA / "sharded"
+
+
+def _analysis(plan: str, form: str):
+    ref = prepare(SHARDED / f"{plan}.ref.mlir", Options())
+    other = prepare(SHARDED / f"{plan}.{form}.mlir", Options())
+    check_signatures(ref, other)
+    return ref, analyse(ref, other)
+
+
+def _class(a, ref, arg: int, axis: int) -> int:
+    return a.class_of[("ref", ref.main.body.args[arg], axis)]
+
+
+@pytest.mark.parametrize("form", ["shardy", "gspmd", "partitioned"])
+def test_megatron_mlp_classes_and_shards(form: str) -> None:
+    ref, a = _analysis("mlp_tp", form)
+    batch, hidden = _class(a, ref, 0, 0), _class(a, ref, 0, 1)  # x [batch, hidden]
+    ffn = _class(a, ref, 1, 1)  # w1 [hidden, ffn]
+    assert _class(a, ref, 1, 0) == hidden and _class(a, ref, 3, 0) == ffn  # w2 [ffn, hidden]
+    assert a.classes[batch].size == 4 and a.classes[ffn].size == 16
+    # dp=2 splits the batch, tp=4 the ffn (column- then row-parallel).
+    scales = {(g, k) for g, _, k in a.scales}
+    assert (batch, 2) in scales and (ffn, 4) in scales
+    # Contracted dims are marked (their size bound is the summand degree), nothing pinned.
+    assert "stablehlo.dot_general" in a.classes[hidden].reduced_by
+    assert not a.classes[batch].pins and not a.classes[ffn].pins
+    # The other program's local ffn class is its own, related by the scale.
+    local_ffn = {loc for g, loc, k in a.scales if g == ffn}
+    assert len(local_ffn) == 1 and a.classes[local_ffn.pop()].size == 4
+
+
+def test_causal_attention_pins_positions_and_head_reshapes() -> None:
+    ref, a = _analysis("attn_tp", "shardy")
+    seq = _class(a, ref, 0, 1)  # x [batch, seq, hidden]
+    q_out = _class(a, ref, 1, 1)  # wq [hidden, heads * head_dim], reshaped into heads
+    assert any("iota" in p for p in a.classes[seq].pins), a.classes[seq].pins
+    assert any("reshape factorization" in p for p in a.classes[q_out].pins), a.classes[q_out].pins
+    assert "stablehlo.dot_general" in a.classes[_class(a, ref, 0, 2)].reduced_by
