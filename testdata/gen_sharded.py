@@ -2,7 +2,7 @@
 
 Run from the repository root:
 
-    .venv/bin/python testdata/gen_sharded.py
+    .venv/bin/python testdata/gen_sharded.py [--realistic]
 
 Every plan is a single-device reference function plus a ``jax.shard_map``
 version on a 2x4 ("dp", "tp") mesh of 8 CPU devices, and at least one
@@ -34,7 +34,7 @@ The partitioned files contain ``mhlo.copy`` ops: parsing them needs the mhlo
 dialect registered (``jaxlib.mlir.dialects.mhlo.register_mhlo_dialect(ctx)``).
 
 The generator asserts (non-zero exit) when any expectation does not hold.
-Sizes are tiny on purpose: the verifier encodes every element symbolically.
+Sizes come from SIZES, tiny by default (the verifier encodes every element); see main_realistic.
 """
 
 from __future__ import annotations
@@ -164,7 +164,7 @@ def mlp_partial_manual_bug_missing_psum(x, w1, b1, w2, b2):
 # 2. attn_tp: heads split over tp
 # --------------------------------------------------------------------------
 
-ATTN_HD = 2
+ATTN_HD = 0  # head_dim of attn_tp: use_sizes() sets it from SIZES before tracing
 
 
 def _attention(x, wq, wk, wv, wo):
@@ -339,8 +339,8 @@ def moe_ref(x, w):
 
 
 def expert_parallel(x, w):
-    # x: [E, c, H] local tokens bucketed per expert; w: [1, H, H] this device's expert
-    xe = lax.all_to_all(x, "tp", split_axis=0, concat_axis=1, tiled=True)  # [1, tp*c, H]
+    # x: [E, c, H] local tokens bucketed per expert; w: [E/tp, H, H] this device's experts
+    xe = lax.all_to_all(x, "tp", split_axis=0, concat_axis=1, tiled=True)  # [E/tp, tp*c, H]
     ye = jax.nn.relu(jnp.einsum("ech,ehk->eck", xe, w))
     return lax.all_to_all(ye, "tp", split_axis=1, concat_axis=0, tiled=True)  # [E, c, H]
 
@@ -431,11 +431,119 @@ def replica_divergence_bug(x, w):
 
 
 # --------------------------------------------------------------------------
+# 11. rope_seq_parallel: rotary position embeddings on a sequence-sharded activation
+# --------------------------------------------------------------------------
+
+ROPE_THETA = 500000.0  # Llama 3
+
+
+def _qk(x, wq, wk):
+    # x [b, s, H], wq/wk [H, nh, hd] -> q, k [b, s, nh, hd]
+    return jnp.einsum("bsh,hnd->bsnd", x, wq), jnp.einsum("bsh,hnd->bsnd", x, wk)
+
+
+def _rope(t, pos):
+    # t [b, s, nh, hd] (hd even), pos [s] int32 absolute positions; rotate-half form
+    hd = t.shape[-1]
+    inv_freq = (ROPE_THETA ** (-np.arange(0, hd, 2) / hd)).astype(np.float32)  # [hd/2]
+    ang = pos.astype(F32)[:, None] * inv_freq[None, :]  # [s, hd/2]
+    cos = jnp.cos(ang)[None, :, None, :]
+    sin = jnp.sin(ang)[None, :, None, :]
+    t1, t2 = t[..., : hd // 2], t[..., hd // 2 :]
+    return jnp.concatenate([t1 * cos - t2 * sin, t2 * cos + t1 * sin], axis=-1)
+
+
+def rope_ref(x, wq, wk):
+    q, k = _qk(x, wq, wk)
+    pos = lax.iota(I32, x.shape[1])
+    return _rope(q, pos), _rope(k, pos)
+
+
+def _rope_seq_parallel(x, wq, wk, offset):
+    # x: this tp shard's contiguous slice of the sequence; wq, wk replicated
+    q, k = _qk(x, wq, wk)
+    local_seq = x.shape[1]
+    pos = lax.iota(I32, local_seq)
+    if offset:
+        pos = lax.axis_index("tp") * local_seq + pos
+    return _rope(q, pos), _rope(k, pos)
+
+
+def rope_seq_parallel(x, wq, wk):
+    return _rope_seq_parallel(x, wq, wk, True)
+
+
+def rope_seq_parallel_bug_no_offset(x, wq, wk):
+    return _rope_seq_parallel(x, wq, wk, False)  # BUG: every tp shard restarts at position 0
+
+
+# --------------------------------------------------------------------------
+# Size table
+# --------------------------------------------------------------------------
+
+# Every plan's argument shapes are built from one row of this table: "small" is what
+# testdata/sharded/ holds (run and checked numerically), "realistic" is Llama-3-8B-like
+# (--realistic, testdata/sharded_big/, lowered only). Plans whose activations are 2-D
+# take "tokens" = batch * seq rows. The mesh stays dp=2 x tp=4 for both.
+LLAMA = {"batch": 8, "seq": 2048, "hidden": 4096, "heads": 32, "head_dim": 128,
+         "ffn": 14336, "vocab": 32000, "experts": 8}
+TOKENS = LLAMA["batch"] * LLAMA["seq"]
+MOE_TOP_K = 2
+
+_MLP = {"small": {"tokens": 4, "hidden": 8, "ffn": 16},
+        "realistic": {"tokens": TOKENS, "hidden": LLAMA["hidden"], "ffn": LLAMA["ffn"]}}
+_LLAMA_ATTN = {k: LLAMA[k] for k in ("batch", "seq", "hidden", "heads", "head_dim")}
+
+SIZES: dict[str, dict[str, dict[str, int]]] = {
+    "mlp_tp": _MLP,
+    "mlp_partial_manual": _MLP,
+    "attn_tp": {"small": {"batch": 2, "seq": 4, "hidden": 8, "heads": 4, "head_dim": 2},
+                "realistic": _LLAMA_ATTN},
+    "seq_parallel": {"small": {"batch": 2, "seq": 8, "hidden": 8, "ffn": 16},
+                     "realistic": {k: LLAMA[k] for k in ("batch", "seq", "hidden", "ffn")}},
+    # 2-layer MLP regression step: x [tokens, hidden] -> ffn -> out
+    "dp_train_step": {"small": {"tokens": 4, "hidden": 8, "ffn": 4, "out": 2},
+                      "realistic": {"tokens": TOKENS, "hidden": LLAMA["hidden"],
+                                    "ffn": LLAMA["ffn"], "out": LLAMA["hidden"]}},
+    "fsdp": {"small": {"tokens": 8, "hidden": 8, "ffn": 8, "out": 2},
+             "realistic": {"tokens": TOKENS, "hidden": LLAMA["hidden"],
+                           "ffn": LLAMA["ffn"], "out": LLAMA["hidden"]}},
+    "vocab_ce": {"small": {"tokens": 4, "vocab": 16},
+                 "realistic": {"tokens": TOKENS, "vocab": LLAMA["vocab"]}},
+    # experts are square hidden x hidden maps (the combine returns x's shape); capacity is
+    # tokens * top-k / experts (capacity factor 1)
+    "expert_parallel": {"small": {"experts": 4, "capacity": 8, "hidden": 4},
+                        "realistic": {"experts": LLAMA["experts"],
+                                      "capacity": TOKENS * MOE_TOP_K // LLAMA["experts"],
+                                      "hidden": LLAMA["hidden"]}},
+    # y = x @ w with x [tokens, hidden] and w [hidden, ffn] (an up-projection)
+    "ring_matmul": {"small": {"tokens": 8, "hidden": 4, "ffn": 8},
+                    "realistic": {"tokens": TOKENS, "hidden": LLAMA["hidden"],
+                                  "ffn": LLAMA["ffn"]}},
+    # one square hidden x hidden layer per stage, one stage per tp shard
+    "pipeline_ppermute": {"small": {"tokens": 4, "hidden": 4, "stages": TP},
+                          "realistic": {"tokens": TOKENS, "hidden": LLAMA["hidden"], "stages": TP}},
+    "replica_divergence": {"small": {"tokens": 4, "hidden": 4},
+                           "realistic": {"tokens": TOKENS, "hidden": LLAMA["hidden"]}},
+    "rope_seq_parallel": {"small": {"batch": 2, "seq": 8, "hidden": 8, "heads": 2, "head_dim": 4},
+                          "realistic": _LLAMA_ATTN},
+}
+SIZE_MODES = ("small", "realistic")
+
+
+def use_sizes(mode: str) -> None:
+    """Rebind the module globals plan code reads while tracing (only ATTN_HD) for `mode`."""
+    global ATTN_HD
+    ATTN_HD = SIZES["attn_tp"][mode]["head_dim"]
+
+
+# --------------------------------------------------------------------------
 # Case table
 # --------------------------------------------------------------------------
 
 
-def cases() -> list[Case]:
+def cases(mode: str = "small") -> list[Case]:
+    """Every plan and twin with argument shapes from SIZES[plan][mode]."""
     C: list[Case] = []
 
     def plan(name, args, ref, body, in_specs, out_specs, twins, manual_axes=None):
@@ -444,9 +552,15 @@ def cases() -> list[Case]:
             C.append(Case(tbody.__name__, name, args, ref, tbody, in_specs, out_specs,
                           "not-equivalent", kind, bug, manual_axes))
 
-    # x [B=4, H=8], ffn 16 (4 per tp shard)
+    def dims(name, *keys):
+        d = SIZES[name][mode]
+        assert set(keys) == set(d), f"{name}: SIZES has {sorted(d)}, plan uses {sorted(keys)}"
+        return [d[k] for k in keys]
+
+    # x [T, H] tokens over dp, ffn over tp (small: T=4, H=8, ffn 16, 4 per tp shard)
+    T, H, F = dims("mlp_tp", "tokens", "hidden", "ffn")
     plan("mlp_tp",
-         [f32("x", 4, 8), f32("w1", 8, 16), f32("b1", 16), f32("w2", 16, 8), f32("b2", 8)],
+         [f32("x", T, H), f32("w1", H, F), f32("b1", F), f32("w2", F, H), f32("b2", H)],
          mlp_ref, mlp_tp,
          (P("dp", None), P(None, "tp"), P("tp"), P("tp", None), P()),
          P("dp", None),
@@ -455,8 +569,9 @@ def cases() -> list[Case]:
           (mlp_tp_bug_bias_before_psum, "value",
            "replicated bias added before the psum, so it is counted tp times")])
 
+    T, H, F = dims("mlp_partial_manual", "tokens", "hidden", "ffn")
     plan("mlp_partial_manual",
-         [f32("x", 4, 8), f32("w1", 8, 16), f32("b1", 16), f32("w2", 16, 8), f32("b2", 8)],
+         [f32("x", T, H), f32("w1", H, F), f32("b1", F), f32("w2", F, H), f32("b2", H)],
          mlp_ref, mlp_partial_manual,
          (P(), P(None, "tp"), P("tp"), P("tp", None), P()),
          P(),
@@ -464,27 +579,31 @@ def cases() -> list[Case]:
            "row-parallel partial sums never all-reduced over tp (missing psum), tp-only manual region")],
          manual_axes=("tp",))
 
-    # x [B=2, S=4, H=8], 4 heads x head_dim 2 (one head per tp shard)
+    # x [B, S, H], heads over tp (small: B=2, S=4, H=8, 4 heads x head_dim 2, one per tp shard)
+    B, S, H, NH, HD = dims("attn_tp", "batch", "seq", "hidden", "heads", "head_dim")
     plan("attn_tp",
-         [f32("x", 2, 4, 8), f32("wq", 8, 8), f32("wk", 8, 8), f32("wv", 8, 8), f32("wo", 8, 8)],
+         [f32("x", B, S, H), f32("wq", H, NH * HD), f32("wk", H, NH * HD), f32("wv", H, NH * HD),
+          f32("wo", NH * HD, H)],
          attn_ref, attn_tp,
          (P("dp", None, None), P(None, "tp"), P(None, "tp"), P(None, "tp"), P("tp", None)),
          P("dp", None, None),
          [(attn_tp_bug_wrong_axis, "value",
            "head-parallel output projection all-reduced over the wrong mesh axis (dp instead of tp)")])
 
-    # x [B=2, S=8, H=8], seq over tp; ffn 16
+    # x [B, S, H], seq over tp, ffn over tp (small: B=2, S=8, H=8, ffn 16)
+    B, S, H, F = dims("seq_parallel", "batch", "seq", "hidden", "ffn")
     plan("seq_parallel",
-         [f32("x", 2, 8, 8), f32("w1", 8, 16), f32("w2", 16, 8)],
+         [f32("x", B, S, H), f32("w1", H, F), f32("w2", F, H)],
          seq_ref, seq_parallel,
          (P("dp", "tp", None), P(None, "tp"), P("tp", None)),
          P("dp", "tp", None),
          [(seq_parallel_bug_scatter_dim, "value",
            "reduce-scatter along the hidden dimension instead of the sequence dimension")])
 
-    # x [B=4, 8], t [4, 2], w1 [8, 4], w2 [4, 2]; batch over dp
+    # x [T, H], t [T, O], w1 [H, F], w2 [F, O]; batch over dp (small: 4, 8, 4, 2)
+    T, H, F, O = dims("dp_train_step", "tokens", "hidden", "ffn", "out")
     plan("dp_train_step",
-         [f32("x", 4, 8), f32("t", 4, 2), f32("w1", 8, 4), f32("w2", 4, 2)],
+         [f32("x", T, H), f32("t", T, O), f32("w1", H, F), f32("w2", F, O)],
          dp_ref, dp_train_step,
          (P("dp", None), P("dp", None), P(), P()),
          (P(), P(), P()),
@@ -493,10 +612,11 @@ def cases() -> list[Case]:
           (dp_train_step_bug_loss_axis, "value",
            "loss averaged over the wrong mesh axis (tp instead of dp)")])
 
-    # batch 8 and both weights sharded over all 8 devices (dp, tp) on dim 0
+    # batch and both weights sharded over all 8 devices (dp, tp) on dim 0 (small: 8, 8, 8, 2)
+    T, H, F, O = dims("fsdp", "tokens", "hidden", "ffn", "out")
     fs = P(FSDP_AXES, None)
     plan("fsdp",
-         [f32("x", 8, 8), f32("t", 8, 2), f32("w1", 8, 8), f32("w2", 8, 2)],
+         [f32("x", T, H), f32("t", T, O), f32("w1", H, F), f32("w2", F, O)],
          fsdp_ref, fsdp,
          (fs, fs, fs, fs),
          (P(), fs, fs),
@@ -505,49 +625,70 @@ def cases() -> list[Case]:
           (fsdp_bug_gather_order, "value",
            "weight shards all-gathered in the wrong mesh-axis order (tp, dp) vs layout (dp, tp)")])
 
-    # logits [N=4, V=16] (4 vocab entries per tp shard), targets [4] in [0, 16)
+    # logits [T, V] vocab over tp, targets [T] in [0, V) (small: T=4, V=16, 4 per tp shard)
+    T, V = dims("vocab_ce", "tokens", "vocab")
     plan("vocab_ce",
-         [f32("logits", 4, 16), i32("targets", 4, hi=16)],
+         [f32("logits", T, V), i32("targets", T, hi=V)],
          ce_ref, vocab_ce,
          (P("dp", "tp"), P("dp")),
          P("dp"),
          [(vocab_ce_bug_no_offset, "value",
            "vocab-shard offset (axis_index * local_vocab) missing from the target index")])
 
-    # x [E=4, C=8, H=4] tokens per expert, capacity over (dp, tp); w [E=4, 4, 4] experts over tp
+    # x [E, C, H] tokens per expert, capacity over (dp, tp); w [E, H, H] experts over tp
+    # (small: E=4, C=8, H=4: one expert per tp shard)
+    E, Cap, H = dims("expert_parallel", "experts", "capacity", "hidden")
     plan("expert_parallel",
-         [f32("x", 4, 8, 4), f32("w", 4, 4, 4)],
+         [f32("x", E, Cap, H), f32("w", E, H, H)],
          moe_ref, expert_parallel,
          (P(None, FSDP_AXES, None), P("tp", None, None)),
          P(None, FSDP_AXES, None),
          [(expert_parallel_bug_no_combine, "value",
            "combine all_to_all missing after the expert computation")])
 
-    # x [8, 4] rows over tp, w [4, 8] columns over tp
+    # x [T, H] rows over tp, w [H, F] columns over tp (small: x [8, 4], w [4, 8])
+    T, H, F = dims("ring_matmul", "tokens", "hidden", "ffn")
     plan("ring_matmul",
-         [f32("x", 8, 4), f32("w", 4, 8)],
+         [f32("x", T, H), f32("w", H, F)],
          ring_ref, ring_matmul,
          (P("tp", None), P(None, "tp")),
          P("tp", None),
          [(ring_matmul_bug_direction, "value",
            "ring collective matmul permutes in the wrong direction for its block indexing")])
 
-    # x [B=4, H=4] batch over dp, ws [4 stages, 4, 4] stages over tp
+    # x [T, H] batch over dp, ws [stages=tp, H, H] stages over tp (small: T=4, H=4)
+    T, H, NS = dims("pipeline_ppermute", "tokens", "hidden", "stages")
     plan("pipeline_ppermute",
-         [f32("x", 4, 4), f32("ws", 4, 4, 4)],
+         [f32("x", T, H), f32("ws", NS, H, H)],
          pipe_ref, pipeline_ppermute,
          (P("dp", None), P("tp", None, None)),
          P("dp", None),
          [(pipeline_ppermute_bug_direction, "value",
            "pipeline activations ppermuted to the previous stage instead of the next")])
 
+    T, H = dims("replica_divergence", "tokens", "hidden")
     plan("replica_divergence",
-         [f32("x", 4, 4), f32("w", 4, 4)],
+         [f32("x", T, H), f32("w", H, H)],
          rep_ref, replica_divergence,
          (P("dp", None), P()),
          P("dp", None),
          [(replica_divergence_bug, "replica",
            "one tp replica of an output declared replicated over tp holds a different value")])
+
+    # x [B, S, H] seq over tp (contiguous slices), batch over dp; wq, wk [H, heads, head_dim]
+    # replicated; outputs rotated q, k [B, S, heads, head_dim] (small: B=2, S=8 (2 per tp
+    # shard), H=8, 2 heads x head_dim 4)
+    B, S, H, NH, HD = dims("rope_seq_parallel", "batch", "seq", "hidden", "heads", "head_dim")
+    bsnd = P("dp", "tp", None, None)
+    plan("rope_seq_parallel",
+         [f32("x", B, S, H), f32("wq", H, NH, HD), f32("wk", H, NH, HD)],
+         rope_ref, rope_seq_parallel,
+         (P("dp", "tp", None), P(), P()),
+         (bsnd, bsnd),
+         [(rope_seq_parallel_bug_no_offset, "value",
+           "RoPE positions not offset by the sequence shard index (each tp shard starts at 0)")])
+
+    assert [c.plan for c in C if c.name == c.plan] == list(SIZES), "SIZES and plans out of step"
     return C
 
 
@@ -735,15 +876,125 @@ def check_partitioned(case: Case, text: str, seed: int) -> None:
                 f"{case.name}: partitioned output {k} differs on device {d.id}")
 
 
-def main() -> int:
-    OUT.mkdir(parents=True, exist_ok=True)
-    all_cases = cases()
+def parse_args():
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    ap.add_argument("--realistic", action="store_true",
+                    help=f"run the small-size checks, then export every plan and twin at "
+                         f"Llama-3-8B-like sizes (SIZES[...]['realistic']) into {BIG} "
+                         f"(lowering only, nothing runs at those sizes)")
+    return ap.parse_args()
+
+
+def validate(all_cases: list[Case]) -> None:
     names = [c.name for c in all_cases]
     assert len(names) == len(set(names)), "duplicate case names"
     plan_names = {c.plan for c in all_cases}
     for c in all_cases:
         assert c.plan in names, f"{c.name}: unknown plan {c.plan}"
         assert (c.expect == "equivalent") == (c.name in plan_names)
+        assert_divisible(c)
+
+
+def _axes_size(entry) -> int:
+    axes = entry if isinstance(entry, tuple) else (entry,)
+    return int(np.prod([MESH.shape[a] for a in axes if a is not None]))
+
+
+def assert_divisible(case: Case) -> None:
+    """Every sharded input dim divides evenly (outputs: checked against the reference types)."""
+    assert len(case.args) == len(case.in_specs), f"{case.name}: {len(case.args)} args vs in_specs"
+    for a, spec in zip(case.args, case.in_specs):
+        assert len(spec) <= len(a.shape), f"{case.name}: spec {spec} longer than {a.name}{a.shape}"
+        for d, entry in zip(a.shape, spec):
+            n = _axes_size(entry)
+            assert d % n == 0, (
+                f"{case.name}: {a.name}{a.shape} dim {d} not divisible by {entry}={n}")
+
+
+def _main_signature(module, mlir) -> tuple[Any, list[str], list[str], list[str], list[str]]:
+    """(func op, input types, result types, arg shardings, result shardings) of @main."""
+    main = [op for op in module.body.operations
+            if op.operation.name == "func.func"
+            and mlir.ir.StringAttr(op.attributes["sym_name"]).value == "main"]
+    assert len(main) == 1, "no unique @main"
+    main = main[0]
+    ftype = mlir.ir.FunctionType(mlir.ir.TypeAttr(main.attributes["function_type"]).value)
+
+    def shardings(key, n):
+        if key not in main.attributes:
+            return [None] * n
+        out = []
+        for d in mlir.ir.ArrayAttr(main.attributes[key]):
+            d = mlir.ir.DictAttr(d)
+            s = d["mhlo.sharding"] if "mhlo.sharding" in d else None
+            out.append(None if s is None else mlir.ir.StringAttr(s).value)
+        return out
+
+    ins = [str(t) for t in ftype.inputs]
+    outs = [str(t) for t in ftype.results]
+    return main, ins, outs, shardings("arg_attrs", len(ins)), shardings("res_attrs", len(outs))
+
+
+def _tile_counts(sharding: str | None, ndim: int) -> list[int]:
+    if sharding is None or sharding == "{replicated}":
+        return [1] * ndim
+    m = re.match(r"\{devices=\[([0-9,]+)\]", sharding)
+    assert m, f"unexpected sharding {sharding!r}"
+    return [int(v) for v in m.group(1).split(",")][:ndim]
+
+
+def _local_type(global_type: str, sharding: str | None) -> str:
+    m = re.fullmatch(r"tensor<((?:[0-9]+x)*)([a-z0-9]+)>", global_type)
+    assert m, global_type
+    shape = [int(v) for v in m.group(1).split("x") if v]
+    tiles = _tile_counts(sharding, len(shape))
+    assert all(d % t == 0 for d, t in zip(shape, tiles)), (
+        f"{global_type} not divisible by {sharding}")
+    return "tensor<" + "".join(f"{d // t}x" for d, t in zip(shape, tiles)) + m.group(2) + ">"
+
+
+# A dense literal longer than this would be a materialized mask/table (see --realistic).
+MAX_LITERAL_CHARS = 4096
+
+
+def verify_exports(case: Case, out: Path, files: dict[str, str | None]) -> None:
+    """Every file parses back and verifies with jaxlib's MLIR bindings; all take the reference's
+    global argument/result types (the partitioned one: their blocks under its mhlo.sharding);
+    no big dense literal."""
+    from jax._src.interpreters import mlir
+
+    sigs = {}
+    for kind, fname in files.items():
+        if fname is None:
+            continue
+        text = (out / fname).read_text()
+        longest = max((len(m) for m in re.findall(r"dense<[^>]*>", text)), default=0)
+        assert longest <= MAX_LITERAL_CHARS, f"{fname}: {longest}-char dense literal"
+        with mlir.make_ir_context():
+            module = mlir.ir.Module.parse(text)
+            assert module.operation.verify(), f"{fname}: does not verify"
+            sigs[kind] = _main_signature(module, mlir)[1:]
+    ref_ins, ref_outs = sigs["ref"][:2]
+    for kind in ("shardy", "gspmd"):
+        assert sigs[kind][:2] == (ref_ins, ref_outs), (
+            f"{case.name}: {kind} signature {sigs[kind][:2]} vs reference {(ref_ins, ref_outs)}")
+    if "partitioned" in sigs:
+        ins, outs, arg_sh, res_sh = sigs["partitioned"]
+        want_ins = [_local_type(t, s) for t, s in zip(ref_ins, arg_sh)]
+        want_outs = [_local_type(t, s) for t, s in zip(ref_outs, res_sh)]
+        assert (ins, outs) == (want_ins, want_outs), (
+            f"{case.name}: partitioned types {(ins, outs)} vs blocks {(want_ins, want_outs)}")
+
+
+def main() -> int:
+    if parse_args().realistic:
+        return main_realistic()
+    use_sizes("small")
+    OUT.mkdir(parents=True, exist_ok=True)
+    all_cases = cases("small")
+    validate(all_cases)
     manifest = []
     for k, case in enumerate(all_cases):
         seed = SEED + k
@@ -767,6 +1018,7 @@ def main() -> int:
         check_partitioned(case, part, seed)
         files["partitioned"] = f"{case.name}.partitioned.mlir"
         (OUT / files["partitioned"]).write_text(part)
+        verify_exports(case, OUT, files)
         manifest.append({
             "name": case.name,
             **files,
@@ -778,6 +1030,99 @@ def main() -> int:
         print(f"{case.name:34s} {case.expect:15s} {msg}", flush=True)
     (OUT / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     print(f"wrote {len(manifest)} cases to {OUT}")
+    return 0
+
+
+# Produce <name>.partitioned.mlir at realistic sizes too: compiling (not running) the
+# sharded program is shape-independent in cost, about 0.3 s a case here.
+REALISTIC_PARTITIONED = True
+BIG = HERE / "sharded_big"
+MAX_BIG_BYTES = 20 * 2**20
+
+
+def main_realistic() -> int:
+    """--realistic: every plan and twin at SIZES[plan]["realistic"] into sharded_big/.
+
+    Nothing runs at those sizes. The expectations are inherited from the small-size
+    numeric checks of the same plan code, run first in this invocation (same seeds as the
+    small run); a plan any of whose cases fails them gets no realistic export (stale files
+    of it are removed, no manifest is written, exit 1). The exports are jax lowerings of
+    ShapeDtypeStructs (plus, for the partitioned form, an XLA compile); each is parsed back,
+    its global types compared with the reference's, and checked for big dense literals.
+    """
+    import time
+
+    t_start = time.perf_counter()
+    small = cases("small")
+    validate(small)
+    use_sizes("small")
+    failed: dict[str, str] = {}
+    for k, case in enumerate(small):
+        try:
+            msg = check(case, SEED + k)
+        except AssertionError as e:
+            failed.setdefault(case.plan, f"{case.name}: {e}")
+            print(f"{case.name:34s} SMALL CHECK FAILED: {e}", flush=True)
+            continue
+        print(f"{case.name:34s} {case.expect:15s} small: {msg}", flush=True)
+    t_checked = time.perf_counter()
+
+    use_sizes("realistic")
+    big = cases("realistic")
+    validate(big)
+    assert [(c.name, c.plan, c.expect, c.kind, c.body, c.ref) for c in big] == [
+        (c.name, c.plan, c.expect, c.kind, c.body, c.ref) for c in small], "small/realistic differ"
+    BIG.mkdir(parents=True, exist_ok=True)
+    manifest = []
+    for case in big:
+        if case.plan in failed:
+            print(f"{case.name:34s} REFUSED: small check of plan {case.plan} failed", flush=True)
+            continue
+        t0 = time.perf_counter()
+        files: dict[str, str | None] = {}
+        if case.name == case.plan:
+            ref_text = lower_text(ref_fn(case), case)
+            assert "sdy." not in ref_text and "manual_computation" not in ref_text
+            (BIG / f"{case.name}.ref.mlir").write_text(ref_text)
+        files["ref"] = f"{case.plan}.ref.mlir"
+        shardy = lower_text(sharded_fn(case), case)
+        assert "sdy.manual_computation" in shardy, f"{case.name}: no manual_computation"
+        files["shardy"] = f"{case.name}.shardy.mlir"
+        (BIG / files["shardy"]).write_text(shardy)
+        files["gspmd"] = f"{case.name}.gspmd.mlir"
+        (BIG / files["gspmd"]).write_text(lower_gspmd(case))
+        files["partitioned"] = None
+        if REALISTIC_PARTITIONED:
+            files["partitioned"] = f"{case.name}.partitioned.mlir"
+            (BIG / files["partitioned"]).write_text(partitioned(case))
+        verify_exports(case, BIG, files)
+        manifest.append({
+            "name": case.name,
+            **files,
+            "expect": case.expect,
+            "kind": case.kind,
+            "bug": case.bug,
+            "plan": case.plan,
+            "sizes": SIZES[case.plan]["realistic"],
+        })
+        print(f"{case.name:34s} {case.expect:15s} exported in {time.perf_counter() - t0:.2f}s",
+              flush=True)
+
+    written = {m[k] for m in manifest for k in ("ref", "shardy", "gspmd", "partitioned") if m[k]}
+    for p in sorted(BIG.glob("*.mlir")):
+        if p.name not in written:  # stale: a removed case, or a plan whose small check failed
+            p.unlink()
+    if failed:
+        (BIG / "manifest.json").unlink(missing_ok=True)
+        for plan_name, why in failed.items():
+            print(f"plan {plan_name}: no realistic export ({why})", file=sys.stderr)
+        return 1
+    (BIG / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    total = sum(p.stat().st_size for p in BIG.iterdir() if p.is_file())
+    assert total < MAX_BIG_BYTES, f"{BIG} is {total / 2**20:.1f} MB"
+    t_end = time.perf_counter()
+    print(f"small checks {t_checked - t_start:.1f}s, realistic exports {t_end - t_checked:.1f}s")
+    print(f"wrote {len(manifest)} cases to {BIG} ({total / 2**20:.2f} MB)")
     return 0
 
 
