@@ -18,6 +18,20 @@ def mod(body: str, args: str = "%x: tensor<4xf32>", result: str = "tensor<4xf32>
     return f"module {{\n func.func public @main({args}) -> {result} {{\n{body}\n }}\n}}\n"
 
 
+def _witness_of(monkeypatch, a, b):
+    """The Witness the engine builds for the first differing element (settle is stubbed)."""
+    seen = {}
+
+    def spy(cex, w):
+        seen["w"] = w
+        return ("unknown", "spied")
+
+    monkeypatch.setattr(engine, "settle", spy)
+    tv_mlir.verify(a, b)
+    monkeypatch.undo()
+    return seen["w"]
+
+
 def test_witness_is_minimised_confirmed_on_xla_and_located() -> None:
     v = tv_mlir.verify(SHARDED / "mlp_tp.ref.mlir", SHARDED / "mlp_tp_bug_missing_psum.shardy.mlir")
     c = v.counterexample
@@ -90,15 +104,7 @@ def test_model_completion_searches_near_a_model_that_does_not_reproduce(monkeypa
   %p = stablehlo.add %d, %one : tensor<1xf32>
   %0 = stablehlo.multiply %e, %p : tensor<1xf32>
   return %0 : tensor<1xf32>""", "%x: tensor<1xf32>", "tensor<1xf32>")
-    seen = {}
-
-    def spy(cex, w):
-        seen["w"] = w
-        return ("not-equivalent", "spied")
-
-    monkeypatch.setattr(engine, "settle", spy)
-    tv_mlir.verify(a, b)
-    w = seen["w"]
+    w = _witness_of(monkeypatch, a, b)
     cex = Counterexample({"arg0": [1.0]}, 0, [0], 2.718, 2.718, uses_approximation=True)
     verdict, _ = witness.settle(cex, w)
     assert verdict == "not-equivalent" and cex.completed and cex.confirmed
@@ -160,16 +166,7 @@ def test_bf16_all_reduce_is_a_precision_finding() -> None:
 def test_an_overflow_on_xla_is_not_a_difference_of_the_reals(monkeypatch) -> None:
     # Softmax with and without the max shift are equal over the reals; at inputs near
     # 100, exp overflows f32 and XLA shows NaN against 1.0. That must not make a witness.
-    a, b = TESTDATA / "pairs/softmax_shift.a.mlir", TESTDATA / "pairs/softmax_shift.b.mlir"
-    seen = {}
-
-    def spy(cex, w):
-        seen["w"] = w
-        return ("unknown", "spied")
-
-    monkeypatch.setattr(engine, "settle", spy)
-    tv_mlir.verify(a, b)
-    w = seen["w"]
+    w = _witness_of(monkeypatch, TESTDATA / "pairs/softmax_shift.a.mlir", TESTDATA / "pairs/softmax_shift.b.mlir")
     big = [np.full(t.shape, 100.0) for t in w.types]
     cex = Counterexample({n: x.tolist() for n, x in zip(w.names, big)}, w.target.output,
                          list(w.target.global_index(w.index)), 1.0, "nan", uses_approximation=True)

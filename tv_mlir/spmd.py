@@ -398,17 +398,21 @@ def _nd(a: Any) -> np.ndarray:
     return a if isinstance(a, np.ndarray) else np.asarray(a)
 
 
-def _all_reduce(interp: Any, op: Op, args: list[Local], types: tuple[TensorType, ...]) -> list[Local]:
-    n = interp.num_devices
-    out: list[list[Any]] = [list(a.parts) for a in args]
+def _reduced_per_group(interp: Any, op: Op, args: list[Local],
+                       types: tuple[TensorType, ...]) -> list[tuple[list[int], list[np.ndarray]]]:
+    """Each process group with its members' operands reduced by the op's body."""
     kinds = [Kind.of(t) for t in types]
-    for g in _groups(interp, op):
-        stacks = [np.stack([a.parts[d] for d in g], axis=-1) for a in args]
-        reduced = _reduce_group(interp, op, stacks, kinds)
+    return [(g, _reduce_group(interp, op, [np.stack([a.parts[d] for d in g], axis=-1) for a in args], kinds))
+            for g in _groups(interp, op)]
+
+
+def _all_reduce(interp: Any, op: Op, args: list[Local], types: tuple[TensorType, ...]) -> list[Local]:
+    out: list[list[Any]] = [list(a.parts) for a in args]
+    for g, reduced in _reduced_per_group(interp, op, args, types):
         for k, r in enumerate(reduced):
             for d in g:
                 out[k][d] = r
-    return [Local(tuple(o[:n])) for o in out]
+    return [Local(tuple(o)) for o in out]
 
 
 def _all_gather(interp: Any, op: Op, args: list[Local], types: tuple[TensorType, ...]) -> list[Local]:
@@ -423,16 +427,14 @@ def _all_gather(interp: Any, op: Op, args: list[Local], types: tuple[TensorType,
 
 
 def _reduce_scatter(interp: Any, op: Op, args: list[Local], types: tuple[TensorType, ...]) -> list[Local]:
+    """An all_reduce whose result is split along the scatter dimension, piece i to the
+    group's i-th member."""
     dim = int(op.attrs["scatter_dimension"])
     out: list[list[Any]] = [list(a.parts) for a in args]
-    kinds = [Kind.of(t) for t in types]
-    for g in _groups(interp, op):
-        stacks = [np.stack([a.parts[d] for d in g], axis=-1) for a in args]
-        reduced = _reduce_group(interp, op, stacks, kinds)
+    for g, reduced in _reduced_per_group(interp, op, args, types):
         for k, r in enumerate(reduced):
-            pieces = np.split(r, len(g), axis=dim)
-            for i, d in enumerate(g):
-                out[k][d] = pieces[i]
+            for d, piece in zip(g, np.split(r, len(g), axis=dim)):
+                out[k][d] = piece
     return [Local(tuple(o)) for o in out]
 
 
