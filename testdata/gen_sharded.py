@@ -999,38 +999,48 @@ def main() -> int:
     for k, case in enumerate(all_cases):
         seed = SEED + k
         msg = check(case, seed)
-        files = {}
-        if case.name == case.plan:
-            ref_text = lower_text(ref_fn(case), case)
-            assert "sdy." not in ref_text and "manual_computation" not in ref_text
-            (OUT / f"{case.name}.ref.mlir").write_text(ref_text)
-        files["ref"] = f"{case.plan}.ref.mlir"
-        shardy = lower_text(sharded_fn(case), case)
-        assert "sdy.manual_computation" in shardy, f"{case.name}: no manual_computation"
-        sig_ref = (OUT / files["ref"]).read_text().split("@main(", 1)[1].split(") ->", 1)[0]
-        sig_sh = shardy.split("@main(", 1)[1].split(") ->", 1)[0]
-        assert sig_ref == sig_sh, f"{case.name}: signatures differ\n  {sig_ref}\n  {sig_sh}"
-        files["shardy"] = f"{case.name}.shardy.mlir"
-        (OUT / files["shardy"]).write_text(shardy)
-        files["gspmd"] = f"{case.name}.gspmd.mlir"
-        (OUT / files["gspmd"]).write_text(lower_gspmd(case))
-        part = partitioned(case)
-        check_partitioned(case, part, seed)
-        files["partitioned"] = f"{case.name}.partitioned.mlir"
-        (OUT / files["partitioned"]).write_text(part)
-        verify_exports(case, OUT, files)
-        manifest.append({
-            "name": case.name,
-            **files,
-            "expect": case.expect,
-            "kind": case.kind,
-            "bug": case.bug,
-            "plan": case.plan,
-        })
+        files = export_case(case, OUT, seed)
+        manifest.append(manifest_entry(case, files))
         print(f"{case.name:34s} {case.expect:15s} {msg}", flush=True)
     (OUT / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     print(f"wrote {len(manifest)} cases to {OUT}")
     return 0
+
+
+def export_case(case: Case, out: Path, seed: int | None | bool) -> dict[str, str | None]:
+    """Write the reference (once per plan), Shardy, GSPMD and partitioned exports of a case
+    into `out` and check them. `seed`: run the partitioned module per device against the
+    shard_map program with inputs from this seed; None: export it without running it
+    (realistic sizes); False: no partitioned export."""
+    files: dict[str, str | None] = {}
+    if case.name == case.plan:
+        ref_text = lower_text(ref_fn(case), case)
+        assert "sdy." not in ref_text and "manual_computation" not in ref_text
+        (out / f"{case.name}.ref.mlir").write_text(ref_text)
+    files["ref"] = f"{case.plan}.ref.mlir"
+    shardy = lower_text(sharded_fn(case), case)
+    assert "sdy.manual_computation" in shardy, f"{case.name}: no manual_computation"
+    sig_ref = (out / files["ref"]).read_text().split("@main(", 1)[1].split(") ->", 1)[0]
+    sig_sh = shardy.split("@main(", 1)[1].split(") ->", 1)[0]
+    assert sig_ref == sig_sh, f"{case.name}: signatures differ\n  {sig_ref}\n  {sig_sh}"
+    files["shardy"] = f"{case.name}.shardy.mlir"
+    (out / files["shardy"]).write_text(shardy)
+    files["gspmd"] = f"{case.name}.gspmd.mlir"
+    (out / files["gspmd"]).write_text(lower_gspmd(case))
+    files["partitioned"] = None
+    if seed is not False:
+        part = partitioned(case)
+        if seed is not None:
+            check_partitioned(case, part, seed)
+        files["partitioned"] = f"{case.name}.partitioned.mlir"
+        (out / files["partitioned"]).write_text(part)
+    verify_exports(case, out, files)
+    return files
+
+
+def manifest_entry(case: Case, files: dict[str, str | None]) -> dict[str, Any]:
+    return {"name": case.name, **files, "expect": case.expect, "kind": case.kind, "bug": case.bug,
+            "plan": case.plan}
 
 
 # Produce <name>.partitioned.mlir at realistic sizes too: compiling (not running) the
@@ -1079,32 +1089,8 @@ def main_realistic() -> int:
             print(f"{case.name:34s} REFUSED: small check of plan {case.plan} failed", flush=True)
             continue
         t0 = time.perf_counter()
-        files: dict[str, str | None] = {}
-        if case.name == case.plan:
-            ref_text = lower_text(ref_fn(case), case)
-            assert "sdy." not in ref_text and "manual_computation" not in ref_text
-            (BIG / f"{case.name}.ref.mlir").write_text(ref_text)
-        files["ref"] = f"{case.plan}.ref.mlir"
-        shardy = lower_text(sharded_fn(case), case)
-        assert "sdy.manual_computation" in shardy, f"{case.name}: no manual_computation"
-        files["shardy"] = f"{case.name}.shardy.mlir"
-        (BIG / files["shardy"]).write_text(shardy)
-        files["gspmd"] = f"{case.name}.gspmd.mlir"
-        (BIG / files["gspmd"]).write_text(lower_gspmd(case))
-        files["partitioned"] = None
-        if REALISTIC_PARTITIONED:
-            files["partitioned"] = f"{case.name}.partitioned.mlir"
-            (BIG / files["partitioned"]).write_text(partitioned(case))
-        verify_exports(case, BIG, files)
-        manifest.append({
-            "name": case.name,
-            **files,
-            "expect": case.expect,
-            "kind": case.kind,
-            "bug": case.bug,
-            "plan": case.plan,
-            "sizes": SIZES[case.plan]["realistic"],
-        })
+        files = export_case(case, BIG, None if REALISTIC_PARTITIONED else False)
+        manifest.append({**manifest_entry(case, files), "sizes": SIZES[case.plan]["realistic"]})
         print(f"{case.name:34s} {case.expect:15s} exported in {time.perf_counter() - t0:.2f}s",
               flush=True)
 

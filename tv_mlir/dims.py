@@ -96,6 +96,7 @@ class _Walker:
     uf: _UnionFind
     program: str
     scales: list[tuple[Node, Node, int]]
+    num_devices: int = 1
     types: dict[str, TensorType] = field(default_factory=dict)
 
     def node(self, value: str, axis: int) -> Node:
@@ -211,7 +212,7 @@ class _Walker:
 
                 text = op.attrs.get("tv.full_sharding" if target == "SPMDFullToShardShape" else "mhlo.sharding")
                 g, loc = (ins[0], outs[0]) if target == "SPMDFullToShardShape" else (outs[0], ins[0])
-                s = parse_gspmd(text, len(self.types[g].shape), 1 << 30, op.loc) if text else None
+                s = parse_gspmd(text, len(self.types[g].shape), self.num_devices, op.loc) if text else None
                 self.sharded(g, loc, s if isinstance(s, Sharding) else None, why)
             else:
                 for v in ins + outs:
@@ -316,7 +317,7 @@ def analyse(ref: Module, other: Module) -> DimAnalysis:
     scales: list[tuple[Node, Node, int]] = []
     walkers = {}
     for program, module in (("ref", ref), ("other", other)):
-        w = _Walker(uf, program, scales)
+        w = _Walker(uf, program, scales, module.num_devices)
         w.block(module.main.body)
         walkers[program] = w
         if module.per_device:

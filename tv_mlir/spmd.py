@@ -76,7 +76,11 @@ def involved(interp: Any, op: Op, args: list[Any]) -> bool:
     if any(isinstance(a, Local) for a in args):
         return True
     if op.name in _CONTROL and interp.device is None:
-        return _regions_have_spmd_ops(op) or any(isinstance(v, Local) for v in _free_values(interp, op))
+        if _regions_have_spmd_ops(op):
+            return True
+        # Per-device values reach a region only through its free values; a single-device
+        # program has none worth the walk.
+        return interp.num_devices > 1 and any(isinstance(v, Local) for v in _free_values(interp, op))
     return False
 
 

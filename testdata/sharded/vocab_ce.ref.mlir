@@ -68,7 +68,7 @@ module @jit_ce_ref attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas 
 } loc(#loc)
 #loc3 = loc("testdata/gen_sharded.py":739:28 to :42)
 #loc4 = loc("testdata/gen_sharded.py":1001:14 to :31)
-#loc5 = loc("testdata/gen_sharded.py":1130:13 to :19)
+#loc5 = loc("testdata/gen_sharded.py":1116:13 to :19)
 #loc6 = loc("testdata/gen_sharded.py":304:14 to :56)
 #loc7 = loc("testdata/gen_sharded.py":305:11 to :46)
 #loc8 = loc("testdata/gen_sharded.py":306:38 to :54)
