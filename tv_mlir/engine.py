@@ -75,9 +75,35 @@ def verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, *
     ref_m = prepare(ref, options)
     other_m = prepare(other, options)
     check_signatures(ref_m, other_m)
+    shrink = None
+    if options.shrink and load_pipeline(options.pipeline).has("shrink"):
+        ref_m, other_m, shrink = _shrink(ref, other, ref_m, other_m, options)
     verdict = _verify_modules(ref_m, other_m, options)
+    verdict.shrink = shrink
     verdict.time_s = round(time.perf_counter() - t0, 4)
     return verdict
+
+
+def _shrink(ref: ModuleLike, other: ModuleLike, ref_m: Module, other_m: Module,
+            options: Options) -> tuple[Module, Module, dict[str, Any]]:
+    """Both programs at their shrunk sizes, or as they are when nothing shrinks (or the
+    rewrite is refused: then the verdict is still sound, only slower)."""
+    from .passes.shrink import shrink_pair
+
+    try:
+        result = shrink_pair(ref, other, ref_m, other_m)
+    except Unsupported as exc:
+        _progress(options, f"shrink: not applied ({exc})")
+        return ref_m, other_m, {"applied": False, "reason": str(exc)}
+    if result is None:
+        return ref_m, other_m, {"applied": False, "reason": "no dimension can shrink"}
+    summary = {"applied": True, **result.summary()}
+    _progress(options, f"shrink: {len(summary['shrunk'])} dimension classes shrunk, "
+                       f"{result.summary()['constants_rewritten']} constants rewritten ({result.time_s:.2f} s)")
+    small_ref = prepare(result.ref_text, options, ref_m.source)
+    small_other = prepare(result.other_text, options, other_m.source)
+    check_signatures(small_ref, small_other)
+    return small_ref, small_other, summary
 
 
 def _progress(options: Options, message: str) -> None:

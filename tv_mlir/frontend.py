@@ -103,6 +103,27 @@ def load_module(spec: str | bytes | Path, name: str | None = None) -> tir.Module
     return converted
 
 
+@dataclass
+class Loaded:
+    """A module converted to `tv_mlir.ir` that keeps its MLIR objects alive, with the
+    MLIR value behind every SSA name, for passes that edit the MLIR itself (shrinking)."""
+
+    module: tir.Module
+    context: Any
+    mlir: Any
+    values: dict[str, Any]
+
+
+def load_module_mlir(spec: str | bytes | Path, name: str | None = None) -> Loaded:
+    source = read_source(spec, name)
+    ctx, module = parse_mlir(source)
+    with ctx:
+        conv = _Converter(source.name)
+        converted = conv.module(module)
+    converted.text = source.data
+    return Loaded(converted, ctx, module, {n: v for v, n in conv.names.items()})
+
+
 # ---------------------------------------------------------------------------
 # Conversion
 

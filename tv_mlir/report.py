@@ -40,8 +40,25 @@ def _fmt_input(values: Any) -> str:
     return f"zeros({shape}) except {entries}"
 
 
+def _shrink_lines(shrink: dict[str, Any] | None) -> list[str]:
+    if not shrink:
+        return []
+    if not shrink.get("applied"):
+        return [f"shrink:  not applied: {shrink.get('reason', '')}"]
+    shrunk, kept = shrink["shrunk"], shrink["kept"]
+    lines = [f"shrink:  {len(shrunk)} dimension classes shrunk, {len(kept)} kept, "
+             f"{shrink['constants_rewritten']} size constants rewritten; verified at the sizes on the right, "
+             f"carried over by docs/shrinking.md"]
+    for e in shrunk:
+        lines.append(f"  {e['original']:>8} -> {e['verified']:<4} {e['role']:<22} {e['where']}")
+    for e in kept:
+        lines.append(f"  {e['original']:>8} kept  {e['where']}: {e.get('reason', '')}")
+    return lines
+
+
 def to_text(v: Verdict) -> str:
     lines = [f"verdict: {v.verdict}", f"reason:  {v.reason}", f"time:    {v.time_s:.3f} s"]
+    lines.extend(_shrink_lines(v.shrink))
     if v.outputs:
         lines.append("outputs:")
         replicas = [o for o in v.outputs if o.what.startswith("replicas")]

@@ -60,6 +60,9 @@ class Verdict:
     precision: list[str] = field(default_factory=list)
     unsupported: list[dict[str, str]] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
+    # The shrink map (docs/shrinking.md): applied, shrunk/kept dimension classes with
+    # original and verified sizes, and why each kept class keeps its size.
+    shrink: dict[str, Any] | None = None
 
     @property
     def exit_code(self) -> int:

@@ -20,15 +20,22 @@ PASSES: dict[str, PassFn] = {
     "drop-unused-funcs": normalize.drop_unused_funcs,
 }
 
+# Passes over the pair of programs (they need both); `verify` runs them on the modules as
+# read, before the per-module passes, whatever their place in the file.
+PAIR_PASSES = frozenset({"shrink"})
+
 PIPELINE_DIR = Path(__file__).resolve().parents[2] / "passes"
 # Used when the package runs without its source tree (a wheel install).
-BUILTIN = {"default": "inline\ndrop-noop-custom-calls\ndce\n", "none": ""}
+BUILTIN = {"default": "shrink\ninline\ndrop-noop-custom-calls\ndce\n", "none": ""}
 
 
 @dataclass(frozen=True)
 class Pipeline:
     name: str
     steps: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]
+
+    def has(self, pass_name: str) -> bool:
+        return any(name == pass_name for name, _ in self.steps)
 
 
 def _parse_value(text: str) -> Any:
@@ -47,8 +54,8 @@ def parse_pipeline(text: str, name: str) -> Pipeline:
         if not line:
             continue
         pass_name, *opts = line.split()
-        if pass_name not in PASSES:
-            raise UsageError(f"pipeline {name}, line {lineno}: unknown pass '{pass_name}' (known: {', '.join(sorted(PASSES))})")
+        if pass_name not in PASSES and pass_name not in PAIR_PASSES:
+            raise UsageError(f"pipeline {name}, line {lineno}: unknown pass '{pass_name}' (known: {', '.join(sorted(set(PASSES) | PAIR_PASSES))})")
         kv = []
         for opt in opts:
             if "=" not in opt:
@@ -75,6 +82,8 @@ def load_pipeline(spec: str) -> Pipeline:
 
 def run_pipeline(pipeline: Pipeline, module: Module) -> Module:
     for name, opts in pipeline.steps:
+        if name in PAIR_PASSES:
+            continue
         fn = PASSES[name]
         try:
             inspect.signature(fn).bind(module, **dict(opts))

@@ -1,0 +1,103 @@
+"""Applies a shrink plan to a module's MLIR: every value gets the shape of its classes'
+new sizes, and the attributes that spell sizes follow (splat constants, tied constants,
+full-range slices, dynamic_slice and gather slice sizes, function types). The result is
+checked by MLIR's verifier and printed with its locations, so that both the verifier
+and XLA (counterexample replay) read the same shrunk program."""
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import Unsupported
+from .frontend import Loaded
+from .shrink import ShrinkPlan
+
+
+def rewrite(loaded: Loaded, program: str, plan: ShrinkPlan) -> bytes:
+    from jaxlib.mlir import ir
+
+    old_shapes: dict[Any, tuple[int, ...]] = {}
+    with loaded.context, ir.Location.unknown():
+        for name, value in loaded.values.items():
+            key = (program, name)
+            if key not in plan.analysis.types:
+                continue
+            t = ir.RankedTensorType(value.type)
+            new = plan.new_shape(program, name)
+            old_shapes[name] = tuple(t.shape)
+            if new != tuple(t.shape):
+                value.set_type(ir.RankedTensorType.get(list(new), t.element_type, t.encoding))
+        names = {v: n for n, v in loaded.values.items()}
+        for op in _walk(loaded.mlir.body):
+            _attrs(op, program, plan, names, old_shapes)
+        try:
+            loaded.mlir.operation.verify()
+        except ir.MLIRError as exc:
+            raise Unsupported(f"shrunk module does not verify: {' '.join(str(exc).split())[:300]}", None,
+                              "shrink") from None
+        return loaded.mlir.operation.get_asm(enable_debug_info=True).encode()
+
+
+def _walk(block: Any):
+    for op in block.operations:
+        o = op.operation
+        yield o
+        for region in o.regions:
+            for b in region.blocks:
+                yield from _walk(b)
+
+
+def _attrs(o: Any, program: str, plan: ShrinkPlan, names: dict[Any, str],
+           old_shapes: dict[str, tuple[int, ...]]) -> None:
+    from jaxlib.mlir import ir
+
+    if o.name == "func.func":
+        block = o.regions[0].blocks[0]
+        ret = list(block.operations)[-1]
+        ftype = ir.FunctionType.get([a.type for a in block.arguments], [v.type for v in ret.operands])
+        o.attributes["function_type"] = ir.TypeAttr.get(ftype)
+        return
+    if not o.results:
+        return
+    if o.name == "stablehlo.constant":
+        name = names.get(o.results[0])
+        new_t = o.results[0].type
+        old = ir.DenseElementsAttr(o.attributes["value"])
+        tied = plan.constants.get((program, name))
+        if tied is not None:
+            elt = ir.RankedTensorType(new_t).element_type
+            scalar = ir.IntegerAttr.get(elt, int(tied)) if isinstance(elt, ir.IntegerType) else ir.FloatAttr.get(elt, float(tied))
+            o.attributes["value"] = ir.DenseElementsAttr.get_splat(new_t, scalar)
+        elif old.type != new_t:
+            if not old.is_splat:
+                raise Unsupported("shrinking a non-splat constant", None, "shrink")
+            o.attributes["value"] = ir.DenseElementsAttr.get_splat(new_t, old.get_splat_value())
+        return
+    if o.name == "stablehlo.slice":
+        src = names.get(o.operands[0])
+        before = old_shapes.get(src)
+        after = tuple(ir.RankedTensorType(o.operands[0].type).shape)
+        if before is None or before == after:
+            return
+        starts = list(ir.DenseI64ArrayAttr(o.attributes["start_indices"]))
+        limits = list(ir.DenseI64ArrayAttr(o.attributes["limit_indices"]))
+        for d, (b, a) in enumerate(zip(before, after)):
+            if b != a:
+                if starts[d] != 0 or limits[d] != b:
+                    raise Unsupported("shrinking a partial slice", None, "shrink")
+                limits[d] = a
+        o.attributes["limit_indices"] = ir.DenseI64ArrayAttr.get(limits)
+        return
+    if o.name == "stablehlo.dynamic_slice":
+        o.attributes["slice_sizes"] = ir.DenseI64ArrayAttr.get(list(ir.RankedTensorType(o.results[0].type).shape))
+        return
+    if o.name == "stablehlo.gather":
+        src = names.get(o.operands[0])
+        before = old_shapes.get(src)
+        after = tuple(ir.RankedTensorType(o.operands[0].type).shape)
+        sizes = list(ir.DenseI64ArrayAttr(o.attributes["slice_sizes"]))
+        if before is not None and before != after:
+            sizes = [a if s == b else s for s, b, a in zip(sizes, before, after)]
+            o.attributes["slice_sizes"] = ir.DenseI64ArrayAttr.get(sizes)
+
+
+__all__ = ["rewrite"]

@@ -1,0 +1,67 @@
+"""The `shrink` pass: a pass over the pair of programs (it needs both to size their
+dimensions), run on the modules as read, before the per-module normalization. It plans
+the sizes (`tv_mlir.shrink`), rewrites both modules' MLIR (`tv_mlir.mlir_rewrite`) and
+reads them again, so the verifier and XLA replay see the same shrunk programs."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..frontend import load_module, load_module_mlir
+from ..ir import Module
+from ..shrink import ShrinkPlan, plan
+
+
+@dataclass
+class ShrinkResult:
+    ref_text: bytes
+    other_text: bytes
+    plan: ShrinkPlan
+    time_s: float
+
+    def summary(self) -> dict[str, Any]:
+        s = self.plan.summary()
+        s["constants_rewritten"] = len(self.plan.constants)
+        s["time_s"] = round(self.time_s, 3)
+        return s
+
+
+@dataclass
+class _Spec:
+    data: Any
+    name: str | None = None
+    loaded: Any = field(default=None)
+
+
+def _raw(spec: Any, prepared: Module):
+    """The module as read, with its MLIR, classified like its prepared form."""
+    if isinstance(spec, Module):
+        loaded = load_module_mlir(spec.text, spec.source)
+    else:
+        loaded = load_module_mlir(spec if not isinstance(spec, str) or "\n" in spec else Path(spec))
+    m = loaded.module
+    m.per_device, m.arg_shardings, m.result_shardings = \
+        prepared.per_device, prepared.arg_shardings, prepared.result_shardings
+    return loaded
+
+
+def shrink_pair(ref_spec: Any, other_spec: Any, ref: Module, other: Module) -> ShrinkResult | None:
+    """None when nothing can shrink. Raises Unsupported when the rewrite fails."""
+    from ..mlir_rewrite import rewrite
+
+    t0 = time.perf_counter()
+    lr, lo = _raw(ref_spec, ref), _raw(other_spec, other)
+    p = plan(lr.module, lo.module)
+    if not p.shrinks:
+        return None
+    return ShrinkResult(rewrite(lr, "ref", p), rewrite(lo, "other", p), p, time.perf_counter() - t0)
+
+
+def reload(text: bytes, like: Module) -> Module:
+    m = load_module(text, like.source)
+    return m
+
+
+__all__ = ["ShrinkResult", "reload", "shrink_pair"]
