@@ -791,6 +791,9 @@ def partitioned(case: Case) -> str:
             "xla_dump_to": d,
             "xla_dump_hlo_pass_re": "spmd-partitioning",
             "xla_dump_hlo_as_text": True,
+            # Without this the dump elides constants of more than a few elements ({...}),
+            # and they come back from the HLO parser as garbage (RoPE frequency tables).
+            "xla_dump_large_constants": True,
         })
         dumps = sorted(glob.glob(os.path.join(d, "*after_spmd-partitioning*.txt")))
         assert len(dumps) == 1, f"{case.name}: expected one spmd-partitioning dump, got {dumps}"

@@ -14,9 +14,9 @@ from tv_mlir.options import Options
 SHARDED = TESTDATA / "sharded"
 
 
-def _analysis(plan: str, form: str):
-    ref = prepare(SHARDED / f"{plan}.ref.mlir", Options())
-    other = prepare(SHARDED / f"{plan}.{form}.mlir", Options())
+def _analysis(plan: str, form: str, where=SHARDED):
+    ref = prepare(where / f"{plan.split('_bug')[0]}.ref.mlir", Options())
+    other = prepare(where / f"{plan}.{form}.mlir", Options())
     check_signatures(ref, other)
     return ref, analyse(ref, other)
 
@@ -43,10 +43,25 @@ def test_megatron_mlp_classes_and_shards(form: str) -> None:
     assert len(local_ffn) == 1 and a.classes[local_ffn.pop()].size == 4
 
 
-def test_causal_attention_pins_positions_and_head_reshapes() -> None:
-    ref, a = _analysis("attn_tp", "shardy")
+def test_causal_attention_marks_positions_and_factors_head_reshapes() -> None:
+    ref, a = _analysis("attn_tp", "shardy", TESTDATA / "sharded_big")
     seq = _class(a, ref, 0, 1)  # x [batch, seq, hidden]
     q_out = _class(a, ref, 1, 1)  # wq [hidden, heads * head_dim], reshaped into heads
-    assert any("iota" in p for p in a.classes[seq].pins), a.classes[seq].pins
-    assert any("reshape factorization" in p for p in a.classes[q_out].pins), a.classes[q_out].pins
+    assert a.classes[seq].iota and not a.classes[seq].pins
+    (parts,) = [fs for whole, fs in a.products if whole == q_out]
+    heads, head_dim = (a.classes[f].size for f in parts)
+    assert heads * head_dim == a.classes[q_out].size and heads % 4 == 0
+    # The sharded side's local q (1024 = 8 x 128) splits its major factor: heads 32 = 4 x 8,
+    # and head_dim is the same class on both sides.
+    local = {loc for g, loc, k in a.scales if g == q_out and k == 4}
+    (local_parts,) = [fs for whole, fs in a.products if whole in local]
+    assert local_parts[1] == parts[1] and (parts[0], local_parts[0], 4) in a.scales
     assert "stablehlo.dot_general" in a.classes[_class(a, ref, 0, 2)].reduced_by
+
+
+def test_regrouping_reshape_is_cut_into_atoms() -> None:
+    # [2, 2048] -> [8, 512] (the expert twin's missing all_to_all): atoms 2 x 4 x 512.
+    ref, a = _analysis("expert_parallel_bug_no_combine", "shardy")
+    sizes = sorted(tuple(a.classes[f].size for f in fs) for _, fs in a.products)
+    x = ref.main.arg_types[0].shape  # [experts, tokens, hidden]
+    assert (2, 4) in sizes and (4, x[1] // 8) in sizes, sizes

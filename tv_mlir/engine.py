@@ -16,7 +16,7 @@ from . import spmd
 from .algebra import Kind, SymbolicAlgebra
 from .algebra.symbolic import FIN, lift_any
 from .errors import Unsupported, UsageError
-from .frontend import load_module
+from .frontend import BYTECODE_MAGIC, load_module
 from .interp import Interpreter, SharedValues
 from .ir import Module, TensorType
 from .options import Options
@@ -38,7 +38,17 @@ LOCAL_UNFOLD = 4000
 LOCAL_DEEP = 20
 
 
-def prepare(spec: ModuleLike, options: Options, name: str | None = None) -> Module:
+@dataclass(frozen=True)
+class _Named:
+    """Module bytes with the name messages use."""
+
+    data: bytes
+    name: str
+
+
+def prepare(spec: "ModuleLike | _Named", options: Options, name: str | None = None) -> Module:
+    if isinstance(spec, _Named):
+        spec, name = spec.data, spec.name
     module = spec if isinstance(spec, Module) else load_module(spec, name)
     return run_pipeline(load_pipeline(options.pipeline), module)
 
@@ -72,16 +82,45 @@ def verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, *
     Raises ParseError/UsageError for unreadable or incomparable inputs."""
     options = replace(options or Options(), **overrides)
     t0 = time.perf_counter()
+    ref, ref_sym = _static(ref)
+    other, other_sym = _static(other)
     ref_m = prepare(ref, options)
     other_m = prepare(other, options)
     check_signatures(ref_m, other_m)
     shrink = None
     if options.shrink and load_pipeline(options.pipeline).has("shrink"):
         ref_m, other_m, shrink = _shrink(ref, other, ref_m, other_m, options)
+    if ref_sym or other_sym:
+        shrink = dict(shrink or {"applied": False, "reason": "--no-shrink"})
+        shrink["symbolic"] = {"instantiated_at": SYMBOLIC_SIZE, "ref": ref_sym, "other": other_sym}
     verdict = _verify_modules(ref_m, other_m, options)
     verdict.shrink = shrink
     verdict.time_s = round(time.perf_counter() - t0, 4)
     return verdict
+
+
+# Dynamic dims (`?`, jax.export with symbolic shapes) are first instantiated at one size
+# with many divisors (every shard count up to 8 divides it); shrinking then takes each
+# class down to its smallest admissible size like any other.
+SYMBOLIC_SIZE = 840
+
+
+def _static(spec: ModuleLike) -> tuple[ModuleLike, list[list[int]]]:
+    """The module as bytes (read once: stdin may not be read twice), instantiated at
+    SYMBOLIC_SIZE when its entry has dynamic dims; and those dims."""
+    if isinstance(spec, Module):
+        return spec, []
+    from . import symshape
+    from .frontend import read_source
+
+    src = read_source(spec)
+    if not src.data.startswith(BYTECODE_MAGIC) and b"?" not in src.data:
+        return _Named(src.data, src.name), []
+    dims = symshape.dynamic_dims(src.data, src.name)
+    if not dims:
+        return _Named(src.data, src.name), []
+    text = symshape.instantiate(src.data, {d: SYMBOLIC_SIZE for d in dims}, src.name)
+    return _Named(text, src.name), [list(d) for d in dims]
 
 
 def _shrink(ref: ModuleLike, other: ModuleLike, ref_m: Module, other_m: Module,
@@ -106,6 +145,30 @@ def _shrink(ref: ModuleLike, other: ModuleLike, ref_m: Module, other_m: Module,
     return small_ref, small_other, summary
 
 
+# Every element becomes a term: past this many elements in one program the encoding
+# would exhaust memory, and an honest `unknown` beats being killed.
+MAX_ELEMENTS = 4_000_000
+
+
+def _too_large(ref: Module, other: Module, options: Options) -> str:
+    for m in (ref, other):
+        devices = m.num_devices if m.per_device else 1
+        total, biggest = 0, None
+        for f in m.funcs.values():
+            for op in f.body.walk():
+                for t in op.result_types:
+                    total += t.size * devices
+                    if biggest is None or t.size > biggest[0].size:
+                        biggest = (t, op)
+        if total > MAX_ELEMENTS:
+            hint = "; shape shrinking is off (--no-shrink)" if not options.shrink else \
+                "; the shrink map shows which dimensions kept their size and why"
+            t, op = biggest
+            return (f"too large to encode: {m.source} has {total} tensor elements (largest: {t} from "
+                    f"{op.name} at {op.loc}){hint}")
+    return ""
+
+
 def _progress(options: Options, message: str) -> None:
     # Long runs say where they are; stderr, so that --json output stays one object.
     if options.progress:
@@ -118,6 +181,9 @@ def _verify_modules(ref: Module, other: Module, options: Options) -> Verdict:
     types = ref.global_arg_types()
     names = list(ref.main.arg_names) or [f"arg{i}" for i in range(len(types))]
     alg = SymbolicAlgebra()
+    too_big = _too_large(ref, other, options)
+    if too_big:
+        return Verdict("unknown", too_big, stats=stats)
 
     def unsupported(exc: Unsupported) -> Verdict:
         return Verdict("unknown", f"unsupported: {exc.one_line()}", stats=stats,

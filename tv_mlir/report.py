@@ -43,10 +43,15 @@ def _fmt_input(values: Any) -> str:
 def _shrink_lines(shrink: dict[str, Any] | None) -> list[str]:
     if not shrink:
         return []
+    lines = []
+    sym = shrink.get("symbolic")
+    if sym:
+        lines.append(f"symbolic shapes: the dynamic dims (?) were instantiated at {sym['instantiated_at']}"
+                     + (", then shrunk" if shrink.get("applied") else ""))
     if not shrink.get("applied"):
-        return [f"shrink:  not applied: {shrink.get('reason', '')}"]
+        return lines + [f"shrink:  not applied: {shrink.get('reason', '')}"]
     shrunk, kept = shrink["shrunk"], shrink["kept"]
-    lines = [f"shrink:  {len(shrunk)} dimension classes shrunk, {len(kept)} kept, "
+    lines += [f"shrink:  {len(shrunk)} dimension classes shrunk, {len(kept)} kept, "
              f"{shrink['constants_rewritten']} size constants rewritten; verified at the sizes on the right, "
              f"carried over by docs/shrinking.md"]
     for e in shrunk:
@@ -82,6 +87,8 @@ def to_text(v: Verdict) -> str:
             notes.append("the only witness the solver finds")
         elif c.unique is False:
             notes.append("the solver finds other witnesses too")
+        if v.shrink and v.shrink.get("applied"):
+            notes.insert(0, "at the shrunk sizes above")
         lines.append("counterexample" + (f" ({'; '.join(notes)})" if notes else "") + ":")
         for name, vals in c.inputs.items():
             lines.append(f"  {name} = {_fmt_input(vals)}")

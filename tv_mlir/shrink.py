@@ -432,12 +432,15 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None) -> Shr
     pins: dict[int, str] = {c: "; ".join(a.classes[c].pins[:2]) for c in range(n) if a.classes[c].pins}
     mins = [1] * n
     roles = ["free"] * n
+    degree: dict[int, int] = {}
     for fa in facts:
         for c, d in _summand_degrees(fa, a, families).items():
-            if d >= UNBOUNDED:
-                pins.setdefault(c, "a sum over it whose summand degree is unbounded")
-            mins[c] = max(mins[c], d, 2)
-            roles[c] = f"summed (degree {max(d, 2)})"
+            degree[c] = max(degree.get(c, 2), d)
+    for c, d in degree.items():
+        if d >= UNBOUNDED:
+            pins.setdefault(c, "a sum over it whose summand degree is unbounded")
+        mins[c] = max(mins[c], d)
+        roles[c] = f"summed (degree {d})"
     for c, cls in enumerate(a.classes):
         if cls.reduced_by & {"stablehlo.maximum", "stablehlo.minimum"}:
             mins[c] = max(mins[c], 2)
@@ -608,7 +611,8 @@ def _tie_constants(a: DimAnalysis, facts: list[_Facts], constants: list[_Constan
             if k.is_int and k.role == "index":
                 untied_index[k.program] = max(untied_index.get(k.program, 0), abs(int(k.value)))
             continue
-        if len(new_values) > 1 or abs(k.value) < _TIE_MIN or None in new_values:
+        magnitude = abs(1.0 / k.value) if k.role == "reciprocal" else abs(k.value)
+        if len(new_values) > 1 or magnitude < _TIE_MIN or None in new_values:
             why = (f"constant {_fmt(k.value)} at {k.loc} could be the size of more than one dimension"
                    if len(new_values) > 1 else f"constant {_fmt(k.value)} at {k.loc} may be its size (too small to tell)")
             for _, _, cs in shrunk:
@@ -617,6 +621,10 @@ def _tie_constants(a: DimAnalysis, facts: list[_Facts], constants: list[_Constan
             continue
         v = new_values.pop()
         tied[(k.program, k.value_name)] = int(v) if k.is_int else float(v)
+    for fa in facts:
+        for v in _position_constants(fa):
+            if (fa.program, v[0]) not in tied:
+                untied_index[fa.program] = max(untied_index.get(fa.program, 0), v[1])
     bounds: dict[int, int] = {}
     for c, cls in enumerate(a.classes):
         if cls.iota:
@@ -634,12 +642,110 @@ def _tie_constants(a: DimAnalysis, facts: list[_Facts], constants: list[_Constan
                 c = a.class_of[(fa.program, big, d)]
                 if sizes[c] == a.classes[c].size:
                     continue
+                sources = _index_sources(fa, s)
+                if sources & {"iota", "float", "input"}:
+                    pins.setdefault(c, f"{op.name} at {op.loc}: start offset computed from "
+                                       f"{' and '.join(sorted(sources & {'iota', 'float', 'input'}))} values")
                 for name in _int_cone_constants(fa, s):
                     op_c, _ = fa.defs[name]
                     v = _splat(op_c)
                     if (fa.program, name) not in tied and v not in (0, 1) and not _only_device(fa, name):
                         pins.setdefault(c, f"{op.name} at {op.loc}: start offset uses constant {v}")
+        for op in fa.ops():
+            if op.name != "stablehlo.gather":
+                continue
+            g = op.attrs.get("dimension_numbers")
+            sources = _index_sources(fa, op.operands[1])
+            bad = sources & {"iota", "float"}
+            for d in (g.start_index_map if g is not None else ()):
+                c = a.class_of[(fa.program, op.operands[0], d)]
+                if bad and sizes[c] != a.classes[c].size:
+                    pins.setdefault(c, f"gather at {op.loc}: indices computed from "
+                                       f"{' and '.join(sorted(bad))} values, not program inputs")
     return tied, pins, bounds
+
+
+def _index_sources(fa: _Facts, value: str) -> set[str]:
+    """What an index computation is made of: constant, device (ids), input (integer
+    program inputs), iota, float (computed from float data)."""
+    out: set[str] = set()
+    todo, seen = [value], set()
+    while todo:
+        v = todo.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        if v in fa.entry_args or v in fa.func_of_arg or v in fa.region_arg:
+            out.add("input")
+            continue
+        if v not in fa.defs:
+            continue
+        op, _ = fa.defs[v]
+        if op.name == "stablehlo.constant":
+            out.add("constant")
+        elif op.name in ("stablehlo.partition_id", "stablehlo.replica_id"):
+            out.add("device")
+        elif op.name == "stablehlo.iota":
+            out.add("iota")
+        elif any(fa.module and _is_float(fa, o) for o in op.operands):
+            out.add("float")
+        else:
+            todo.extend(op.operands)
+    return out
+
+
+def _is_float(fa: _Facts, value: str) -> bool:
+    if value in fa.defs:
+        op, k = fa.defs[value]
+        return op.result_types[k].is_float
+    return False
+
+
+_POSITION_FLOW = frozenset(f"stablehlo.{n}" for n in (
+    "convert broadcast_in_dim reshape transpose add subtract multiply divide remainder negate abs maximum "
+    "minimum clamp compare select and or not xor sign floor ceil round_nearest_even").split())
+_POSITION_ARITH = frozenset(f"stablehlo.{n}" for n in (
+    "add subtract multiply divide remainder maximum minimum clamp compare").split())
+
+
+def _position_constants(fa: _Facts) -> list[tuple[str, int]]:
+    """Constants (name, |value| rounded up) combined with values computed from an iota:
+    window bounds, shifts. Non-integer floats and huge floats (mask fills) are not
+    positions."""
+    derived: set[str] = set()
+    out = []
+    for op in fa.ops():
+        if op.name == "stablehlo.iota":
+            derived.update(op.results)
+            continue
+        if op.name not in _POSITION_FLOW or not any(o in derived for o in op.operands):
+            continue
+        derived.update(op.results)
+        if op.name == "stablehlo.select" and not any(o in derived for o in op.operands[1:]):
+            continue
+        if op.name not in _POSITION_ARITH and op.name != "stablehlo.select":
+            continue
+        for o in op.operands:
+            found = _constant_behind(fa, o)
+            if found is None:
+                continue
+            name, value = found
+            if isinstance(value, float) and (not value.is_integer() or abs(value) > 1 << 16):
+                continue
+            out.append((name, int(abs(value))))
+    return out
+
+
+def _constant_behind(fa: _Facts, value: str) -> tuple[str, float | int] | None:
+    while value in fa.defs:
+        op, _ = fa.defs[value]
+        if op.name == "stablehlo.constant":
+            v = _splat(op)
+            return None if v is None else (value, v)
+        if op.name not in ("stablehlo.broadcast_in_dim", "stablehlo.convert", "stablehlo.reshape"):
+            return None
+        value = op.operands[0]
+    return None
 
 
 def _only_device(fa: _Facts, name: str) -> bool:

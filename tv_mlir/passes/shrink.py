@@ -5,11 +5,11 @@ reads them again, so the verifier and XLA replay see the same shrunk programs.""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..frontend import load_module, load_module_mlir
+from ..frontend import load_module_mlir
 from ..ir import Module
 from ..shrink import ShrinkPlan, plan
 
@@ -28,17 +28,12 @@ class ShrinkResult:
         return s
 
 
-@dataclass
-class _Spec:
-    data: Any
-    name: str | None = None
-    loaded: Any = field(default=None)
-
-
 def _raw(spec: Any, prepared: Module):
     """The module as read, with its MLIR, classified like its prepared form."""
     if isinstance(spec, Module):
         loaded = load_module_mlir(spec.text, spec.source)
+    elif hasattr(spec, "data"):  # module bytes with their name
+        loaded = load_module_mlir(spec.data, spec.name)
     else:
         loaded = load_module_mlir(spec if not isinstance(spec, str) or "\n" in spec else Path(spec))
     m = loaded.module
@@ -59,9 +54,4 @@ def shrink_pair(ref_spec: Any, other_spec: Any, ref: Module, other: Module) -> S
     return ShrinkResult(rewrite(lr, "ref", p), rewrite(lo, "other", p), p, time.perf_counter() - t0)
 
 
-def reload(text: bytes, like: Module) -> Module:
-    m = load_module(text, like.source)
-    return m
-
-
-__all__ = ["ShrinkResult", "reload", "shrink_pair"]
+__all__ = ["ShrinkResult", "shrink_pair"]
