@@ -61,7 +61,7 @@ def test_causal_attention_marks_positions_and_factors_head_reshapes() -> None:
 
 def test_regrouping_reshape_is_cut_into_atoms() -> None:
     # [2, 2048] -> [8, 512] (the expert twin's missing all_to_all): atoms 2 x 4 x 512.
-    ref, a = _analysis("expert_parallel_bug_no_combine", "shardy")
+    ref, a = _analysis("expert_parallel_bug_no_combine", "shardy", TESTDATA / "sharded_big")
     sizes = sorted(tuple(a.classes[f].size for f in fs) for _, fs in a.products)
     x = ref.main.arg_types[0].shape  # [experts, tokens, hidden]
     assert (2, 4) in sizes and (4, x[1] // 8) in sizes, sizes

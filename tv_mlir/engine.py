@@ -87,14 +87,16 @@ def verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, *
     ref_m = prepare(ref, options)
     other_m = prepare(other, options)
     check_signatures(ref_m, other_m)
-    shrink = None
+    shrink, embedding, originals = None, None, (ref_m, other_m)
     if options.shrink and load_pipeline(options.pipeline).has("shrink"):
-        ref_m, other_m, shrink = _shrink(ref, other, ref_m, other_m, options)
+        ref_m, other_m, shrink, embedding = _shrink(ref, other, ref_m, other_m, options)
     if ref_sym or other_sym:
         shrink = dict(shrink or {"applied": False, "reason": "--no-shrink"})
         shrink["symbolic"] = {"instantiated_at": SYMBOLIC_SIZE, "ref": ref_sym, "other": other_sym}
     verdict = _verify_modules(ref_m, other_m, options)
     verdict.shrink = shrink
+    if embedding is not None and verdict.counterexample is not None and options.replay:
+        _embed(verdict, embedding, ref_m, *originals)
     verdict.time_s = round(time.perf_counter() - t0, 4)
     return verdict
 
@@ -123,8 +125,36 @@ def _static(spec: ModuleLike) -> tuple[ModuleLike, list[list[int]]]:
     return _Named(text, src.name), [list(d) for d in dims]
 
 
+def _embed(verdict: Verdict, e: Any, small_ref: Module, ref: Module, other: Module) -> None:
+    """Place a shrunk witness into the original sizes and replay it there on XLA."""
+    c = verdict.counterexample
+    from .embed import LAYOUTS, embed_inputs
+    from .replay import xla_replay
+    from .witness import concrete_inputs
+
+    c.shrunk_index = list(c.index)
+    if c.devices or not e.fits():
+        return
+    small = concrete_inputs(c, small_ref.global_arg_types())
+    for layout in LAYOUTS:
+        arrays = embed_inputs(e, small, layout)
+        index = e.index(c.output, c.index, layout)
+        r = xla_replay(ref, other, arrays, c.output, tuple(index))
+        if r.confirmed or layout == LAYOUTS[-1]:
+            break
+    r.backend = "xla, original sizes"
+    c.replay.append(r)
+    c.embedded = bool(r.confirmed)
+    if c.embedded:
+        c.inputs = {name: py_list(a) for name, a in zip(c.inputs, arrays)}
+        c.index, c.ref_value, c.other_value = index, r.ref_value, r.other_value
+        verdict.reason = (f"output {c.output} differs at index {c.index} (a witness found at the shrunk sizes, "
+                          f"replayed at the original sizes): {ref.source} gives {c.ref_value}, "
+                          f"{other.source} gives {c.other_value}")
+
+
 def _shrink(ref: ModuleLike, other: ModuleLike, ref_m: Module, other_m: Module,
-            options: Options) -> tuple[Module, Module, dict[str, Any]]:
+            options: Options) -> tuple[Module, Module, dict[str, Any], Any]:
     """Both programs at their shrunk sizes, or as they are when nothing shrinks (or the
     rewrite is refused: then the verdict is still sound, only slower)."""
     from .passes.shrink import shrink_pair
@@ -133,16 +163,16 @@ def _shrink(ref: ModuleLike, other: ModuleLike, ref_m: Module, other_m: Module,
         result = shrink_pair(ref, other, ref_m, other_m)
     except Unsupported as exc:
         _progress(options, f"shrink: not applied ({exc})")
-        return ref_m, other_m, {"applied": False, "reason": str(exc)}
+        return ref_m, other_m, {"applied": False, "reason": str(exc)}, None
     if result is None:
-        return ref_m, other_m, {"applied": False, "reason": "no dimension can shrink"}
+        return ref_m, other_m, {"applied": False, "reason": "no dimension can shrink"}, None
     summary = {"applied": True, **result.summary()}
     _progress(options, f"shrink: {len(summary['shrunk'])} dimension classes shrunk, "
                        f"{result.summary()['constants_rewritten']} constants rewritten ({result.time_s:.2f} s)")
     small_ref = prepare(result.ref_text, options, ref_m.source)
     small_other = prepare(result.other_text, options, other_m.source)
     check_signatures(small_ref, small_other)
-    return small_ref, small_other, summary
+    return small_ref, small_other, summary, result.embedding
 
 
 # Every element becomes a term: past this many elements in one program the encoding

@@ -87,8 +87,13 @@ def to_text(v: Verdict) -> str:
             notes.append("the only witness the solver finds")
         elif c.unique is False:
             notes.append("the solver finds other witnesses too")
-        if v.shrink and v.shrink.get("applied"):
-            notes.insert(0, "at the shrunk sizes above")
+        if c.embedded:
+            notes.insert(0, f"found at the shrunk sizes (index {c.shrunk_index}), embedded into the original "
+                            f"sizes and replayed there")
+        elif v.shrink and v.shrink.get("applied"):
+            why = "its embedding into the original sizes is not reproduced there" if c.embedded is False else \
+                "too large to replay at the original sizes"
+            notes.insert(0, f"at the shrunk sizes above; {why}")
         lines.append("counterexample" + (f" ({'; '.join(notes)})" if notes else "") + ":")
         for name, vals in c.inputs.items():
             lines.append(f"  {name} = {_fmt_input(vals)}")

@@ -66,6 +66,9 @@ class ShrinkPlan:
     sizes: list[int]  # per class
     constants: dict[tuple[str, str], float | int]  # (program, constant's value name) -> new value
     entries: list[ClassEntry] = field(default_factory=list)
+    # class -> (original, shrunk) size of its finest shard block: position j of the shrunk
+    # class is position (j // shrunk) * original + j % shrunk of the original one.
+    blocks: dict[int, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def shrinks(self) -> bool:
@@ -92,11 +95,25 @@ class _Facts:
     callers: dict[str, list[tuple[Op, int]]] = field(default_factory=dict)  # func arg -> (call, index)
     func_of_arg: dict[str, str] = field(default_factory=dict)
     entry_args: set[str] = field(default_factory=set)
+    unreachable: set[str] = field(default_factory=set)  # values of functions nothing calls
 
     @classmethod
     def of(cls, program: str, module: Module) -> "_Facts":
         f = cls(program, module)
         f.entry_args = set(module.main.body.args)
+        reachable, todo = set(), [module.entry]
+        while todo:
+            name = todo.pop()
+            if name in reachable or name not in module.funcs:
+                continue
+            reachable.add(name)
+            todo.extend(op.attrs.get("callee", "") for op in module.funcs[name].body.walk() if op.name == "func.call")
+        for fn in module.funcs.values():
+            if fn.name not in reachable:
+                f.unreachable.update(fn.body.args)
+                for op in fn.body.walk():
+                    f.unreachable.update(op.results)
+                    f.unreachable.update(a for r in op.regions for a in r.args)
         for fn in module.funcs.values():
             for a in fn.body.args:
                 f.func_of_arg[a] = fn.name
@@ -430,6 +447,15 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None) -> Shr
     families = {c: family_sets[_root(families_parent, c)] for c in range(n)}
 
     pins: dict[int, str] = {c: "; ".join(a.classes[c].pins[:2]) for c in range(n) if a.classes[c].pins}
+    # A class no signature dim reaches (through equality, scale or product) has a size
+    # only one program knows, like the length of a broadcast that is then summed: its
+    # size is part of the function, not a free parameter.
+    tied_to_signature = {families_parent_root for families_parent_root in
+                         (_root(families_parent, c) for c in _signature_classes(a, ref, other))}
+    dead = _dead_classes(a, facts)
+    for c in range(n):
+        if _root(families_parent, c) not in tied_to_signature and c not in dead:
+            pins.setdefault(c, "not tied to the signature (a size only inside the program)")
     mins = [1] * n
     roles = ["free"] * n
     degree: dict[int, int] = {}
@@ -475,7 +501,7 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None) -> Shr
     names.update({("ref", v): f"result {k}" for k, v in enumerate(ref.main.body.returns)})
     entries = []
     for c, cls in enumerate(a.classes):
-        if cls.size <= 1:
+        if cls.size <= 1 or c in dead:
             continue
         where = _where(cls.members, names)
         role = "pinned" if c in pins else roles[c]
@@ -484,7 +510,45 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None) -> Shr
             reason = "already at its smallest admissible size" if mins[c] >= cls.size else \
                 "sizes of its relations leave no smaller divisor"
         entries.append(ClassEntry(cls.size, sizes[c], where, role, reason))
-    return ShrinkPlan(a, sizes, tied, entries)
+    blocks = {}
+    comps: dict[int, list[int]] = {}
+    for c in range(n):
+        comps.setdefault(find(c), []).append(c)
+    for members in comps.values():
+        for c in members:
+            inner = [m for m in members if a.classes[c].size % max(1, a.classes[m].size) == 0]
+            finest = min(inner, key=lambda m: a.classes[m].size)
+            blocks[c] = (a.classes[finest].size, sizes[finest])
+    return ShrinkPlan(a, sizes, tied, entries, blocks)
+
+
+def _signature_classes(a: DimAnalysis, ref: Module, other: Module) -> set[int]:
+    out = set()
+    for program, m in (("ref", ref), ("other", other)):
+        names = list(m.main.body.args) + list(m.main.body.returns)
+        if m.per_device:
+            names += [f"global arg {k}" for k in range(len(m.main.body.args))]
+            names += [f"global result {k}" for k in range(len(m.main.body.returns))]
+        for v in names:
+            if (program, v) in a.types:
+                out.update(a.classes_of(program, v))
+    return out
+
+
+def _dead_classes(a: DimAnalysis, facts: list["_Facts"]) -> set[int]:
+    """Classes whose every member is a value nothing uses (dead code DCE removes later)."""
+    live: set[int] = set()
+    by_program = {f.program: f for f in facts}
+    for c, cls in enumerate(a.classes):
+        for prog, value, _ in cls.members:
+            f = by_program[prog]
+            if value in f.unreachable:
+                continue
+            if value in f.uses or "~atom" in value or value.startswith("global ") or value in f.entry_args \
+                    or value in f.func_of_arg or value in f.region_arg:
+                live.add(c)
+                break
+    return set(range(len(a.classes))) - live
 
 
 def _where(members: list[tuple[str, str, int]], names: dict[tuple[str, str], str]) -> str:

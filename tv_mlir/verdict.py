@@ -47,6 +47,12 @@ class Counterexample:
     # The earliest op of the differing program whose value has no reference counterpart:
     # {"op", "loc", "value", "device"?}.
     first_divergence: dict[str, Any] | None = None
+    # Shape shrinking: the witness was found at the shrunk sizes. `embedded`: True when
+    # it was placed into the original sizes and XLA shows the difference there (inputs,
+    # index and values are then the original-size ones), False when that replay does not
+    # show it, None when not tried (too large to materialise).
+    shrunk_index: list[int] | None = None
+    embedded: bool | None = None
 
 
 @dataclass

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..frontend import load_module_mlir
 from ..ir import Module
+from ..embed import Embedding, embedding
 from ..shrink import ShrinkPlan, plan
 
 
@@ -20,6 +21,7 @@ class ShrinkResult:
     other_text: bytes
     plan: ShrinkPlan
     time_s: float
+    embedding: Embedding  # shrunk counterexamples back into the original sizes
 
     def summary(self) -> dict[str, Any]:
         s = self.plan.summary()
@@ -51,7 +53,8 @@ def shrink_pair(ref_spec: Any, other_spec: Any, ref: Module, other: Module) -> S
     p = plan(lr.module, lo.module)
     if not p.shrinks:
         return None
-    return ShrinkResult(rewrite(lr, "ref", p), rewrite(lo, "other", p), p, time.perf_counter() - t0)
+    ref_text, other_text = rewrite(lr, "ref", p), rewrite(lo, "other", p)
+    return ShrinkResult(ref_text, other_text, p, time.perf_counter() - t0, embedding(p, lr.module))
 
 
 __all__ = ["ShrinkResult", "shrink_pair"]
