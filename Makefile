@@ -18,6 +18,12 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 demo: $(STAMP)
+	@echo "== Megatron attention at Llama-3-8B sizes (hidden 4096, 32x128 heads, seq 2048), shrunk before it is verified =="
+	@$(VENV)/bin/tv-mlir verify testdata/sharded_big/attn_tp.ref.mlir testdata/sharded_big/attn_tp.shardy.mlir; echo "(exit code $$?)"
+	@echo
+	@echo "== vocab-parallel cross entropy at vocab 32000 without the shard's vocabulary offset =="
+	@$(VENV)/bin/tv-mlir verify testdata/sharded_big/vocab_ce.ref.mlir testdata/sharded_big/vocab_ce_bug_no_offset.shardy.mlir; echo "(exit code $$?)"
+	@echo
 	@echo "== Megatron attention, heads split over tp (Shardy shard_map export, 8 devices) =="
 	@$(VENV)/bin/tv-mlir verify testdata/sharded/attn_tp.ref.mlir testdata/sharded/attn_tp.shardy.mlir; echo "(exit code $$?)"
 	@echo

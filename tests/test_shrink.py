@@ -226,7 +226,7 @@ def _static_mean(n: int, divisor: str) -> str:
 """
 
 
-@pytest.mark.parametrize("divisor,expect", [("840.0", "equivalent"), ("839.0", "not-equivalent")])
+@pytest.mark.parametrize("divisor,expect", [("840.0", "equivalent"), ("838.0", "not-equivalent")])
 def test_symbolic_mean_divisor_follows_the_shrunk_size(divisor: str, expect: str) -> None:
     # jnp.mean over the symbolic dim: its divisor (get_dimension_size) is folded at the
     # instantiated size and tied to the class, like the static program's literal.
@@ -235,5 +235,32 @@ def test_symbolic_mean_divisor_follows_the_shrunk_size(divisor: str, expect: str
     v = tv_mlir.verify(SYM / "mean.mlir", _static_mean(SYMBOLIC_SIZE, divisor))
     assert v.verdict == expect, v.reason
     rows = next(e for e in v.shrink["shrunk"] if e["original"] == SYMBOLIC_SIZE)
-    # Both divisors are tied when both are the size; 839 is not a size and stays.
+    # Both divisors are tied when both are the size; 838 is no size (nor size - 1) and stays.
     assert rows["verified"] < SYMBOLIC_SIZE and v.shrink["constants_rewritten"] == (2 if expect == "equivalent" else 1)
+
+
+# ---------------------------------------------------------------------------
+# Shrunk sizes must not coincide with the other program's literals.
+
+def _sum_then(n: int, op: str, literal: str) -> str:
+    return f"""module {{
+ func.func public @main(%x: tensor<{n}xf32>) -> tensor<f32> {{
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %s = stablehlo.reduce(%x init: %z) applies stablehlo.add across dimensions = [0] : (tensor<{n}xf32>, tensor<f32>) -> tensor<f32>
+  %d = stablehlo.constant dense<{literal}> : tensor<f32>
+  %m = stablehlo.{op} %s, %d : tensor<f32>
+  return %m : tensor<f32>
+ }}
+}}
+"""
+
+
+@pytest.mark.parametrize("op,literal", [("divide", "2.0"), ("multiply", "0.5"), ("divide", "4.0")])
+def test_a_literal_the_shrunk_size_would_equal_does_not_hide_a_bug(op: str, literal: str) -> None:
+    # mean over 4096 against a sum divided by a literal: at 2 (or 4) elements they would
+    # be the same function, so the summed class must avoid those sizes.
+    v = tv_mlir.verify(_sum_then(4096, "divide", "4096.0"), _sum_then(4096, op, literal))
+    assert v.verdict == "not-equivalent", v.reason
+    (entry,) = v.shrink["shrunk"]
+    implied = float(literal) if op == "divide" else 1 / float(literal)
+    assert entry["verified"] != implied and v.counterexample.embedded

@@ -55,7 +55,7 @@ def _shrink_lines(shrink: dict[str, Any] | None) -> list[str]:
              f"{shrink['constants_rewritten']} size constants rewritten; verified at the sizes on the right, "
              f"carried over by docs/shrinking.md"]
     for e in shrunk:
-        lines.append(f"  {e['original']:>8} -> {e['verified']:<4} {e['role']:<22} {e['where']}")
+        lines.append(f"  {e['original']:>8} -> {e['verified']:<4} {e['role']:<24} {e['where']}")
     for e in kept:
         lines.append(f"  {e['original']:>8} kept  {e['where']}: {e.get('reason', '')}")
     return lines

@@ -476,16 +476,16 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None) -> Shr
             pins.setdefault(c, "a product/and/or reduction over it")
         if cls.indexed:
             mins[c] = max(mins[c], 2)
-            roles[c] = f"indexed by data at {cls.indexed[0]}"
+            roles[c] = "indexed by data (gather)"
         if cls.iota:
             mins[c] = max(mins[c], 3)
-            roles[c] = f"positions (iota at {cls.iota[0]})"
+            roles[c] = "positions (iota)"
     # Per-shard bounds: a local class's bound applies to every shard of its global.
     constants = [c for fa in facts for c in _constants(fa)]
     tied: dict[tuple[str, str], float | int] = {}
     for _ in range(4 * n + 8):
         sizes = _solve(a, find, mins, pins)
-        tied, new_pins, bounds = _tie_constants(a, facts, constants, sizes)
+        tied, new_pins, bounds, tied_classes = _tie_constants(a, facts, constants, sizes)
         changed = False
         for c, why in new_pins.items():
             if c not in pins:
@@ -495,6 +495,10 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None) -> Shr
             if b > mins[c]:
                 mins[c] = b
                 changed = True
+        for c in _collisions(a, facts, sizes, tied, tied_classes, degree):
+            if sizes[c] < a.classes[c].size:
+                mins[c] = max(mins[c], sizes[c] + 1)
+                changed = True
         if not changed:
             break
     names = {("ref", v): n for v, n in zip(ref.main.body.args, ref.main.arg_names)}
@@ -503,7 +507,7 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None) -> Shr
     for c, cls in enumerate(a.classes):
         if cls.size <= 1 or c in dead:
             continue
-        where = _where(cls.members, names)
+        where = _where(cls.members, names, facts)
         role = "pinned" if c in pins else roles[c]
         reason = pins.get(c, "")
         if not reason and sizes[c] == cls.size and cls.size > 1:
@@ -551,11 +555,23 @@ def _dead_classes(a: DimAnalysis, facts: list["_Facts"]) -> set[int]:
     return set(range(len(a.classes))) - live
 
 
-def _where(members: list[tuple[str, str, int]], names: dict[tuple[str, str], str]) -> str:
-    """A member dim people can find: a reference argument or result, else the first."""
+def _where(members: list[tuple[str, str, int]], names: dict[tuple[str, str], str],
+           facts: list["_Facts"] | None = None) -> str:
+    """A member dim people can find: a reference argument or result, else the result of
+    an op with a source location (reference program first)."""
     for prog, value, axis in members:
         if (prog, value) in names:
             return f"{names[(prog, value)]} dim {axis}"
+    by_program = {f.program: f for f in facts or ()}
+    for want in ("ref", "other"):
+        for prog, value, axis in members:
+            f = by_program.get(prog)
+            if prog != want or f is None or value not in f.defs:
+                continue
+            op, _ = f.defs[value]
+            if op.loc and op.name not in ("stablehlo.constant", "stablehlo.broadcast_in_dim"):
+                side = "" if prog == "ref" else "other: "
+                return f"{side}{op.name.split('.')[-1]} @ {op.loc.split(' @ ')[-1]} dim {axis}"
     prog, value, axis = members[0]
     return f"{prog} {value} dim {axis}"
 
@@ -659,6 +675,7 @@ def _tie_constants(a: DimAnalysis, facts: list[_Facts], constants: list[_Constan
                 exprs.append((math.prod(a.classes[c].size for c in cs), math.prod(sizes[c] for c in cs), cs,
                               "element count"))
     tied: dict[tuple[str, str], float | int] = {}
+    tied_classes: dict[tuple[str, str], tuple[int, ...]] = {}
     pins: dict[int, str] = {}
     untied_index: dict[str, int] = {}
     for k in constants:
@@ -667,7 +684,7 @@ def _tie_constants(a: DimAnalysis, facts: list[_Facts], constants: list[_Constan
             if k.role == "reciprocal":
                 if o > 1 and abs(k.value - 1.0 / o) <= 1e-6 * abs(k.value):
                     hits.append((1.0 / s if s else None, 1.0 / o, cs))
-            elif k.value == o and (k.is_int or kind != "size - 1"):
+            elif k.value == o and (k.is_int or kind != "size - 1" or k.role == "divisor"):
                 hits.append((s, o, cs))
         shrunk = [h for h in hits if h[0] != h[1]]
         new_values = {h[0] for h in hits}
@@ -685,6 +702,7 @@ def _tie_constants(a: DimAnalysis, facts: list[_Facts], constants: list[_Constan
             continue
         v = new_values.pop()
         tied[(k.program, k.value_name)] = int(v) if k.is_int else float(v)
+        tied_classes[(k.program, k.value_name)] = tuple(c for _, _, cs in shrunk for c in cs)
     for fa in facts:
         for v in _position_constants(fa):
             if (fa.program, v[0]) not in tied:
@@ -726,7 +744,7 @@ def _tie_constants(a: DimAnalysis, facts: list[_Facts], constants: list[_Constan
                 if bad and sizes[c] != a.classes[c].size:
                     pins.setdefault(c, f"gather at {op.loc}: indices computed from "
                                        f"{' and '.join(sorted(bad))} values, not program inputs")
-    return tied, pins, bounds
+    return tied, pins, bounds, tied_classes
 
 
 def _index_sources(fa: _Facts, value: str) -> set[str]:
@@ -810,6 +828,34 @@ def _constant_behind(fa: _Facts, value: str) -> tuple[str, float | int] | None:
             return None
         value = op.operands[0]
     return None
+
+
+def _collisions(a: DimAnalysis, facts: list[_Facts], sizes: list[int], tied: dict[tuple[str, str], float | int],
+                tied_classes: dict[tuple[str, str], tuple[int, ...]], degree: dict[int, int]) -> set[int]:
+    """Classes whose shrunk size would coincide with a literal of either program: a count
+    the reference sums implicitly (n * c) or a rewritten size constant must not become a
+    number the other program writes down (a bug dividing by 2 where the reference divides
+    by 4096 would be hidden at 2). Those classes must grow."""
+    literals: set[float] = set()
+    for fa in facts:
+        for op in fa.ops():
+            if op.name == "stablehlo.constant" and (fa.program, op.results[0]) not in tied:
+                v = _splat(op)
+                if v is not None and math.isfinite(v) and v != 0:
+                    literals.add(float(abs(v)))
+
+    def collides(v: float) -> bool:
+        v = abs(float(v))
+        return any(abs(v - u) <= 1e-9 * u or (v and abs(1.0 / v - u) <= 1e-9 * u) for u in literals)
+
+    out: set[int] = set()
+    for c in degree:
+        if sizes[c] != a.classes[c].size and collides(sizes[c]):
+            out.add(c)
+    for key, v in tied.items():
+        if collides(v):
+            out.update(tied_classes.get(key, ()))
+    return out
 
 
 def _only_device(fa: _Facts, name: str) -> bool:
