@@ -1,0 +1,201 @@
+"""Summand degrees for shape shrinking: a class summed over must keep at least as many
+elements as the degree, in the elements at one position of the class, of what is summed
+(Newton's identities; docs/shrinking.md)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .dims import DimAnalysis
+from .ir import Block, Op
+from .shrink_facts import ProgramFacts
+
+
+UNBOUNDED = 1 << 20
+
+
+_SAME_DEGREE = frozenset({"stablehlo.convert", "stablehlo.negate", "stablehlo.reshape", "stablehlo.transpose",
+                          "stablehlo.broadcast_in_dim", "mhlo.copy", "sdy.sharding_constraint", "sdy.reshard",
+                          "stablehlo.all_reduce", "stablehlo.all_gather", "stablehlo.reduce_scatter",
+                          "stablehlo.all_to_all", "stablehlo.collective_permute", "stablehlo.collective_broadcast",
+                          "stablehlo.slice", "stablehlo.dynamic_slice", "stablehlo.pad", "stablehlo.concatenate",
+                          "stablehlo.optimization_barrier", "stablehlo.reduce_precision", "stablehlo.custom_call",
+                          "stablehlo.real", "stablehlo.imag", "stablehlo.add", "stablehlo.subtract",
+                          "stablehlo.dynamic_update_slice", "stablehlo.gather"})
+
+
+@dataclass
+class Degrees:
+    """Degree, in the elements at one position of a class family, of every value: the
+    bound a reduction over that family needs. Transcendental and comparison results are
+    atoms (an uninterpreted function application is one variable); loop-carried values
+    are iterated to a fixpoint, or unbounded."""
+
+    facts: ProgramFacts
+    analysis: DimAnalysis
+    family: set[int]
+    bindings: dict[str, int] = field(default_factory=dict)  # a called function's arguments
+    calls: dict[tuple[str, tuple[int, ...]], tuple[int, ...]] = field(default_factory=dict)
+    memo: dict[str, int] = field(default_factory=dict)
+
+    def has(self, value: str) -> bool:
+        key = (self.facts.program, value)
+        if key not in self.analysis.types:
+            return False
+        return any(c in self.family for c in self.analysis.classes_of(*key))
+
+    def of(self, value: str) -> int:
+        if value in self.memo:
+            return self.memo[value]
+        if not self.has(value):
+            return 0
+        self.memo[value] = UNBOUNDED  # cycles (loops) are unbounded unless resolved below
+        d = self._compute(value)
+        self.memo[value] = min(d, UNBOUNDED)
+        return self.memo[value]
+
+    def _compute(self, value: str) -> int:  # noqa: C901 - one dispatch over op kinds
+        f = self.facts
+        if value in self.bindings:
+            return self.bindings[value]
+        if value in f.entry_args:
+            return 1
+        if value in f.region_arg:
+            owner, ri, k = f.region_arg[value]
+            if owner.name == "sdy.manual_computation":
+                return self.of(owner.operands[k])
+            if owner.name == "stablehlo.while":
+                self._loop(owner)
+                return self.memo[value]
+            return 1 if owner.name == "stablehlo.reduce" else UNBOUNDED
+        if value in f.func_of_arg:
+            return max((self.of(call.operands[k]) for call, k in f.callers.get(value, [])), default=1)
+        if value not in f.defs:
+            return UNBOUNDED
+        op, idx = f.defs[value]
+        ds = [self.of(o) for o in op.operands]
+        n = op.name
+        if n == "stablehlo.constant" or n == "stablehlo.iota":
+            return 0 if n == "stablehlo.constant" else 1
+        if n in ("stablehlo.multiply", "stablehlo.dot_general", "stablehlo.dot"):
+            return sum(ds)
+        if n == "stablehlo.select":
+            return ds[0] + max(ds[1:])
+        if n == "stablehlo.divide":
+            return ds[0] + (1 if ds[1] else 0)
+        if n == "stablehlo.power":
+            return UNBOUNDED if ds[1] else ds[0] * 8  # a constant exponent: bounded by a small integer
+        if n == "stablehlo.reduce":
+            return max(ds[:len(ds) // 2], default=0)
+        if n == "func.call":
+            sub = self.callee(op, ds)
+            return sub.of(sub.facts.module.funcs[op.attrs["callee"]].body.returns[idx]) if sub else UNBOUNDED
+        if n == "sdy.manual_computation":
+            return self.of(op.regions[0].returns[idx])
+        if n == "stablehlo.while":
+            return self.of(op.regions[1].args[idx])
+        if n in ("stablehlo.case", "stablehlo.if"):
+            return max(self.of(r.returns[idx]) for r in op.regions)
+        if n in _SAME_DEGREE:
+            return max(ds, default=0)
+        # Everything else (exp, max, compare, ...) is an atom of its arguments.
+        return 1 if any(ds) else 0
+
+    def callee(self, op: Op, arg_degrees: list[int]) -> "Degrees | None":
+        """The called function's degrees with its arguments bound to this call's (calls
+        are evaluated per distinct argument degrees, so a function called at several
+        depths is not one summary)."""
+        fn = self.facts.module.funcs.get(op.attrs.get("callee", ""))
+        if fn is None:
+            return None
+        key = (fn.name, tuple(arg_degrees))
+        sub = Degrees(self.facts, self.analysis, self.family, dict(zip(fn.body.args, arg_degrees)), self.calls)
+        if key not in self.calls:
+            self.calls[key] = tuple(sub.of(r) for r in fn.body.returns)
+        return sub
+
+    def _loop(self, op: Op) -> None:
+        """Degrees of a while's carried values: iterate the body to a fixpoint (a few
+        rounds), else unbounded."""
+        cond, body = op.regions
+        inner = self._defined_in(body) + self._defined_in(cond)
+        degs = [self.of(o) for o in op.operands]
+        for _ in range(5):
+            for r in inner:
+                self.memo.pop(r, None)
+            for region in (cond, body):
+                for a, d in zip(region.args, degs):
+                    self.memo[a] = d
+            nxt = [max(d, self.of(ret)) for d, ret in zip(degs, body.returns)]
+            if nxt == degs:
+                return
+            degs = nxt
+        for r in inner:
+            self.memo.pop(r, None)
+        for region in (cond, body):
+            for a in region.args:
+                self.memo[a] = UNBOUNDED
+
+    @staticmethod
+    def _defined_in(block: Block) -> list[str]:
+        return [r for op in block.walk() for r in op.results] + \
+            [a for op in block.walk() for region in op.regions for a in region.args]
+
+
+def summand_degrees(facts: ProgramFacts, analysis: DimAnalysis, families: dict[int, set[int]]) -> dict[int, int]:
+    """class -> the largest summand degree of any sum over it in this program. Functions
+    are entered at their call sites, with the call's argument degrees."""
+    out: dict[int, int] = {}
+    roots: dict[frozenset[int], Degrees] = {}
+
+    def root(c: int) -> Degrees:
+        key = frozenset(families[c])
+        if key not in roots:
+            d = roots[key] = Degrees(facts, analysis, set(key))
+            # In program order from the entry, so that a loop is resolved from outside
+            # before any value inside it is asked for.
+            for op in facts.module.main.body.walk():
+                for r in op.results:
+                    d.of(r)
+        return roots[key]
+
+    def visit(block: Block, context: dict[frozenset[int], Degrees], depth: int) -> None:
+        def degrees(c: int) -> Degrees:
+            return context.get(frozenset(families[c])) or root(c)
+
+        for op in block.walk():
+            if op.name in ("stablehlo.dot_general", "stablehlo.dot"):
+                lhs, rhs = op.operands
+                dn = op.attrs.get("dot_dimension_numbers")
+                lt = analysis.types[(facts.program, lhs)]
+                for a in (list(dn.lhs_contracting) if dn else [len(lt.shape) - 1]):
+                    c = analysis.class_of[(facts.program, lhs, a)]
+                    d = degrees(c)
+                    out[c] = max(out.get(c, 0), d.of(lhs) + d.of(rhs))
+            elif op.name == "stablehlo.reduce":
+                body = op.regions[0].ops
+                if len(body) != 1 or body[0].name != "stablehlo.add":
+                    continue
+                for v in op.operands[:len(op.operands) // 2]:
+                    for a in op.attrs["dimensions"]:
+                        c = analysis.class_of[(facts.program, v, a)]
+                        out[c] = max(out.get(c, 0), degrees(c).of(v))
+            elif op.name == "func.call" and depth < 16:
+                fn = facts.module.funcs.get(op.attrs.get("callee", ""))
+                if fn is None:
+                    continue
+                inner = {}
+                for key in list(roots):
+                    d = context.get(key) or roots[key]
+                    sub = d.callee(op, [d.of(o) for o in op.operands])
+                    if sub is not None:
+                        inner[key] = sub
+                visit(fn.body, inner, depth + 1)
+
+    for c in range(len(analysis.classes)):
+        if analysis.classes[c].reduced_by:
+            root(c)
+    visit(facts.module.main.body, {}, 0)
+    return out
+
+
+__all__ = ['UNBOUNDED', 'Degrees', 'summand_degrees']

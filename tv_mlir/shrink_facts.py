@@ -1,0 +1,261 @@
+"""What shape shrinking needs to know of one program, as read: definitions and uses of
+values, which splat constants play a size-like role (index arithmetic, divisors), what an
+index computation is made of, and which constants meet positions (iota-derived values)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .ir import Module, Op
+
+
+@dataclass
+class ProgramFacts:
+    program: str
+    module: Module
+    defs: dict[str, tuple[Op, int]] = field(default_factory=dict)
+    uses: dict[str, list[Op]] = field(default_factory=dict)
+    region_arg: dict[str, tuple[Op, int, int]] = field(default_factory=dict)  # arg -> (owner, region, index)
+    callers: dict[str, list[tuple[Op, int]]] = field(default_factory=dict)  # func arg -> (call, index)
+    func_of_arg: dict[str, str] = field(default_factory=dict)
+    entry_args: set[str] = field(default_factory=set)
+    unreachable: set[str] = field(default_factory=set)  # values of functions nothing calls
+
+    @classmethod
+    def of(cls, program: str, module: Module) -> "ProgramFacts":
+        f = cls(program, module)
+        f.entry_args = set(module.main.body.args)
+        reachable, todo = set(), [module.entry]
+        while todo:
+            name = todo.pop()
+            if name in reachable or name not in module.funcs:
+                continue
+            reachable.add(name)
+            todo.extend(op.attrs.get("callee", "") for op in module.funcs[name].body.walk() if op.name == "func.call")
+        for fn in module.funcs.values():
+            if fn.name not in reachable:
+                f.unreachable.update(fn.body.args)
+                for op in fn.body.walk():
+                    f.unreachable.update(op.results)
+                    f.unreachable.update(a for r in op.regions for a in r.args)
+        for fn in module.funcs.values():
+            for a in fn.body.args:
+                f.func_of_arg[a] = fn.name
+            for op in fn.body.walk():
+                for k, r in enumerate(op.results):
+                    f.defs[r] = (op, k)
+                for v in op.operands:
+                    f.uses.setdefault(v, []).append(op)
+                for ri, region in enumerate(op.regions):
+                    for k, a in enumerate(region.args):
+                        f.region_arg[a] = (op, ri, k)
+                    for v in region.returns:
+                        f.uses.setdefault(v, []).append(op)
+                if op.name == "func.call":
+                    callee = module.funcs.get(op.attrs.get("callee", ""))
+                    if callee is not None:
+                        for k, a in enumerate(callee.body.args):
+                            f.callers.setdefault(a, []).append((op, k))
+        return f
+
+    def ops(self) -> list[Op]:
+        return [op for fn in self.module.funcs.values() for op in fn.body.walk()]
+
+    def device_derived(self, value: str, seen: set[str] | None = None) -> bool:
+        """Computed from partition_id/replica_id by integer arithmetic (mesh coordinates)."""
+        seen = seen if seen is not None else set()
+        if value in seen or value not in self.defs:
+            return False
+        seen.add(value)
+        op, _ = self.defs[value]
+        if op.name in ("stablehlo.partition_id", "stablehlo.replica_id"):
+            return True
+        # Mesh-coordinate arithmetic only: a product with a size (shard * rows) is an
+        # offset, whose constants are sizes.
+        if op.name in ("stablehlo.convert", "stablehlo.divide", "stablehlo.remainder", "stablehlo.reshape",
+                       "stablehlo.add", "stablehlo.subtract", "stablehlo.broadcast_in_dim"):
+            return any(self.device_derived(o, seen) for o in op.operands)
+        return False
+
+    def mesh_arithmetic(self, use: Op, pos: int) -> bool:
+        """A constant at operand `pos` of `use` that only steps through mesh coordinates
+        ((axis_index + 4) % 4, pid / 1 % 4)."""
+        if use.name not in ("stablehlo.divide", "stablehlo.remainder", "stablehlo.add", "stablehlo.subtract"):
+            return False
+        if use.name in ("stablehlo.divide", "stablehlo.remainder") and pos != 1:
+            return False
+        return any(self.device_derived(o) for k, o in enumerate(use.operands) if k != pos)
+
+
+def splat(op: Op) -> float | int | None:
+    value = op.attrs.get("value")
+    if value is None or not isinstance(value, np.ndarray) or value.size == 0:
+        return None
+    flat = value.reshape(-1)
+    if value.size > 1 and not (flat == flat[0]).all():
+        return None
+    x = flat[0]
+    if isinstance(x, (np.bool_, bool)):
+        return None
+    return int(x) if np.issubdtype(value.dtype, np.integer) else float(x)
+
+
+@dataclass
+class Constant:
+    program: str
+    value_name: str
+    value: float | int
+    is_int: bool
+    loc: str
+    role: str  # index / divisor / reciprocal
+
+
+def role_constants(facts: ProgramFacts) -> list[Constant]:
+    out = []
+    for op in facts.ops():
+        if op.name != "stablehlo.constant":
+            continue
+        v = splat(op)
+        if v is None:
+            continue
+        t = op.result_types[0]
+        name = op.results[0]
+        uses = through_broadcasts(facts, name)
+        if t.is_int:
+            arithmetic = [u for u, pos in uses if not facts.mesh_arithmetic(u, pos)]
+            if arithmetic:
+                out.append(Constant(facts.program, name, v, True, op.loc, "index"))
+        elif t.is_float and v != 0:
+            if any(u.name == "stablehlo.divide" and pos == 1 for u, pos in uses):
+                out.append(Constant(facts.program, name, v, False, op.loc, "divisor"))
+            elif any(u.name == "stablehlo.multiply" for u, _ in uses):
+                out.append(Constant(facts.program, name, v, False, op.loc, "reciprocal"))
+    return out
+
+
+def through_broadcasts(facts: ProgramFacts, value: str) -> list[tuple[Op, int]]:
+    """Uses of a value, looking through broadcasts/converts/reshapes: (op, operand position)."""
+    out, todo, seen = [], [value], set()
+    while todo:
+        v = todo.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        for u in facts.uses.get(v, []):
+            if u.name in ("stablehlo.broadcast_in_dim", "stablehlo.convert", "stablehlo.reshape"):
+                todo.extend(u.results)
+            else:
+                out.extend((u, k) for k, o in enumerate(u.operands) if o == v)
+    return out
+
+
+def int_cone_constants(facts: ProgramFacts, value: str) -> list[str]:
+    """Names of the constants in the integer computation of an index operand."""
+    out, todo, seen = [], [value], set()
+    while todo:
+        v = todo.pop()
+        if v in seen or v not in facts.defs:
+            continue
+        seen.add(v)
+        op, _ = facts.defs[v]
+        if op.name == "stablehlo.constant":
+            out.append(v)
+        elif op.result_types and not op.result_types[0].is_float:
+            todo.extend(op.operands)
+    return out
+
+
+def index_sources(fa: ProgramFacts, value: str) -> set[str]:
+    """What an index computation is made of: constant, device (ids), input (integer
+    program inputs), iota, float (computed from float data)."""
+    out: set[str] = set()
+    todo, seen = [value], set()
+    while todo:
+        v = todo.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        if v in fa.entry_args or v in fa.func_of_arg or v in fa.region_arg:
+            out.add("input")
+            continue
+        if v not in fa.defs:
+            continue
+        op, _ = fa.defs[v]
+        if op.name == "stablehlo.constant":
+            out.add("constant")
+        elif op.name in ("stablehlo.partition_id", "stablehlo.replica_id"):
+            out.add("device")
+        elif op.name == "stablehlo.iota":
+            out.add("iota")
+        elif any(fa.module and _is_float(fa, o) for o in op.operands):
+            out.add("float")
+        else:
+            todo.extend(op.operands)
+    return out
+
+
+def _is_float(fa: ProgramFacts, value: str) -> bool:
+    if value in fa.defs:
+        op, k = fa.defs[value]
+        return op.result_types[k].is_float
+    return False
+
+
+_POSITION_FLOW = frozenset(f"stablehlo.{n}" for n in (
+    "convert broadcast_in_dim reshape transpose add subtract multiply divide remainder negate abs maximum "
+    "minimum clamp compare select and or not xor sign floor ceil round_nearest_even shift_left "
+    "shift_right_logical shift_right_arithmetic").split())
+
+
+_POSITION_ARITH = frozenset(f"stablehlo.{n}" for n in (
+    "add subtract multiply divide remainder maximum minimum clamp compare and or xor shift_left "
+    "shift_right_logical shift_right_arithmetic").split())
+
+
+def position_constants(fa: ProgramFacts) -> list[tuple[str, int]]:
+    """Constants (name, |value| rounded up) combined with values computed from an iota:
+    window bounds, shifts. Non-integer floats and huge floats (mask fills) are not
+    positions."""
+    derived: set[str] = set()
+    out = []
+    for op in fa.ops():
+        if op.name == "stablehlo.iota":
+            derived.update(op.results)
+            continue
+        if op.name not in _POSITION_FLOW or not any(o in derived for o in op.operands):
+            continue
+        derived.update(op.results)
+        if op.name == "stablehlo.select" and not any(o in derived for o in op.operands[1:]):
+            continue
+        if op.name not in _POSITION_ARITH and op.name != "stablehlo.select":
+            continue
+        for o in op.operands:
+            found = _constant_behind(fa, o)
+            if found is None:
+                continue
+            name, value = found
+            if isinstance(value, float) and (not value.is_integer() or abs(value) > 1 << 16):
+                continue
+            out.append((name, int(abs(value))))
+    return out
+
+
+def _constant_behind(fa: ProgramFacts, value: str) -> tuple[str, float | int] | None:
+    while value in fa.defs:
+        op, _ = fa.defs[value]
+        if op.name == "stablehlo.constant":
+            v = splat(op)
+            return None if v is None else (value, v)
+        if op.name not in ("stablehlo.broadcast_in_dim", "stablehlo.convert", "stablehlo.reshape"):
+            return None
+        value = op.operands[0]
+    return None
+
+
+def only_device(fa: ProgramFacts, name: str) -> bool:
+    uses = through_broadcasts(fa, name)
+    return bool(uses) and all(fa.mesh_arithmetic(u, pos) for u, pos in uses)
+
+
+__all__ = ['Constant', 'ProgramFacts', 'index_sources', 'int_cone_constants', 'only_device', 'position_constants', 'role_constants', 'splat', 'through_broadcasts']
