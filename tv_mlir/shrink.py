@@ -110,8 +110,9 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None) -> Shr
     mins = [1] * n
     roles = ["free"] * n
     degree: dict[int, int] = {}
+    counted: set[int] = set()
     for fa in facts:
-        for c, d in summand_degrees(fa, a, families).items():
+        for c, d in summand_degrees(fa, a, families, counted).items():
             degree[c] = max(degree.get(c, 2), d)
     for c, d in degree.items():
         if d >= UNBOUNDED:
@@ -146,7 +147,7 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None) -> Shr
             if b > mins[c]:
                 mins[c] = b
                 changed = True
-        for c in collisions(a, facts, sizes, tied, tied_classes, degree):
+        for c in collisions(a, facts, sizes, tied, tied_classes, counted):
             if sizes[c] < a.classes[c].size:
                 mins[c] = max(mins[c], sizes[c] + 1)
                 changed = True

@@ -104,11 +104,12 @@ def tie_constants(a: DimAnalysis, facts: list[ProgramFacts], constants: list[Con
 
 
 def collisions(a: DimAnalysis, facts: list[ProgramFacts], sizes: list[int], tied: dict[tuple[str, str], float | int],
-                tied_classes: dict[tuple[str, str], tuple[int, ...]], degree: dict[int, int]) -> set[int]:
+                tied_classes: dict[tuple[str, str], tuple[int, ...]], counted: set[int]) -> set[int]:
     """Classes whose shrunk size would coincide with a literal of either program: a count
-    the reference sums implicitly (n * c) or a rewritten size constant must not become a
-    number the other program writes down (a bug dividing by 2 where the reference divides
-    by 4096 would be hidden at 2). Those classes must grow."""
+    one program sums implicitly (a sum of the same value at every position, n * c) or a
+    rewritten size constant must not become a number the other program writes down (a
+    bug dividing by 8 devices where the reference divides by 4096 tokens would be hidden
+    at 8). Those classes must grow."""
     literals: set[float] = set()
     for fa in facts:
         for op in fa.ops():
@@ -122,12 +123,13 @@ def collisions(a: DimAnalysis, facts: list[ProgramFacts], sizes: list[int], tied
         return any(abs(v - u) <= 1e-9 * u or (v and abs(1.0 / v - u) <= 1e-9 * u) for u in literals)
 
     out: set[int] = set()
-    for c in degree:
+    for c in counted:
         if sizes[c] != a.classes[c].size and collides(sizes[c]):
             out.add(c)
     for key, v in tied.items():
-        if collides(v):
-            out.update(tied_classes.get(key, ()))
+        shrunk = [c for c in tied_classes.get(key, ()) if sizes[c] < a.classes[c].size]
+        if collides(v) and shrunk:
+            out.add(min(shrunk, key=lambda c: sizes[c]))  # one class at a time, the cheapest
     return out
 
 

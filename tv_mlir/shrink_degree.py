@@ -141,9 +141,13 @@ class Degrees:
             [a for op in block.walk() for region in op.regions for a in region.args]
 
 
-def summand_degrees(facts: ProgramFacts, analysis: DimAnalysis, families: dict[int, set[int]]) -> dict[int, int]:
+def summand_degrees(facts: ProgramFacts, analysis: DimAnalysis, families: dict[int, set[int]],
+                    counted: set[int] | None = None) -> dict[int, int]:
     """class -> the largest summand degree of any sum over it in this program. Functions
-    are entered at their call sites, with the call's argument degrees."""
+    are entered at their call sites, with the call's argument degrees. `counted` receives
+    the classes with a summand of degree 0 (the same value at every position): there the
+    class's size itself becomes a factor of the result (n * c)."""
+    counted = counted if counted is not None else set()
     out: dict[int, int] = {}
     roots: dict[frozenset[int], Degrees] = {}
 
@@ -170,7 +174,10 @@ def summand_degrees(facts: ProgramFacts, analysis: DimAnalysis, families: dict[i
                 for a in (list(dn.lhs_contracting) if dn else [len(lt.shape) - 1]):
                     c = analysis.class_of[(facts.program, lhs, a)]
                     d = degrees(c)
-                    out[c] = max(out.get(c, 0), d.of(lhs) + d.of(rhs))
+                    deg = d.of(lhs) + d.of(rhs)
+                    out[c] = max(out.get(c, 0), deg)
+                    if deg == 0:
+                        counted.add(c)
             elif op.name == "stablehlo.reduce":
                 body = op.regions[0].ops
                 if len(body) != 1 or body[0].name != "stablehlo.add":
@@ -178,7 +185,10 @@ def summand_degrees(facts: ProgramFacts, analysis: DimAnalysis, families: dict[i
                 for v in op.operands[:len(op.operands) // 2]:
                     for a in op.attrs["dimensions"]:
                         c = analysis.class_of[(facts.program, v, a)]
-                        out[c] = max(out.get(c, 0), degrees(c).of(v))
+                        deg = degrees(c).of(v)
+                        out[c] = max(out.get(c, 0), deg)
+                        if deg == 0:
+                            counted.add(c)
             elif op.name == "func.call" and depth < 16:
                 fn = facts.module.funcs.get(op.attrs.get("callee", ""))
                 if fn is None:
