@@ -439,12 +439,21 @@ def _prefix_products(shape: tuple[int, ...]) -> list[int]:
 def _propagate_shards(uf: _UnionFind, scales: list[tuple[Node, Node, int]],
                       products: list[tuple[Node, tuple[Node, ...]]]) -> None:
     """A sharded product splits its major factor: global (a, b) over k shards is local
-    (a/k, b), so b joins b and a scales to a/k. Other splits pin."""
-    for _ in range(len(scales) + 1):
+    (a/k, b), so b joins b and a scales to a/k. Other splits pin. Two splits of one dim
+    into factors of the same sizes are the same split."""
+    for _ in range(len(scales) + len(products) + 1):
         by_whole: dict[Node, tuple[Node, ...]] = {}
-        for whole, parts in products:
-            by_whole.setdefault(uf.find(whole), parts)
         changed = False
+        for whole, parts in products:
+            seen = by_whole.setdefault(uf.find(whole), parts)
+            # One dim split twice into factors of the same sizes is the same row-major
+            # split: the factors are the same classes.
+            if seen is not parts and len(seen) == len(parts) and \
+                    all(uf.size[uf.find(x)] == uf.size[uf.find(y)] for x, y in zip(seen, parts)):
+                for x, y in zip(seen, parts):
+                    if uf.find(x) != uf.find(y):
+                        uf.union(x, y, "the same reshape split twice")
+                        changed = True
         for g, loc, k in list(scales):
             pg, pl = by_whole.get(uf.find(g)), by_whole.get(uf.find(loc))
             if pg is None or pl is None:

@@ -251,6 +251,14 @@ def _solve(a: DimAnalysis, find, mins: list[int], pins: dict[int, str]) -> list[
             if want == divisor[rp]:
                 continue
             stable = False
+            if rp in rf:
+                # The whole scales with one of its own factors (experts = shards x local
+                # experts, split again by a reshape): the other factors cannot shrink.
+                for r in rf:
+                    if r != rp:
+                        divisor[r] = 1
+                divisor[rp] = math.prod(divisor[r] for r in rf)
+                continue
             if _decided(a, p, fs, find):
                 for x in (p, *fs):
                     pins.setdefault(x, "reshaped in two different ways")
