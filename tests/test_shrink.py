@@ -300,3 +300,45 @@ def test_shrunk_modules_agree_on_xla(name: str, form: str, xla) -> None:
         got, _ = run_on_xla(xla, small_o, arrays)
         for w, g in zip(want, got):
             np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-4, atol=2e-4)
+
+
+def _sequence_parallel_positions(bug: bool, seq: int = 2048) -> tuple[str, str]:
+    """Reference `x * position` and its sequence-parallel form over 4 devices, whose
+    position offset is off by one past local position 4 when `bug`."""
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import PartitionSpec as P
+
+    import numpy as np
+
+    mesh = jax.sharding.Mesh(np.array(jax.devices()[:4]), ("sp",))
+    local_n = seq // 4
+
+    def ref(x):
+        return x * jnp.arange(seq, dtype=jnp.float32)
+
+    def local(x):
+        i = jnp.arange(local_n, dtype=jnp.int32)
+        pos = jax.lax.axis_index("sp") * local_n + i
+        if bug:
+            pos = pos + (i > 4).astype(jnp.int32)
+        return x * pos.astype(jnp.float32)
+
+    spec = jax.ShapeDtypeStruct((seq,), jnp.float32)
+    sharded = jax.jit(jax.shard_map(local, mesh=mesh, in_specs=P("sp"), out_specs=P("sp")))
+    return jax.jit(ref).lower(spec).as_text(), sharded.lower(spec).as_text()
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_sequence_parallel_bug_past_position_four_is_not_hidden(bug: bool) -> None:
+    ref, other = _sequence_parallel_positions(bug)
+    v = tv_mlir.verify(ref, other)
+    assert v.verdict == ("not-equivalent" if bug else "equivalent"), v.reason
+    local = next(e for e in v.shrink["shrunk"] if e["original"] == 512)
+    if bug:
+        # Room past the window constant 4 in every shard: at least 2 * 4 + 2 per shard.
+        assert local["verified"] >= 10 and v.counterexample.confirmed
+        assert v.counterexample.index[0] % local["verified"] > 4
+    # At 4 local positions the buggy plan is right: naive shrinking would hide the bug.
+    small_ref, small_other = _sequence_parallel_positions(bug, seq=16)
+    assert tv_mlir.verify(small_ref, small_other, shrink=False).verdict == "equivalent"
