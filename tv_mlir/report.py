@@ -91,8 +91,9 @@ def to_text(v: Verdict) -> str:
             notes.insert(0, f"found at the shrunk sizes (index {c.shrunk_index}), embedded into the original "
                             f"sizes and replayed there")
         elif v.shrink and v.shrink.get("applied"):
-            why = "its embedding into the original sizes is not reproduced there" if c.embedded is False else \
-                "too large to replay at the original sizes"
+            why = ("its embedding into the original sizes is not reproduced there" if c.embedded is False else
+                   "a replica divergence is shown where it was found" if c.devices else
+                   "too large to replay at the original sizes")
             notes.insert(0, f"at the shrunk sizes above; {why}")
         lines.append("counterexample" + (f" ({'; '.join(notes)})" if notes else "") + ":")
         for name, vals in c.inputs.items():

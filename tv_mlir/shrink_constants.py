@@ -115,7 +115,8 @@ def collisions(a: DimAnalysis, facts: list[ProgramFacts], sizes: list[int], tied
         for op in fa.ops():
             if op.name == "stablehlo.constant" and (fa.program, op.results[0]) not in tied:
                 v = splat(op)
-                if v is not None and math.isfinite(v) and v != 0:
+                # Steps through mesh coordinates (pid / 1 % 4) never meet data.
+                if v is not None and math.isfinite(v) and v != 0 and not only_device(fa, op.results[0]):
                     literals.add(float(abs(v)))
 
     def collides(v: float) -> bool:
