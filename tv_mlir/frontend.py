@@ -95,12 +95,7 @@ def _first_diagnostic(text: str, name: str) -> str:
 
 
 def load_module(spec: str | bytes | Path, name: str | None = None) -> tir.Module:
-    source = read_source(spec, name)
-    ctx, module = parse_mlir(source)
-    with ctx:
-        converted = _Converter(source.name).module(module)
-    converted.text = source.data
-    return converted
+    return load_module_mlir(spec, name).module
 
 
 @dataclass

@@ -414,15 +414,7 @@ class Sweeper:
 
     def cone(self, elements: Sequence[Any]) -> list[Cut]:
         """The cut variables the elements depend on, through their definitions, oldest first."""
-        seen: set[int] = set()
-        stack = list(self.vars_of(t for x in elements for t in element_terms(x)))
-        while stack:
-            v = stack.pop()
-            if v in seen:
-                continue
-            seen.add(v)
-            stack.extend(self._info(v).vars)
-        return sorted((self.cuts_by_id[v] for v in seen), key=lambda c: c.order)
+        return self._closure(self.vars_of(t for x in elements for t in element_terms(x)))
 
     def expand_element(self, x: Any) -> Any:
         if isinstance(x, (bool, int)):
