@@ -16,7 +16,7 @@ from . import spmd
 from .algebra import Kind, SymbolicAlgebra
 from .algebra.symbolic import FIN, lift_any
 from .errors import Unsupported, UsageError
-from .frontend import BYTECODE_MAGIC, load_module
+from .frontend import BYTECODE_MAGIC, Loaded, load_module, load_module_mlir
 from .interp import Interpreter, SharedValues
 from .ir import Module, TensorType
 from .options import Options
@@ -38,17 +38,9 @@ LOCAL_UNFOLD = 4000
 LOCAL_DEEP = 20
 
 
-@dataclass(frozen=True)
-class _Named:
-    """Module bytes with the name messages use."""
-
-    data: bytes
-    name: str
-
-
-def prepare(spec: "ModuleLike | _Named", options: Options, name: str | None = None) -> Module:
-    if isinstance(spec, _Named):
-        spec, name = spec.data, spec.name
+def prepare(spec: "ModuleLike | Loaded", options: Options, name: str | None = None) -> Module:
+    if isinstance(spec, Loaded):
+        spec = spec.module
     module = spec if isinstance(spec, Module) else load_module(spec, name)
     return run_pipeline(load_pipeline(options.pipeline), module)
 
@@ -82,8 +74,10 @@ def verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, *
     Raises ParseError/UsageError for unreadable or incomparable inputs."""
     options = replace(options or Options(), **overrides)
     t0 = time.perf_counter()
-    ref, ref_sym = _static(ref)
-    other, other_sym = _static(other)
+    # Each input is read and parsed once: the passes copy rather than edit, so the module
+    # as read (with its MLIR) is still there for the shrink pass.
+    ref, ref_sym = _read(ref)
+    other, other_sym = _read(other)
     ref_m = prepare(ref, options)
     other_m = prepare(other, options)
     check_signatures(ref_m, other_m)
@@ -91,7 +85,7 @@ def verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, *
     if options.shrink and load_pipeline(options.pipeline).has("shrink"):
         ref_m, other_m, shrink, embedding = _shrink(ref, other, ref_m, other_m, options)
     if ref_sym or other_sym:
-        shrink = dict(shrink or {"applied": False, "reason": "--no-shrink"})
+        shrink = dict(shrink or {"applied": False, "reason": "off (--no-shrink, or no shrink in the pipeline)"})
         shrink["symbolic"] = {"instantiated_at": SYMBOLIC_SIZE, "ref": ref_sym, "other": other_sym}
     verdict = _verify_modules(ref_m, other_m, options)
     verdict.shrink = shrink
@@ -107,22 +101,21 @@ def verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, *
 SYMBOLIC_SIZE = 840
 
 
-def _static(spec: ModuleLike) -> tuple[ModuleLike, list[list[int]]]:
-    """The module as bytes (read once: stdin may not be read twice), instantiated at
-    SYMBOLIC_SIZE when its entry has dynamic dims; and those dims."""
+def _read(spec: ModuleLike) -> "tuple[Loaded | Module, list[list[int]]]":
+    """The module as read (stdin is read once), instantiated at SYMBOLIC_SIZE when its
+    entry has dynamic dims; and those dims. A Module given by the caller stays as it is."""
     if isinstance(spec, Module):
         return spec, []
     from . import symshape
     from .frontend import read_source
 
     src = read_source(spec)
-    if not src.data.startswith(BYTECODE_MAGIC) and b"?" not in src.data:
-        return _Named(src.data, src.name), []
-    dims = symshape.dynamic_dims(src.data, src.name)
+    dims = [] if not src.data.startswith(BYTECODE_MAGIC) and b"?" not in src.data else \
+        symshape.dynamic_dims(src.data, src.name)
     if not dims:
-        return _Named(src.data, src.name), []
+        return load_module_mlir(src.data, src.name), []
     text = symshape.instantiate(src.data, {d: SYMBOLIC_SIZE for d in dims}, src.name)
-    return _Named(text, src.name), [list(d) for d in dims]
+    return load_module_mlir(text, src.name), [list(d) for d in dims]
 
 
 def _embed(verdict: Verdict, e: Any, small_ref: Module, ref: Module, other: Module) -> None:
@@ -153,7 +146,7 @@ def _embed(verdict: Verdict, e: Any, small_ref: Module, ref: Module, other: Modu
                           f"{other.source} gives {c.other_value}")
 
 
-def _shrink(ref: ModuleLike, other: ModuleLike, ref_m: Module, other_m: Module,
+def _shrink(ref: "Loaded | Module", other: "Loaded | Module", ref_m: Module, other_m: Module,
             options: Options) -> tuple[Module, Module, dict[str, Any], Any]:
     """Both programs at their shrunk sizes, or as they are when nothing shrinks (or the
     rewrite is refused: then the verdict is still sound, only slower)."""
@@ -168,7 +161,7 @@ def _shrink(ref: ModuleLike, other: ModuleLike, ref_m: Module, other_m: Module,
         return ref_m, other_m, {"applied": False, "reason": "no dimension can shrink"}, None
     summary = {"applied": True, **result.summary()}
     _progress(options, f"shrink: {len(summary['shrunk'])} dimension classes shrunk, "
-                       f"{result.summary()['constants_rewritten']} constants rewritten ({result.time_s:.2f} s)")
+                       f"{summary['constants_rewritten']} constants rewritten ({result.time_s:.2f} s)")
     small_ref = prepare(result.ref_text, options, ref_m.source)
     small_other = prepare(result.other_text, options, other_m.source)
     check_signatures(small_ref, small_other)

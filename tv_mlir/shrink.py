@@ -29,7 +29,7 @@ from typing import Any
 
 from .dims import DimAnalysis, analyse
 from .ir import Module
-from .shrink_constants import collisions, tie_constants
+from .shrink_constants import collisions, sites, tie_constants
 from .shrink_degree import UNBOUNDED, summand_degrees
 from .shrink_facts import ProgramFacts, role_constants
 
@@ -134,10 +134,11 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None) -> Shr
             roles[c] = "positions (iota)"
     # Per-shard bounds: a local class's bound applies to every shard of its global.
     constants = [c for fa in facts for c in role_constants(fa)]
+    where = sites(a, facts)
     tied: dict[tuple[str, str], float | int] = {}
     for _ in range(4 * n + 8):
         sizes = _solve(a, find, mins, pins)
-        tied, new_pins, bounds, tied_classes = tie_constants(a, facts, constants, sizes)
+        tied, new_pins, bounds, tied_classes = tie_constants(a, where, constants, sizes)
         changed = False
         for c, why in new_pins.items():
             if c not in pins:
@@ -147,7 +148,7 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None) -> Shr
             if b > mins[c]:
                 mins[c] = b
                 changed = True
-        for c in collisions(a, facts, sizes, tied, tied_classes, counted):
+        for c in collisions(a, where, sizes, tied, tied_classes, counted):
             if sizes[c] < a.classes[c].size:
                 mins[c] = max(mins[c], sizes[c] + 1)
                 changed = True

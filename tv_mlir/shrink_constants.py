@@ -4,6 +4,7 @@ below, and which literals a shrunk size must not coincide with."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
 from .dims import DimAnalysis
 from .shrink_facts import (Constant, ProgramFacts, index_sources, int_cone_constants, only_device,
@@ -13,9 +14,54 @@ from .shrink_facts import (Constant, ProgramFacts, index_sources, int_cone_const
 _TIE_MIN = 8  # constants below this are too common to be read as sizes
 
 
-def tie_constants(a: DimAnalysis, facts: list[ProgramFacts], constants: list[Constant], sizes: list[int]) \
+@dataclass
+class Sites:
+    """Where sizes meet constants and indices, found once per program pair (they do not
+    depend on the sizes being tried)."""
+
+    counts: list[tuple[int, ...]] = field(default_factory=list)  # classes of multi-dim reduces
+    positions: list[tuple[str, str, int]] = field(default_factory=list)  # (program, constant, |value|)
+    # A shrunk class read at offsets: (class, where, what the offsets are computed from
+    # that is not allowed, the offsets' constants as (program, name, value, mesh step)).
+    offsets: list[tuple[int, str, set[str], list[tuple[str, str, float | int | None, bool]]]] = \
+        field(default_factory=list)
+    # Every splat literal that could stand for a count: (program, name, |value|). Steps
+    # through mesh coordinates (pid / 1 % 4) never meet data and are left out.
+    literals: list[tuple[str, str, float]] = field(default_factory=list)
+
+
+def sites(a: DimAnalysis, facts: list[ProgramFacts]) -> Sites:
+    out = Sites()
+    for fa in facts:
+        out.positions.extend((fa.program, name, v) for name, v in position_constants(fa))
+        for op in fa.ops():
+            if op.name == "stablehlo.constant":
+                v = splat(op)
+                if v is not None and math.isfinite(v) and v != 0 and not only_device(fa, op.results[0]):
+                    out.literals.append((fa.program, op.results[0], float(abs(v))))
+            elif op.name == "stablehlo.reduce" and len(op.attrs.get("dimensions", ())) > 1:
+                out.counts.append(tuple(a.class_of[(fa.program, op.operands[0], d)] for d in op.attrs["dimensions"]))
+            elif op.name in ("stablehlo.dynamic_slice", "stablehlo.dynamic_update_slice"):
+                # Block-aligned slices: offsets from device ids and tied constants only.
+                starts = op.operands[1:] if op.name == "stablehlo.dynamic_slice" else op.operands[2:]
+                for d, start in enumerate(starts):
+                    consts = [(fa.program, name, splat(fa.defs[name][0]), only_device(fa, name))
+                              for name in int_cone_constants(fa, start)]
+                    out.offsets.append((a.class_of[(fa.program, op.operands[0], d)], f"{op.name} at {op.loc}",
+                                        index_sources(fa, start) & {"iota", "float", "input"}, consts))
+            elif op.name == "stablehlo.gather":
+                # Data-indexed lookups: indices from program inputs, not positions or floats.
+                g = op.attrs.get("dimension_numbers")
+                bad = index_sources(fa, op.operands[1]) & {"iota", "float"}
+                for d in (g.start_index_map if g is not None and bad else ()):
+                    out.offsets.append((a.class_of[(fa.program, op.operands[0], d)], f"gather at {op.loc}", bad, []))
+    return out
+
+
+def tie_constants(a: DimAnalysis, where: Sites, constants: list[Constant], sizes: list[int]) \
         -> tuple[dict[tuple[str, str], float | int], dict[int, str], dict[int, int], dict[tuple[str, str], tuple[int, ...]]]:
-    """-> (constant rewrites, classes to pin with the reason, iota lower bounds)."""
+    """-> (constant rewrites, classes to pin with the reason, iota lower bounds, the
+    classes each rewritten constant names)."""
     n = len(a.classes)
     exprs: list[tuple[float, float, tuple[int, ...], str]] = []  # (original, new, classes, kind)
     for c in range(n):
@@ -24,12 +70,8 @@ def tie_constants(a: DimAnalysis, facts: list[ProgramFacts], constants: list[Con
             continue
         exprs.append((o, s, (c,), "size"))
         exprs.append((o - 1, s - 1, (c,), "size - 1"))
-    for fa in facts:
-        for op in fa.ops():
-            if op.name == "stablehlo.reduce" and len(op.attrs.get("dimensions", ())) > 1:
-                cs = tuple(a.class_of[(fa.program, op.operands[0], d)] for d in op.attrs["dimensions"])
-                exprs.append((math.prod(a.classes[c].size for c in cs), math.prod(sizes[c] for c in cs), cs,
-                              "element count"))
+    for cs in where.counts:
+        exprs.append((math.prod(a.classes[c].size for c in cs), math.prod(sizes[c] for c in cs), cs, "element count"))
     tied: dict[tuple[str, str], float | int] = {}
     tied_classes: dict[tuple[str, str], tuple[int, ...]] = {}
     pins: dict[int, str] = {}
@@ -59,65 +101,34 @@ def tie_constants(a: DimAnalysis, facts: list[ProgramFacts], constants: list[Con
         v = new_values.pop()
         tied[(k.program, k.value_name)] = int(v) if k.is_int else float(v)
         tied_classes[(k.program, k.value_name)] = tuple(c for _, _, cs in shrunk for c in cs)
-    for fa in facts:
-        for v in position_constants(fa):
-            if (fa.program, v[0]) not in tied:
-                untied_index[fa.program] = max(untied_index.get(fa.program, 0), v[1])
+    for program, name, value in where.positions:
+        if (program, name) not in tied:
+            untied_index[program] = max(untied_index.get(program, 0), value)
     bounds: dict[int, int] = {}
     for c, cls in enumerate(a.classes):
         if cls.iota:
             programs = {p for p, _, _ in cls.members}
             worst = max((untied_index.get(p, 0) for p in programs), default=0)
             bounds[c] = max(3, 2 * worst + 2)
-    # Block-aligned dynamic slices: their start offsets must be made of tied constants.
-    for fa in facts:
-        for op in fa.ops():
-            if op.name not in ("stablehlo.dynamic_slice", "stablehlo.dynamic_update_slice"):
-                continue
-            starts = op.operands[1:] if op.name == "stablehlo.dynamic_slice" else op.operands[2:]
-            big = op.operands[0]
-            for d, s in enumerate(starts):
-                c = a.class_of[(fa.program, big, d)]
-                if sizes[c] == a.classes[c].size:
-                    continue
-                sources = index_sources(fa, s)
-                if sources & {"iota", "float", "input"}:
-                    pins.setdefault(c, f"{op.name} at {op.loc}: start offset computed from "
-                                       f"{' and '.join(sorted(sources & {'iota', 'float', 'input'}))} values")
-                for name in int_cone_constants(fa, s):
-                    op_c, _ = fa.defs[name]
-                    v = splat(op_c)
-                    if (fa.program, name) not in tied and v not in (0, 1) and not only_device(fa, name):
-                        pins.setdefault(c, f"{op.name} at {op.loc}: start offset uses constant {v}")
-        for op in fa.ops():
-            if op.name != "stablehlo.gather":
-                continue
-            g = op.attrs.get("dimension_numbers")
-            sources = index_sources(fa, op.operands[1])
-            bad = sources & {"iota", "float"}
-            for d in (g.start_index_map if g is not None else ()):
-                c = a.class_of[(fa.program, op.operands[0], d)]
-                if bad and sizes[c] != a.classes[c].size:
-                    pins.setdefault(c, f"gather at {op.loc}: indices computed from "
-                                       f"{' and '.join(sorted(bad))} values, not program inputs")
+    for c, site, bad, consts in where.offsets:
+        if sizes[c] == a.classes[c].size:
+            continue
+        if bad:
+            pins.setdefault(c, f"{site}: offsets computed from {' and '.join(sorted(bad))} values")
+        for program, name, value, mesh_step in consts:
+            if (program, name) not in tied and value not in (0, 1) and not mesh_step:
+                pins.setdefault(c, f"{site}: start offset uses constant {value}")
     return tied, pins, bounds, tied_classes
 
 
-def collisions(a: DimAnalysis, facts: list[ProgramFacts], sizes: list[int], tied: dict[tuple[str, str], float | int],
-                tied_classes: dict[tuple[str, str], tuple[int, ...]], counted: set[int]) -> set[int]:
+def collisions(a: DimAnalysis, where: Sites, sizes: list[int], tied: dict[tuple[str, str], float | int],
+               tied_classes: dict[tuple[str, str], tuple[int, ...]], counted: set[int]) -> set[int]:
     """Classes whose shrunk size would coincide with a literal of either program: a count
     one program sums implicitly (a sum of the same value at every position, n * c) or a
     rewritten size constant must not become a number the other program writes down (a
     bug dividing by 8 devices where the reference divides by 4096 tokens would be hidden
     at 8). Those classes must grow."""
-    literals: set[float] = set()
-    for fa in facts:
-        for op in fa.ops():
-            if op.name == "stablehlo.constant" and (fa.program, op.results[0]) not in tied:
-                v = splat(op)
-                # Steps through mesh coordinates (pid / 1 % 4) never meet data.
-                if v is not None and math.isfinite(v) and v != 0 and not only_device(fa, op.results[0]):
-                    literals.add(float(abs(v)))
+    literals = {v for program, name, v in where.literals if (program, name) not in tied}
 
     def collides(v: float) -> bool:
         v = abs(float(v))
@@ -138,4 +149,4 @@ def _fmt(v: float | int) -> str:
     return str(int(v)) if float(v).is_integer() else repr(v)
 
 
-__all__ = ['collisions', 'tie_constants']
+__all__ = ['Sites', 'collisions', 'sites', 'tie_constants']

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from ..frontend import load_module_mlir
+from ..frontend import Loaded, load_module_mlir
 from ..ir import Module
 from ..embed import Embedding, embedding
 from ..shrink import ShrinkPlan, plan
@@ -30,14 +29,16 @@ class ShrinkResult:
         return s
 
 
-def _raw(spec: Any, prepared: Module):
-    """The module as read, with its MLIR, classified like its prepared form."""
-    if isinstance(spec, Module):
+def _raw(spec: Any, prepared: Module) -> Loaded:
+    """The module as read, with its MLIR, classified like its prepared form. `spec`: the
+    Loaded module verify already read, a Module (read again from its text), or anything
+    `load_module_mlir` reads."""
+    if isinstance(spec, Loaded):
+        loaded = spec
+    elif isinstance(spec, Module):
         loaded = load_module_mlir(spec.text, spec.source)
-    elif hasattr(spec, "data"):  # module bytes with their name
-        loaded = load_module_mlir(spec.data, spec.name)
     else:
-        loaded = load_module_mlir(spec if not isinstance(spec, str) or "\n" in spec else Path(spec))
+        loaded = load_module_mlir(spec)
     m = loaded.module
     m.per_device, m.arg_shardings, m.result_shardings = \
         prepared.per_device, prepared.arg_shardings, prepared.result_shardings
@@ -45,7 +46,8 @@ def _raw(spec: Any, prepared: Module):
 
 
 def shrink_pair(ref_spec: Any, other_spec: Any, ref: Module, other: Module) -> ShrinkResult | None:
-    """None when nothing can shrink. Raises Unsupported when the rewrite fails."""
+    """None when nothing can shrink. Raises Unsupported when the rewrite fails. The MLIR
+    of a Loaded spec is edited in place."""
     from ..mlir_rewrite import rewrite
 
     t0 = time.perf_counter()
