@@ -19,16 +19,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from .ir import Block, Module, Op, Sharding, TensorType
+from .semantics.elementwise import RULES as ELEMENTWISE_RULES
 
 Node = tuple[str, str, int]  # (program, SSA value, axis)
 
-_ELEMENTWISE = frozenset(f"stablehlo.{n}" for n in (
-    "add subtract multiply divide remainder negate abs maximum minimum power sign floor ceil "
-    "round_nearest_even round_nearest_afz compare select clamp and or not xor convert reduce_precision "
-    "is_finite exponential log log_plus_one exponential_minus_one tanh logistic sqrt rsqrt cbrt sine "
-    "cosine tan atan2 optimization_barrier shift_left shift_right_logical shift_right_arithmetic "
-    "popcnt count_leading_zeros real imag").split()) | {"chlo.erf", "chlo.tan", "chlo.square", "mhlo.copy",
-                                                       "sdy.sharding_constraint", "sdy.reshard"}
+# Every op the semantics table treats elementwise (chlo.broadcast_* broadcasts its
+# operands: not analysed), plus the identities that keep shapes.
+_ELEMENTWISE = frozenset(n for n in ELEMENTWISE_RULES if not n.startswith("chlo.broadcast_")) | frozenset(
+    {"mhlo.copy", "sdy.sharding_constraint", "sdy.reshard", "stablehlo.optimization_barrier"})
 _SAME_SHAPE_COLLECTIVES = frozenset({"stablehlo.all_reduce", "stablehlo.collective_permute",
                                      "stablehlo.collective_broadcast"})
 _ORDER_DEPENDENT = frozenset({"stablehlo.reverse", "stablehlo.sort", "chlo.top_k", "stablehlo.scatter",

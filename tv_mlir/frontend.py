@@ -119,6 +119,32 @@ def load_module_mlir(spec: str | bytes | Path, name: str | None = None) -> Loade
     return Loaded(converted, ctx, module, {n: v for v, n in conv.names.items()})
 
 
+def _func_name(op: Any) -> str:
+    from jaxlib.mlir import ir
+
+    return ir.StringAttr(op.attributes["sym_name"]).value
+
+
+def _is_public(op: Any) -> bool:
+    from jaxlib.mlir import ir
+
+    return "sym_visibility" not in op.attributes or ir.StringAttr(op.attributes["sym_visibility"]).value == "public"
+
+
+def entry_func(module: Any, name: str) -> Any:
+    """The entry function of an MLIR module: @main, or the single public function."""
+    funcs = [op.operation for op in module.body.operations if op.operation.name == "func.func"]
+    if not funcs:
+        raise ParseError(f"{name}: no func.func in the module")
+    for f in funcs:
+        if _func_name(f) == "main":
+            return f
+    public = [f for f in funcs if _is_public(f)]
+    if len(public) != 1:
+        raise ParseError(f"{name}: no @main and {len(public)} public functions; cannot pick an entry")
+    return public[0]
+
+
 # ---------------------------------------------------------------------------
 # Conversion
 
@@ -160,20 +186,12 @@ class _Converter:
             if o.name == "sdy.mesh":
                 name = str(o.attributes["sym_name"]).strip('"')
                 self.meshes[name] = self.mesh(o.attributes["mesh"], short_loc(o.location, self.source_name))
+        entry = _func_name(entry_func(module, self.source_name))
         for op in module.body.operations:
             o = op.operation
             if o.name == "func.func":
                 f = self.func(o)
                 funcs[f.name] = f
-        if not funcs:
-            raise ParseError(f"{self.source_name}: no func.func in the module")
-        if "main" in funcs:
-            entry = "main"
-        else:
-            public = [n for n, f in funcs.items() if f.public]
-            if len(public) != 1:
-                raise ParseError(f"{self.source_name}: no @main and {len(public)} public functions; cannot pick an entry")
-            entry = public[0]
         attrs = {k: convert_attr(v) for k, v in module.operation.attributes.items()}
         return tir.Module(funcs=funcs, entry=entry, attrs=attrs, source=self.source_name, meshes=dict(self.meshes))
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 
 from .dims import DimAnalysis, analyse
@@ -78,34 +78,25 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None) -> Shr
     a = analysis or analyse(ref, other)
     facts = [ProgramFacts.of("ref", ref), ProgramFacts.of("other", other)]
     n = len(a.classes)
-    parent = list(range(n))
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for g, loc, _ in a.scales:
-        parent[find(g)] = find(loc)
-    families_parent = parent[:]
-    for p, fs in a.products:
-        for f in fs:
-            families_parent[_root(families_parent, f)] = _root(families_parent, p)
+    # Components: classes one divisor scales together. Families: also through products
+    # (what a degree or a signature tie reaches).
+    scale_pairs = [(g, loc) for g, loc, _ in a.scales]
+    comp = _components(n, scale_pairs)
+    find = comp.__getitem__
+    family_of = _components(n, scale_pairs + [(p, f) for p, fs in a.products for f in fs])
     family_sets: dict[int, set[int]] = {}
     for c in range(n):
-        family_sets.setdefault(_root(families_parent, c), set()).add(c)
-    families = {c: family_sets[_root(families_parent, c)] for c in range(n)}
+        family_sets.setdefault(family_of[c], set()).add(c)
+    families = {c: family_sets[family_of[c]] for c in range(n)}
 
     pins: dict[int, str] = {c: "; ".join(a.classes[c].pins[:2]) for c in range(n) if a.classes[c].pins}
     # A class no signature dim reaches (through equality, scale or product) has a size
     # only one program knows, like the length of a broadcast that is then summed: its
     # size is part of the function, not a free parameter.
-    tied_to_signature = {families_parent_root for families_parent_root in
-                         (_root(families_parent, c) for c in _signature_classes(a, ref, other))}
+    tied_to_signature = {family_of[c] for c in _signature_classes(a, ref, other)}
     dead = _dead_classes(a, facts)
     for c in range(n):
-        if _root(families_parent, c) not in tied_to_signature and c not in dead:
+        if family_of[c] not in tied_to_signature and c not in dead:
             pins.setdefault(c, "not tied to the signature (a size only inside the program)")
     mins = [1] * n
     roles = ["free"] * n
@@ -229,13 +220,22 @@ def _where(members: list[tuple[str, str, int]], names: dict[tuple[str, str], str
     return f"{prog} {value} dim {axis}"
 
 
-def _root(parent: list[int], x: int) -> int:
-    while parent[x] != x:
-        x = parent[x]
-    return x
+def _components(n: int, pairs: list[tuple[int, int]]) -> list[int]:
+    """A representative per class, equal for classes the pairs connect."""
+    parent = list(range(n))
+
+    def root(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for x, y in pairs:
+        parent[root(x)] = root(y)
+    return [root(x) for x in range(n)]
 
 
-def _solve(a: DimAnalysis, find, mins: list[int], pins: dict[int, str]) -> list[int]:
+def _solve(a: DimAnalysis, find: Callable[[int], int], mins: list[int], pins: dict[int, str]) -> list[int]:
     """A divisor per scale component. A product's divisor must be its factors' divisors
     multiplied: factors give up shrinking (minor factor first) until that product is
     admissible for the product's component; a class with two decompositions pins."""
@@ -281,7 +281,7 @@ def _solve(a: DimAnalysis, find, mins: list[int], pins: dict[int, str]) -> list[
     return [a.classes[c].size // divisor[find(c)] for c in range(n)]
 
 
-def _decided(a: DimAnalysis, p: int, fs: tuple[int, ...], find) -> bool:
+def _decided(a: DimAnalysis, p: int, fs: tuple[int, ...], find: Callable[[int], int]) -> bool:
     """True when the product's component is also a factor elsewhere, or another product
     relation for it disagrees (two decompositions of one class)."""
     for q, gs in a.products:

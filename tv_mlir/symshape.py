@@ -29,8 +29,8 @@ import io
 import re
 from typing import Any, Mapping
 
-from .errors import ParseError, Unsupported, UsageError
-from .frontend import Source, parse_mlir, short_loc
+from .errors import Unsupported, UsageError
+from .frontend import Source, entry_func, parse_mlir, short_loc
 
 # (entry argument index, dimension index)
 Dim = tuple[int, int]
@@ -45,7 +45,7 @@ def dynamic_dims(text: bytes, name: str = "<input>") -> list[Dim]:
     """The (argument index, dim) pairs of the entry function whose size is `?`."""
     ctx, module = parse_mlir(Source(text, name))
     with ctx:
-        return _dynamic_dims_of(_entry_func(module, name), name)
+        return _dynamic_dims_of(entry_func(module, name), name)
 
 
 def instantiate(text: bytes, sizes: Mapping[Dim, int], name: str) -> bytes:
@@ -55,7 +55,7 @@ def instantiate(text: bytes, sizes: Mapping[Dim, int], name: str) -> bytes:
 
     ctx, module = parse_mlir(Source(text, name))
     with ctx:
-        entry = _entry_func(module, name)
+        entry = entry_func(module, name)
         _check_sizes(_dynamic_dims_of(entry, name), sizes, name)
         with ir.Location.unknown():
             _make_entry_static(entry, sizes)
@@ -66,40 +66,12 @@ def instantiate(text: bytes, sizes: Mapping[Dim, int], name: str) -> bytes:
         except _RefinementError as exc:
             raise _classify_failure(str(exc), static, shardy, name) from None
         result = ir.Module.parse(refined)
-        _drop_identity_converts(_entry_func(result, name))
+        _drop_identity_converts(entry_func(result, name))
         return result.operation.get_asm(enable_debug_info=True).encode()
 
 
 # ---------------------------------------------------------------------------
 # Entry function and its dynamic dims
-
-
-def _func_name(op: Any) -> str:
-    from jaxlib.mlir import ir
-
-    return ir.StringAttr(op.attributes["sym_name"]).value
-
-
-def _is_public(op: Any) -> bool:
-    from jaxlib.mlir import ir
-
-    if "sym_visibility" not in op.attributes:
-        return True
-    return ir.StringAttr(op.attributes["sym_visibility"]).value == "public"
-
-
-def _entry_func(module: Any, name: str) -> Any:
-    """@main, or the single public function (the same rule as the frontend)."""
-    funcs = [op.operation for op in module.body.operations if op.operation.name == "func.func"]
-    if not funcs:
-        raise ParseError(f"{name}: no func.func in the module")
-    for f in funcs:
-        if _func_name(f) == "main":
-            return f
-    public = [f for f in funcs if _is_public(f)]
-    if len(public) != 1:
-        raise ParseError(f"{name}: no @main and {len(public)} public functions; cannot pick an entry")
-    return public[0]
 
 
 def _arg_types(func: Any) -> list[Any]:
@@ -264,7 +236,7 @@ def _classify_failure(text: str, static: bytes, shardy: bool, name: str) -> Exce
     templates = _assertion_messages(module)
     failed = _failed_assertion(text, templates)
     if failed is None and templates:
-        _keep_only_assertions(_entry_func(module, name))
+        _keep_only_assertions(entry_func(module, name))
         try:
             _refine(_to_bytecode(module), shardy, validate=False)
         except _RefinementError as exc:
