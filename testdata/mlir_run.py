@@ -22,7 +22,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 def make_context():
     """An MLIR context with func/stablehlo/chlo/sdy registered (no jax import)."""
-    from tv_mlir.frontend import mlir_context
+    from tv_mlir.frontend.read import mlir_context
 
     return mlir_context()
 

@@ -20,9 +20,9 @@ import z3
 from tv_mlir.algebra import Kind, NumericAlgebra, SymbolicAlgebra
 from tv_mlir.algebra.numeric import _FUNCS
 from tv_mlir.algebra.symbolic import FIN, NAN, NEG, POS
-from tv_mlir.frontend import load_module
-from tv_mlir import spmd
-from tv_mlir.interp import Interpreter
+from tv_mlir.frontend.read import load_module
+from tv_mlir.execute import spmd
+from tv_mlir.execute.interp import Interpreter
 from tv_mlir.passes import load_pipeline, run_pipeline
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,7 +31,7 @@ TESTDATA = ROOT / "testdata"
 
 @pytest.fixture(scope="session")
 def xla():
-    from tv_mlir.xla_run import XlaRunner
+    from tv_mlir.execute.xla import XlaRunner
 
     return XlaRunner()
 

@@ -72,7 +72,7 @@ def test_json_schema() -> None:
 
 def test_stdin_and_bytecode(tmp_path) -> None:
 
-    from tv_mlir.frontend import parse_mlir, read_source
+    from tv_mlir.frontend.read import parse_mlir, read_source
 
     ctx, module = parse_mlir(read_source(GOOD))
     bc = tmp_path / "a.mlirbc"

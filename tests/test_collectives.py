@@ -168,7 +168,7 @@ def test_collective_matches_xla(xla, name: str) -> None:
 
 def test_every_spmd_op_is_covered() -> None:
     from conftest import load_module
-    from tv_mlir import spmd
+    from tv_mlir.execute import spmd
 
     used: set[str] = set()
     for text, _ in CASES.values():
@@ -178,7 +178,7 @@ def test_every_spmd_op_is_covered() -> None:
 
 
 def test_mutation_all_gather_order_is_caught(xla, monkeypatch) -> None:
-    from tv_mlir import spmd
+    from tv_mlir.execute import spmd
 
     def reversed_gather(interp, op, args, types):
         out = spmd._all_gather(interp, op, args, types)
@@ -190,7 +190,7 @@ def test_mutation_all_gather_order_is_caught(xla, monkeypatch) -> None:
 
 
 def test_mutation_permute_without_zero_fill_is_caught(xla, monkeypatch) -> None:
-    from tv_mlir import spmd
+    from tv_mlir.execute import spmd
 
     monkeypatch.setattr(spmd, "_zeros", lambda interp, t: interp.alg.full(t.shape, 1, spmd.Kind.of(t)))
     with pytest.raises(AssertionError):

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from conftest import TESTDATA
-from tv_mlir.dims import analyse
-from tv_mlir.engine import check_signatures, prepare
+from tv_mlir.shrink.dims import analyse
+from tv_mlir.prove.driver import check_signatures, prepare
 from tv_mlir.options import Options
 
 SHARDED = TESTDATA / "sharded"

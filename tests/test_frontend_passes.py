@@ -5,7 +5,7 @@ import pytest
 
 from conftest import TESTDATA
 from tv_mlir.errors import ParseError, UsageError
-from tv_mlir.frontend import load_module
+from tv_mlir.frontend.read import load_module
 from tv_mlir.passes import load_pipeline, run_pipeline
 from tv_mlir.passes.pipeline import parse_pipeline
 

@@ -29,7 +29,7 @@ import pytest
 from conftest import TESTDATA, check_against_xla, prepared, symbolic_values
 from tv_mlir.algebra import NumericAlgebra, SymbolicAlgebra
 from tv_mlir.algebra import symbolic as symbolic_mod
-from tv_mlir.frontend import load_module
+from tv_mlir.frontend.read import load_module
 from tv_mlir.semantics import TABLE
 
 OPS_DIR = TESTDATA / "ops"

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from conftest import TESTDATA
-from tv_mlir.engine import verify
-from tv_mlir.replay import values_differ
-from tv_mlir.witness import concrete_inputs
+from tv_mlir.prove.driver import verify
+from tv_mlir.witness.replay import values_differ
+from tv_mlir.witness.settle import concrete_inputs
 
 CASES = []
 for folder in ("pairs", "hand"):
@@ -40,7 +40,7 @@ def test_pair_verdict(folder: str, name: str, expect: str, xla) -> None:
 
 
 def _arg_types(path):
-    from tv_mlir.frontend import load_module
+    from tv_mlir.frontend.read import load_module
 
     return load_module(path).main.arg_types
 

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from conftest import prepared
-from tv_mlir import gspmd, spmd
+from tv_mlir.frontend import gspmd
+from tv_mlir.execute import spmd
 from tv_mlir.algebra import NumericAlgebra
 from tv_mlir.errors import Unsupported
 from tv_mlir.ir import Mesh, Sharding, TensorType
@@ -74,7 +75,7 @@ def test_shardy_mesh_and_axis_order() -> None:
     op = module.main.body.ops[0]
     out = op.attrs["out_shardings"][0]
     assert out.dims == (("tp", "dp"), ()) and out.replicated == ()
-    from tv_mlir.interp import Interpreter
+    from tv_mlir.execute.interp import Interpreter
 
     x = np.arange(32.0).reshape(4, 8)
     got = Interpreter(module, NumericAlgebra()).run([x])[0]

@@ -9,10 +9,10 @@ import pytest
 import tv_mlir
 from conftest import TESTDATA
 from tv_mlir.cli import main as cli_main
-from tv_mlir.engine import check_signatures, prepare
-from tv_mlir.frontend import load_module_mlir
+from tv_mlir.prove.driver import check_signatures, prepare
+from tv_mlir.frontend.read import load_module_mlir
 from tv_mlir.options import Options
-from tv_mlir.shrink import plan
+from tv_mlir.shrink.plan import plan
 
 BIG = TESTDATA / "sharded_big"
 
@@ -230,7 +230,7 @@ def _static_mean(n: int, divisor: str) -> str:
 def test_symbolic_mean_divisor_follows_the_shrunk_size(divisor: str, expect: str) -> None:
     # jnp.mean over the symbolic dim: its divisor (get_dimension_size) is folded at the
     # instantiated size and tied to the class, like the static program's literal.
-    from tv_mlir.engine import SYMBOLIC_SIZE
+    from tv_mlir.prove.driver import SYMBOLIC_SIZE
 
     v = tv_mlir.verify(SYM / "mean.mlir", _static_mean(SYMBOLIC_SIZE, divisor))
     assert v.verdict == expect, v.reason
@@ -276,9 +276,9 @@ def test_a_literal_the_shrunk_size_would_equal_does_not_hide_a_bug(op: str, lite
 def test_shrunk_modules_agree_on_xla(name: str, form: str, xla) -> None:
     import numpy as np
 
-    from tv_mlir.passes.shrink import shrink_pair
-    from tv_mlir.replay import run_on_xla
-    from tv_mlir.sweep import random_inputs
+    from tv_mlir.shrink.pair import shrink_pair
+    from tv_mlir.witness.replay import run_on_xla
+    from tv_mlir.prove.sweep import random_inputs
 
     e = _MANIFEST[name]
     ref, other = BIG / e["ref"], BIG / e[form]

@@ -7,8 +7,8 @@ import pytest
 
 from conftest import TESTDATA
 from tv_mlir.errors import Unsupported, UsageError
-from tv_mlir.frontend import load_module
-from tv_mlir.symshape import dynamic_dims, instantiate
+from tv_mlir.frontend.read import load_module
+from tv_mlir.frontend.symshape import dynamic_dims, instantiate
 
 SYMBOLIC = TESTDATA / "symbolic"
 

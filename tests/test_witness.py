@@ -8,7 +8,9 @@ import pytest
 
 import tv_mlir
 from conftest import TESTDATA
-from tv_mlir import engine, report, witness
+from tv_mlir.prove import driver as engine
+from tv_mlir import report
+from tv_mlir.witness import settle as witness
 from tv_mlir.verdict import Counterexample
 
 SHARDED = TESTDATA / "sharded"

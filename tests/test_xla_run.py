@@ -16,7 +16,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from tv_mlir.xla_run import XlaRunError, XlaRunner
+from tv_mlir.execute.xla import XlaRunError, XlaRunner
 
 ADD = """
 module @add attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {

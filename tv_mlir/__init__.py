@@ -6,10 +6,10 @@
 """
 from __future__ import annotations
 
-from .errors import ParseError, ShapeError, TvError, Unsupported, UsageError
-from .options import Options
-from .verdict import Counterexample, OutputResult, Verdict
-from .engine import verify
+from tv_mlir.errors import ParseError, ShapeError, TvError, Unsupported, UsageError
+from tv_mlir.options import Options
+from tv_mlir.verdict import Counterexample, OutputResult, Verdict
+from tv_mlir.prove.driver import verify
 
 __all__ = ["verify", "Options", "Verdict", "Counterexample", "OutputResult",
            "TvError", "ParseError", "UsageError", "ShapeError", "Unsupported"]

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .errors import UsageError
-from .frontend import parse_mlir, read_source
-from .options import Options
-from .verdict import Verdict
+from tv_mlir.errors import UsageError
+from tv_mlir.frontend.read import parse_mlir, read_source
+from tv_mlir.options import Options
+from tv_mlir.verdict import Verdict
 
 
 def apply_mlir_passes(spec: str | bytes | Path, pipeline: str) -> tuple[str, str]:
@@ -31,7 +31,7 @@ def apply_mlir_passes(spec: str | bytes | Path, pipeline: str) -> tuple[str, str
 
 
 def check_pass(spec: str | bytes | Path, pipeline: str, options: Options | None = None, **overrides: Any) -> Verdict:
-    from .engine import verify
+    from tv_mlir.prove.driver import verify
 
     before, after = apply_mlir_passes(spec, pipeline)
     verdict = verify(before, after, options, **overrides)

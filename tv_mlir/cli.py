@@ -8,8 +8,8 @@ import sys
 import traceback
 from typing import Sequence
 
-from .errors import TvError
-from .options import Options
+from tv_mlir.errors import TvError
+from tv_mlir.options import Options
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -54,11 +54,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "verify":
             if args.ref == "-" and args.other == "-":
                 raise_usage("only one of REF and OTHER can be read from stdin")
-            from .engine import verify
+            from tv_mlir.prove.driver import verify
 
             verdict = verify(args.ref, args.other, options)
         else:
-            from .check_pass import check_pass
+            from tv_mlir.check_pass import check_pass
 
             verdict = check_pass(args.input, args.pass_pipeline, options)
     except TvError as exc:
@@ -76,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"tv-mlir: internal error: {type(exc).__name__}: {' '.join(str(exc).split())[:300]} "
                   "(rerun with --debug for a traceback)", file=sys.stderr)
         return 2
-    from .report import to_json, to_text
+    from tv_mlir.report import to_json, to_text
 
     try:
         print(to_json(verdict) if args.json else to_text(verdict))
@@ -87,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def raise_usage(msg: str) -> None:
-    from .errors import UsageError
+    from tv_mlir.errors import UsageError
 
     raise UsageError(msg)
 

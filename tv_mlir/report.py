@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .verdict import Verdict
+from tv_mlir.verdict import Verdict
 
 
 def to_json(v: Verdict) -> str:

@@ -8,7 +8,7 @@ from typing import Any, Protocol, Sequence
 
 import numpy as np
 
-from ..ir import TensorType
+from tv_mlir.ir import TensorType
 
 
 class Kind(str, Enum):

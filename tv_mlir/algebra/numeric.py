@@ -8,8 +8,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..ir import TensorType
-from .base import Kind
+from tv_mlir.ir import TensorType
+from tv_mlir.algebra.base import Kind
 
 _NP = {Kind.FLOAT: np.float64, Kind.INT: np.int64, Kind.BOOL: np.bool_}
 

@@ -18,8 +18,8 @@ from typing import Any, Sequence
 import numpy as np
 import z3
 
-from ..ir import TensorType
-from .base import UNINTERPRETED, Kind
+from tv_mlir.ir import TensorType
+from tv_mlir.algebra.base import UNINTERPRETED, Kind
 
 FIN, POS, NEG, NAN = 0, 1, 2, 3  # IEEE classes of a float element
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 import itertools
 from dataclasses import replace
 
-from ..errors import Unsupported
-from ..ir import Block, Module, Op
-from ..semantics.control import NOOP_CUSTOM_CALLS
-from .rename import fresh_copy, substitute
+from tv_mlir.errors import Unsupported
+from tv_mlir.ir import Block, Module, Op
+from tv_mlir.semantics.control import NOOP_CUSTOM_CALLS
+from tv_mlir.passes.rename import fresh_copy, substitute
 
 _CALLS = ("func.call", "stablehlo.composite")
 

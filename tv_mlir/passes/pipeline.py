@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import UsageError
-from ..ir import Module
-from . import normalize
+from tv_mlir.errors import UsageError
+from tv_mlir.ir import Module
+from tv_mlir.passes import normalize
 
 PassFn = Callable[..., Module]
 

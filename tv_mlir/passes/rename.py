@@ -6,7 +6,7 @@ import itertools
 from dataclasses import replace
 from typing import Mapping
 
-from ..ir import Block
+from tv_mlir.ir import Block
 
 
 def substitute(block: Block, mapping: Mapping[str, str]) -> Block:

@@ -6,9 +6,9 @@ from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
-from ..algebra import Algebra, Kind
-from ..errors import Unsupported
-from ..ir import Block, Func, Op, TensorType
+from tv_mlir.algebra import Algebra, Kind
+from tv_mlir.errors import Unsupported
+from tv_mlir.ir import Block, Func, Op, TensorType
 
 
 class RegionRunner(Protocol):

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..algebra import Kind
-from ..ir import Op
-from .common import OpContext, Rule, concrete_bool, unsupported
+from tv_mlir.algebra import Kind
+from tv_mlir.ir import Op
+from tv_mlir.semantics.common import OpContext, Rule, concrete_bool, unsupported
 
 # custom_call targets jax emits that do not change values on one device.
 NOOP_CUSTOM_CALLS = frozenset({"Sharding", "annotate_device_placement", "MoveToHost", "MoveToDevice",

@@ -6,10 +6,10 @@ from typing import Any
 
 import numpy as np
 
-from ..algebra import Kind
-from ..algebra.base import UNINTERPRETED
-from ..ir import Op
-from .common import OpContext, Rule, unsupported
+from tv_mlir.algebra import Kind
+from tv_mlir.algebra.base import UNINTERPRETED
+from tv_mlir.ir import Op
+from tv_mlir.semantics.common import OpContext, Rule, unsupported
 
 
 def _same_shape(args: list[np.ndarray]) -> list[np.ndarray]:

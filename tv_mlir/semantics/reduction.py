@@ -5,11 +5,11 @@ from typing import Any
 
 import numpy as np
 
-from ..algebra import Kind
+from tv_mlir.algebra import Kind
 from dataclasses import replace
 
-from ..ir import Block, DotDims, Op
-from .common import OpContext, Rule
+from tv_mlir.ir import Block, DotDims, Op
+from tv_mlir.semantics.common import OpContext, Rule
 
 # Reducer bodies recognised as a single op on the two block arguments.
 _FAST_REDUCERS = {"stablehlo.add": "add", "stablehlo.maximum": "max", "stablehlo.minimum": "min",

@@ -8,9 +8,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..algebra import Algebra, Kind
-from ..ir import Op
-from .common import OpContext, Rule, unsupported
+from tv_mlir.algebra import Algebra, Kind
+from tv_mlir.ir import Op
+from tv_mlir.semantics.common import OpContext, Rule, unsupported
 
 MAX_CANDIDATES = 4096  # symbolic positions enumerated per element before giving up
 

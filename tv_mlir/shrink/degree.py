@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .dims import DimAnalysis
-from .ir import Block, Op
-from .shrink_facts import ProgramFacts
+from tv_mlir.shrink.dims import DimAnalysis
+from tv_mlir.ir import Block, Op
+from tv_mlir.shrink.facts import ProgramFacts
 
 
 UNBOUNDED = 1 << 20

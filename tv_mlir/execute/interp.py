@@ -8,10 +8,10 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from .algebra import Algebra
-from .errors import ShapeError, TvError, Unsupported
-from .ir import Block, Func, Module, Op, TensorType
-from .semantics import TABLE, OpContext
+from tv_mlir.algebra import Algebra
+from tv_mlir.errors import ShapeError, TvError, Unsupported
+from tv_mlir.ir import Block, Func, Module, Op, TensorType
+from tv_mlir.semantics import TABLE, OpContext
 
 # Sees every top-level op and its results; may return replacement results.
 Observer = Callable[[Op, list[np.ndarray]], "list[np.ndarray] | None"]
@@ -40,7 +40,7 @@ class SharedValues:
 
 
 def _commutative_body(op: Op) -> bool:
-    from .semantics.reduction import _simple_reducer
+    from tv_mlir.semantics.reduction import _simple_reducer
 
     return op.name == "stablehlo.reduce" and len(op.regions) == 1 and _simple_reducer(op.regions[0]) is not None
 
@@ -66,11 +66,11 @@ class Interpreter:
 
     def run(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         if self.module.per_device:
-            from . import spmd
+            from tv_mlir.execute import spmd
 
             with np.errstate(all="ignore"):
                 return spmd.run_per_device_entry(self, self.module, inputs)
-        from .spmd import finish_global
+        from tv_mlir.execute.spmd import finish_global
 
         return finish_global(self.run_func(self.module.main, inputs), self.module.main.loc)
 
@@ -125,7 +125,7 @@ class Interpreter:
             self._types = self._types.parents
 
     def _step(self, op: Op) -> None:
-        from . import spmd
+        from tv_mlir.execute import spmd
 
         try:
             args = [self._env[o] for o in op.operands]
@@ -169,7 +169,7 @@ class Interpreter:
         return results
 
     def _observe(self, op: Op, results: list[Any]) -> list[Any]:
-        from .spmd import Local
+        from tv_mlir.execute.spmd import Local
 
         if not any(isinstance(r, Local) for r in results):
             return self.observer(op, results) or results
@@ -192,7 +192,7 @@ class _DeviceProjection(Mapping):
         self.owner, self.device = owner, device
 
     def __getitem__(self, key: str) -> Any:
-        from .spmd import Local
+        from tv_mlir.execute.spmd import Local
 
         v = self.owner._env[key]
         return v.parts[self.device] if isinstance(v, Local) else v

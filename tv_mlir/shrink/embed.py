@@ -11,8 +11,8 @@ from typing import Sequence
 
 import numpy as np
 
-from .ir import Module
-from .shrink import ShrinkPlan
+from tv_mlir.ir import Module
+from tv_mlir.shrink.plan import ShrinkPlan
 
 # Inputs larger than this are not materialised at their original sizes (a 16384 x 4096
 # activation is 268 MB of float32 per copy).

@@ -12,22 +12,22 @@ from typing import Any, Sequence
 import numpy as np
 import z3
 
-from . import spmd
-from .algebra import Kind, SymbolicAlgebra
-from .algebra.symbolic import FIN, lift_any
-from .errors import Unsupported, UsageError
-from .frontend import BYTECODE_MAGIC, Loaded, load_module, load_module_mlir
-from .interp import Interpreter, SharedValues
-from .ir import Module, TensorType
-from .options import Options
-from .passes import load_pipeline, run_pipeline
-from .replay import py_value as _py
-from .replay import values_differ
-from .solve import Query, difference_is_zero, solve_all, trivially_equal
-from .sweep import Sweeper, identical, numeric_trace, random_inputs
-from .targets import Target, build_targets
-from .verdict import Counterexample, OutputResult, Verdict
-from .witness import Witness, element_value, environment, exact_values, py_list, settle
+from tv_mlir.execute import spmd
+from tv_mlir.algebra import Kind, SymbolicAlgebra
+from tv_mlir.algebra.symbolic import FIN, lift_any
+from tv_mlir.errors import Unsupported, UsageError
+from tv_mlir.frontend.read import BYTECODE_MAGIC, Loaded, load_module, load_module_mlir
+from tv_mlir.execute.interp import Interpreter, SharedValues
+from tv_mlir.ir import Module, TensorType
+from tv_mlir.options import Options
+from tv_mlir.passes import load_pipeline, run_pipeline
+from tv_mlir.witness.replay import py_value as _py
+from tv_mlir.witness.replay import values_differ
+from tv_mlir.prove.solve import Query, difference_is_zero, solve_all, trivially_equal
+from tv_mlir.prove.sweep import Sweeper, identical, numeric_trace, random_inputs
+from tv_mlir.prove.obligations import Target, build_targets
+from tv_mlir.verdict import Counterexample, OutputResult, Verdict
+from tv_mlir.witness.settle import Witness, element_value, environment, exact_values, py_list, settle
 
 ModuleLike = str | bytes | Path | Module
 
@@ -106,8 +106,8 @@ def _read(spec: ModuleLike) -> "tuple[Loaded | Module, list[list[int]]]":
     entry has dynamic dims; and those dims. A Module given by the caller stays as it is."""
     if isinstance(spec, Module):
         return spec, []
-    from . import symshape
-    from .frontend import read_source
+    from tv_mlir.frontend import symshape
+    from tv_mlir.frontend.read import read_source
 
     src = read_source(spec)
     dims = [] if not src.data.startswith(BYTECODE_MAGIC) and b"?" not in src.data else \
@@ -121,9 +121,9 @@ def _read(spec: ModuleLike) -> "tuple[Loaded | Module, list[list[int]]]":
 def _embed(verdict: Verdict, e: Any, small_ref: Module, ref: Module, other: Module) -> None:
     """Place a shrunk witness into the original sizes and replay it there on XLA."""
     c = verdict.counterexample
-    from .embed import LAYOUTS, embed_inputs
-    from .replay import xla_replay
-    from .witness import concrete_inputs
+    from tv_mlir.shrink.embed import LAYOUTS, embed_inputs
+    from tv_mlir.witness.replay import xla_replay
+    from tv_mlir.witness.settle import concrete_inputs
 
     c.shrunk_index = list(c.index)
     if c.devices or not e.fits():
@@ -150,7 +150,7 @@ def _shrink(ref: "Loaded | Module", other: "Loaded | Module", ref_m: Module, oth
             options: Options) -> tuple[Module, Module, dict[str, Any], Any]:
     """Both programs at their shrunk sizes, or as they are when nothing shrinks (or the
     rewrite is refused: then the verdict is still sound, only slower)."""
-    from .passes.shrink import shrink_pair
+    from tv_mlir.shrink.pair import shrink_pair
 
     try:
         result = shrink_pair(ref, other, ref_m, other_m)

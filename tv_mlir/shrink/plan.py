@@ -27,11 +27,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 
-from .dims import DimAnalysis, analyse
-from .ir import Module
-from .shrink_constants import collisions, sites, tie_constants
-from .shrink_degree import UNBOUNDED, summand_degrees
-from .shrink_facts import ProgramFacts, role_constants
+from tv_mlir.shrink.dims import DimAnalysis, analyse
+from tv_mlir.ir import Module
+from tv_mlir.shrink.constants import collisions, sites, tie_constants
+from tv_mlir.shrink.degree import UNBOUNDED, summand_degrees
+from tv_mlir.shrink.facts import ProgramFacts, role_constants
 
 
 @dataclass

@@ -23,12 +23,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from . import gspmd
-from .algebra import Kind
-from .errors import ParseError, ShapeError, Unsupported
-from .ir import Block, Mesh, Module, Op, Sharding, TensorType
-from .semantics.common import concrete_bool
-from .semantics.reduction import _simple_reducer
+from tv_mlir.frontend import gspmd
+from tv_mlir.algebra import Kind
+from tv_mlir.errors import ParseError, ShapeError, Unsupported
+from tv_mlir.ir import Block, Mesh, Module, Op, Sharding, TensorType
+from tv_mlir.semantics.common import concrete_bool
+from tv_mlir.semantics.reduction import _simple_reducer
 
 COLLECTIVES = frozenset({"stablehlo.all_reduce", "stablehlo.all_gather", "stablehlo.reduce_scatter",
                          "stablehlo.all_to_all", "stablehlo.collective_permute",

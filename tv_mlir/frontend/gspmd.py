@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .ir import Mesh, Sharding
+from tv_mlir.ir import Mesh, Sharding
 
 MANUAL = "manual"
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from . import ir as tir
-from .errors import ParseError, Unsupported
+from tv_mlir import ir as tir
+from tv_mlir.errors import ParseError, Unsupported
 
 BYTECODE_MAGIC = b"ML\xefR"
 

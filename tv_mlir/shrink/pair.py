@@ -8,10 +8,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ..frontend import Loaded, load_module_mlir
-from ..ir import Module
-from ..embed import Embedding, embedding
-from ..shrink import ShrinkPlan, plan
+from tv_mlir.frontend.read import Loaded, load_module_mlir
+from tv_mlir.ir import Module
+from tv_mlir.shrink.embed import Embedding, embedding
+from tv_mlir.shrink.plan import ShrinkPlan, plan
 
 
 @dataclass
@@ -48,7 +48,7 @@ def _raw(spec: Any, prepared: Module) -> Loaded:
 def shrink_pair(ref_spec: Any, other_spec: Any, ref: Module, other: Module) -> ShrinkResult | None:
     """None when nothing can shrink. Raises Unsupported when the rewrite fails. The MLIR
     of a Loaded spec is edited in place."""
-    from ..mlir_rewrite import rewrite
+    from tv_mlir.shrink.rewrite import rewrite
 
     t0 = time.perf_counter()
     lr, lo = _raw(ref_spec, ref), _raw(other_spec, other)

@@ -7,11 +7,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from . import spmd
-from .algebra import NumericAlgebra
-from .errors import TvError
-from .ir import Module
-from .verdict import Replay
+from tv_mlir.execute import spmd
+from tv_mlir.algebra import NumericAlgebra
+from tv_mlir.errors import TvError
+from tv_mlir.ir import Module
+from tv_mlir.verdict import Replay
 
 # (block of the global value, that device's buffer) per device, per output.
 Blocks = list[list[tuple[tuple[slice, ...], np.ndarray]]]
@@ -54,7 +54,7 @@ def xla_replay(ref: Module, other: Module, arrays: list[np.ndarray], output: int
     """The witness on XLA: the two programs' values of one output element, or for a
     replica divergence the two devices' copies of it. `runner`: an XlaRunner to reuse
     (it caches compiled modules)."""
-    from .xla_run import XlaRunError, XlaRunner
+    from tv_mlir.execute.xla import XlaRunError, XlaRunner
 
     runner = runner or XlaRunner()
     try:

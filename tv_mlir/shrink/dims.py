@@ -18,8 +18,8 @@ arguments and results with the call's operands and results."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from .ir import Block, Module, Op, Sharding, TensorType
-from .semantics.elementwise import RULES as ELEMENTWISE_RULES
+from tv_mlir.ir import Block, Module, Op, Sharding, TensorType
+from tv_mlir.semantics.elementwise import RULES as ELEMENTWISE_RULES
 
 Node = tuple[str, str, int]  # (program, SSA value, axis)
 
@@ -281,7 +281,7 @@ class _Walker:
         if target == "Sharding" and ins and outs:
             self.same(ins[0], outs[0], why)
         elif target in ("SPMDFullToShardShape", "SPMDShardToFullShape"):
-            from .spmd import parse_gspmd
+            from tv_mlir.execute.spmd import parse_gspmd
 
             text = op.attrs.get("tv.full_sharding" if target == "SPMDFullToShardShape" else "mhlo.sharding")
             g, loc = (ins[0], outs[0]) if target == "SPMDFullToShardShape" else (outs[0], ins[0])

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .ir import Module, Op
+from tv_mlir.ir import Module, Op
 
 
 @dataclass

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .algebra import Kind
-from .ir import Module
+from tv_mlir.algebra import Kind
+from tv_mlir.ir import Module
 
 
 @dataclass

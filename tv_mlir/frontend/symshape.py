@@ -29,8 +29,8 @@ import io
 import re
 from typing import Any, Mapping
 
-from .errors import Unsupported, UsageError
-from .frontend import Source, entry_func, parse_mlir, short_loc
+from tv_mlir.errors import Unsupported, UsageError
+from tv_mlir.frontend.read import Source, entry_func, parse_mlir, short_loc
 
 # (entry argument index, dimension index)
 Dim = tuple[int, int]

@@ -29,11 +29,11 @@ import z3
 from z3 import z3core as _C
 from z3.z3 import _to_expr_ref
 
-from .algebra import Kind, NumericAlgebra, SymbolicAlgebra
-from .algebra.symbolic import FIN, POSITIVE_CUT_PREFIX, SF, Simplifier, known_positive, lift_any
-from .interp import Interpreter
-from .ir import Module, Op, TensorType
-from .solve import difference_is_zero, ite_difference_is_zero, lattice_equal
+from tv_mlir.algebra import Kind, NumericAlgebra, SymbolicAlgebra
+from tv_mlir.algebra.symbolic import FIN, POSITIVE_CUT_PREFIX, SF, Simplifier, known_positive, lift_any
+from tv_mlir.execute.interp import Interpreter
+from tv_mlir.ir import Module, Op, TensorType
+from tv_mlir.prove.solve import difference_is_zero, ite_difference_is_zero, lattice_equal
 
 # Random input sets. Fingerprints must tell apart values that agree by chance: a select or
 # max takes the same branch in all runs with probability 2**-RUNS, and every such

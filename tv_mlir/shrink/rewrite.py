@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import Unsupported
-from .frontend import Loaded
-from .shrink import ShrinkPlan
+from tv_mlir.errors import Unsupported
+from tv_mlir.frontend.read import Loaded
+from tv_mlir.shrink.plan import ShrinkPlan
 
 
 def rewrite(loaded: Loaded, program: str, plan: ShrinkPlan) -> bytes:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .dims import DimAnalysis
-from .shrink_facts import (Constant, ProgramFacts, index_sources, int_cone_constants, only_device,
+from tv_mlir.shrink.dims import DimAnalysis
+from tv_mlir.shrink.facts import (Constant, ProgramFacts, index_sources, int_cone_constants, only_device,
                            position_constants, splat)
 
 

@@ -18,17 +18,17 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 import z3
 
-from .algebra import Kind, NumericAlgebra, SymbolicAlgebra
-from .algebra.base import UNINTERPRETED
-from .algebra.symbolic import FIN, NAN, NEG, POS, lift_any
-from .errors import TvError
-from .interp import Interpreter
-from .ir import Module, TensorType
-from .options import Options
-from .replay import py_value, values_differ, xla_replay
-from .sweep import Sweeper, element_terms, with_terms
-from .targets import Target, build_targets
-from .verdict import Counterexample, Replay
+from tv_mlir.algebra import Kind, NumericAlgebra, SymbolicAlgebra
+from tv_mlir.algebra.base import UNINTERPRETED
+from tv_mlir.algebra.symbolic import FIN, NAN, NEG, POS, lift_any
+from tv_mlir.errors import TvError
+from tv_mlir.execute.interp import Interpreter
+from tv_mlir.ir import Module, TensorType
+from tv_mlir.options import Options
+from tv_mlir.witness.replay import py_value, values_differ, xla_replay
+from tv_mlir.prove.sweep import Sweeper, element_terms, with_terms
+from tv_mlir.prove.obligations import Target, build_targets
+from tv_mlir.verdict import Counterexample, Replay
 
 MIN_CHECKS = 600  # difference checks spent on minimising one counterexample
 MIN_SECONDS = 5.0
@@ -62,7 +62,7 @@ class Witness:
     @property
     def runner(self) -> Any:
         if self._runner is None:
-            from .xla_run import XlaRunner
+            from tv_mlir.execute.xla import XlaRunner
 
             self._runner = XlaRunner()
         return self._runner
