@@ -13,7 +13,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tv_mlir.prove.driver import verify  # noqa: E402
+from tv_mlir.api import verify  # noqa: E402
 
 
 def rows() -> list[tuple[str, Path, Path, str]]:

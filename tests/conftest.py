@@ -21,7 +21,7 @@ from tv_mlir.algebra import Kind, NumericAlgebra, SymbolicAlgebra
 from tv_mlir.algebra.numeric import _FUNCS
 from tv_mlir.algebra.symbolic import FIN, NAN, NEG, POS
 from tv_mlir.frontend.read import load_module
-from tv_mlir.execute import spmd
+from tv_mlir.frontend.classify import classify
 from tv_mlir.execute.interp import Interpreter
 from tv_mlir.passes import load_pipeline, run_pipeline
 
@@ -316,7 +316,7 @@ def numeric_values(module, inputs) -> list[np.ndarray]:
 
 def prepared(text_or_path, pipeline: str = "default") -> Any:
     module = run_pipeline(load_pipeline(pipeline), load_module(text_or_path))
-    spmd.classify(module)
+    classify(module)
     return module
 
 

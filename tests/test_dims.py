@@ -8,7 +8,8 @@ import pytest
 
 from conftest import TESTDATA
 from tv_mlir.shrink.dims import analyse
-from tv_mlir.prove.driver import check_signatures, prepare
+from tv_mlir.api import prepare
+from tv_mlir.frontend.classify import check_signatures
 from tv_mlir.options import Options
 
 SHARDED = TESTDATA / "sharded"

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from conftest import TESTDATA
-from tv_mlir.prove.driver import verify
+from tv_mlir.api import verify
 from tv_mlir.witness.replay import values_differ
 from tv_mlir.witness.settle import concrete_inputs
 

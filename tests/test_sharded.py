@@ -57,7 +57,8 @@ def test_global_signature_mismatch_names_both() -> None:
 
 
 def test_partitioned_module_is_read_as_per_device() -> None:
-    from tv_mlir.prove.driver import check_signatures, prepare
+    from tv_mlir.api import prepare
+    from tv_mlir.frontend.classify import check_signatures
     from tv_mlir.options import Options
 
     ref = prepare(SHARDED / "mlp_tp.ref.mlir", Options())

@@ -9,7 +9,8 @@ import pytest
 import tv_mlir
 from conftest import TESTDATA
 from tv_mlir.cli import main as cli_main
-from tv_mlir.prove.driver import check_signatures, prepare
+from tv_mlir.api import prepare
+from tv_mlir.frontend.classify import check_signatures
 from tv_mlir.frontend.read import load_module_mlir
 from tv_mlir.options import Options
 from tv_mlir.shrink.plan import plan
@@ -230,7 +231,7 @@ def _static_mean(n: int, divisor: str) -> str:
 def test_symbolic_mean_divisor_follows_the_shrunk_size(divisor: str, expect: str) -> None:
     # jnp.mean over the symbolic dim: its divisor (get_dimension_size) is folded at the
     # instantiated size and tied to the class, like the static program's literal.
-    from tv_mlir.prove.driver import SYMBOLIC_SIZE
+    from tv_mlir.api import SYMBOLIC_SIZE
 
     v = tv_mlir.verify(SYM / "mean.mlir", _static_mean(SYMBOLIC_SIZE, divisor))
     assert v.verdict == expect, v.reason

@@ -9,7 +9,7 @@ from __future__ import annotations
 from tv_mlir.errors import ParseError, ShapeError, TvError, Unsupported, UsageError
 from tv_mlir.options import Options
 from tv_mlir.verdict import Counterexample, OutputResult, Verdict
-from tv_mlir.prove.driver import verify
+from tv_mlir.api import verify
 
 __all__ = ["verify", "Options", "Verdict", "Counterexample", "OutputResult",
            "TvError", "ParseError", "UsageError", "ShapeError", "Unsupported"]

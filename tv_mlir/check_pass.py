@@ -31,7 +31,7 @@ def apply_mlir_passes(spec: str | bytes | Path, pipeline: str) -> tuple[str, str
 
 
 def check_pass(spec: str | bytes | Path, pipeline: str, options: Options | None = None, **overrides: Any) -> Verdict:
-    from tv_mlir.prove.driver import verify
+    from tv_mlir.api import verify
 
     before, after = apply_mlir_passes(spec, pipeline)
     verdict = verify(before, after, options, **overrides)

@@ -54,7 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "verify":
             if args.ref == "-" and args.other == "-":
                 raise_usage("only one of REF and OTHER can be read from stdin")
-            from tv_mlir.prove.driver import verify
+            from tv_mlir.api import verify
 
             verdict = verify(args.ref, args.other, options)
         else:

@@ -24,18 +24,14 @@ from typing import Any, Sequence
 import numpy as np
 
 from tv_mlir.frontend import gspmd
+from tv_mlir.frontend.classify import parse_gspmd
 from tv_mlir.algebra import Kind
 from tv_mlir.errors import ParseError, ShapeError, Unsupported
 from tv_mlir.ir import Block, Mesh, Module, Op, Sharding, TensorType
 from tv_mlir.semantics.common import concrete_bool
+from tv_mlir.semantics.ops import COLLECTIVES, DEVICE_IDS, SHARD_CALLS, SPMD_OPS
 from tv_mlir.semantics.reduction import _simple_reducer
 
-COLLECTIVES = frozenset({"stablehlo.all_reduce", "stablehlo.all_gather", "stablehlo.reduce_scatter",
-                         "stablehlo.all_to_all", "stablehlo.collective_permute",
-                         "stablehlo.collective_broadcast"})
-DEVICE_IDS = frozenset({"stablehlo.partition_id", "stablehlo.replica_id"})
-SPMD_OPS = COLLECTIVES | DEVICE_IDS | {"sdy.manual_computation"}
-SHARD_CALLS = frozenset({"SPMDFullToShardShape", "SPMDShardToFullShape"})
 _CONTROL = frozenset({"stablehlo.while", "stablehlo.if", "stablehlo.case", "func.call", "stablehlo.composite",
                       "stablehlo.optimization_barrier"})
 
@@ -248,16 +244,6 @@ def _manual_computation(interp: Any, op: Op, args: list[Any]) -> list[np.ndarray
             for k, (r, s, t) in enumerate(zip(results, outs, op.result_types))]
 
 
-def parse_gspmd(text: str, rank: int, n: int, loc: str) -> Sharding | str:
-    try:
-        s = gspmd.parse(text, rank, n)
-    except gspmd.ShardingSyntaxError as exc:
-        raise Unsupported(str(exc), loc, "mhlo.sharding") from None
-    if isinstance(s, gspmd.Maximal):
-        raise Unsupported(f"sharding {text} (one device holds everything)", loc, "mhlo.sharding")
-    return s
-
-
 def _shard_call(interp: Any, op: Op, args: list[Any]) -> list[Any]:
     n = interp.num_devices
     target = op.attrs["call_target_name"]
@@ -275,47 +261,6 @@ def _shard_call(interp: Any, op: Op, args: list[Any]) -> list[Any]:
         raise Unsupported("@SPMDShardToFullShape to a manual sharding", op.loc, "stablehlo.custom_call")
     return [gather(interp, args[0], s, op.result_types[0], "result of @SPMDShardToFullShape", op.loc,
                    op.results[0])]
-
-
-# ---------------------------------------------------------------------------
-# Which module form, and the entry's shardings
-
-
-def classify(module: Module, expected: tuple[TensorType, ...] | None = None) -> None:
-    """Decide whether the entry function is a per-device program and read its argument
-    and result shardings. A module with collectives or device ids outside any manual
-    region is per-device; one without either is per-device only if its signature makes
-    sense that way and not as a global program (`expected`: the reference's)."""
-    n = module.num_devices
-    main = module.main
-    module.arg_shardings = tuple(_attr_sharding(a, t, n, main.loc)
-                                 for a, t in zip(main.arg_attrs or ({},) * len(main.arg_types), main.arg_types))
-    module.result_shardings = tuple(_attr_sharding(a, t, n, main.loc)
-                                    for a, t in zip(main.result_attrs or ({},) * len(main.result_types),
-                                                    main.result_types))
-    if n <= 1:
-        module.per_device = False
-        return
-    ops = [op for f in module.funcs.values() for op in f.body.walk()]
-    manual = any(op.name == "sdy.manual_computation" or
-                 (op.name == "stablehlo.custom_call" and op.attrs.get("call_target_name") in SHARD_CALLS)
-                 for op in ops)
-    if manual:
-        module.per_device = False
-    elif any(op.name in COLLECTIVES or op.name in DEVICE_IDS for op in ops):
-        module.per_device = True
-    elif expected is not None and main.arg_types != expected:
-        module.per_device = True
-        if module.global_arg_types() != expected:
-            module.per_device = False
-
-
-def _attr_sharding(attrs: dict[str, Any], t: TensorType, n: int, loc: str) -> Sharding | None:
-    s = attrs.get("mhlo.sharding")
-    if isinstance(s, str):
-        parsed = parse_gspmd(s, len(t.shape), n, loc)
-        return None if parsed == gspmd.MANUAL else parsed
-    return None
 
 
 # ---------------------------------------------------------------------------

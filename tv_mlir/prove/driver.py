@@ -3,24 +3,20 @@ sharded): symbolic inputs, both programs executed, every output element and ever
 obligation compared."""
 from __future__ import annotations
 
-import sys
 import time
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
 import z3
 
-from tv_mlir.execute import spmd
 from tv_mlir.algebra import Kind, SymbolicAlgebra
 from tv_mlir.algebra.symbolic import FIN, lift_any
-from tv_mlir.errors import Unsupported, UsageError
-from tv_mlir.frontend.read import BYTECODE_MAGIC, Loaded, load_module, load_module_mlir
+from tv_mlir.errors import Unsupported
 from tv_mlir.execute.interp import Interpreter, SharedValues
 from tv_mlir.ir import Module, TensorType
 from tv_mlir.options import Options
-from tv_mlir.passes import load_pipeline, run_pipeline
+from tv_mlir.progress import progress
 from tv_mlir.witness.replay import py_value as _py
 from tv_mlir.witness.replay import values_differ
 from tv_mlir.prove.solve import Query, difference_is_zero, solve_all, trivially_equal
@@ -29,31 +25,11 @@ from tv_mlir.prove.obligations import Target, build_targets
 from tv_mlir.verdict import Counterexample, OutputResult, Verdict
 from tv_mlir.witness.settle import Witness, element_value, environment, exact_values, py_list, settle
 
-ModuleLike = str | bytes | Path | Module
-
 # Local proofs of output elements at the cut points: per output, one solver call.
 LOCAL_TIMEOUT = 2.0
 LOCAL_STEPS = 40
 LOCAL_UNFOLD = 4000
 LOCAL_DEEP = 20
-
-
-def prepare(spec: "ModuleLike | Loaded", options: Options, name: str | None = None) -> Module:
-    if isinstance(spec, Loaded):
-        spec = spec.module
-    module = spec if isinstance(spec, Module) else load_module(spec, name)
-    return run_pipeline(load_pipeline(options.pipeline), module)
-
-
-def check_signatures(ref: Module, other: Module) -> None:
-    """Both as functions of global arrays (a per-device program's arguments are shards)."""
-    spmd.classify(ref)
-    spmd.classify(other, ref.global_arg_types())
-    if not ref.per_device and other.per_device is False:
-        spmd.classify(ref, other.global_arg_types())
-    if ref.global_arg_types() != other.global_arg_types():
-        raise UsageError(f"input signatures differ: {ref.source} takes {ref.signature()}, "
-                         f"{other.source} takes {other.signature()}")
 
 
 @dataclass
@@ -67,105 +43,6 @@ class _Element:
     uses_uf: bool = False
     ref_cut: Any = None  # the elements at cut level (before expansion)
     other_cut: Any = None
-
-
-def verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, **overrides: Any) -> Verdict:
-    """Prove `ref` and `other` compute the same function, or find an input where they differ.
-    Raises ParseError/UsageError for unreadable or incomparable inputs."""
-    options = replace(options or Options(), **overrides)
-    t0 = time.perf_counter()
-    # Each input is read and parsed once: the passes copy rather than edit, so the module
-    # as read (with its MLIR) is still there for the shrink pass.
-    ref, ref_sym = _read(ref)
-    other, other_sym = _read(other)
-    ref_m = prepare(ref, options)
-    other_m = prepare(other, options)
-    check_signatures(ref_m, other_m)
-    shrink, embedding, originals = None, None, (ref_m, other_m)
-    if options.shrink and load_pipeline(options.pipeline).has("shrink"):
-        ref_m, other_m, shrink, embedding = _shrink(ref, other, ref_m, other_m, options)
-    if ref_sym or other_sym:
-        shrink = dict(shrink or {"applied": False, "reason": "off (--no-shrink, or no shrink in the pipeline)"})
-        shrink["symbolic"] = {"instantiated_at": SYMBOLIC_SIZE, "ref": ref_sym, "other": other_sym}
-    verdict = _verify_modules(ref_m, other_m, options)
-    verdict.shrink = shrink
-    if embedding is not None and verdict.counterexample is not None and options.replay:
-        _embed(verdict, embedding, ref_m, *originals)
-    verdict.time_s = round(time.perf_counter() - t0, 4)
-    return verdict
-
-
-# Dynamic dims (`?`, jax.export with symbolic shapes) are first instantiated at one size
-# with many divisors (every shard count up to 8 divides it); shrinking then takes each
-# class down to its smallest admissible size like any other.
-SYMBOLIC_SIZE = 840
-
-
-def _read(spec: ModuleLike) -> "tuple[Loaded | Module, list[list[int]]]":
-    """The module as read (stdin is read once), instantiated at SYMBOLIC_SIZE when its
-    entry has dynamic dims; and those dims. A Module given by the caller stays as it is."""
-    if isinstance(spec, Module):
-        return spec, []
-    from tv_mlir.frontend import symshape
-    from tv_mlir.frontend.read import read_source
-
-    src = read_source(spec)
-    dims = [] if not src.data.startswith(BYTECODE_MAGIC) and b"?" not in src.data else \
-        symshape.dynamic_dims(src.data, src.name)
-    if not dims:
-        return load_module_mlir(src.data, src.name), []
-    text = symshape.instantiate(src.data, {d: SYMBOLIC_SIZE for d in dims}, src.name)
-    return load_module_mlir(text, src.name), [list(d) for d in dims]
-
-
-def _embed(verdict: Verdict, e: Any, small_ref: Module, ref: Module, other: Module) -> None:
-    """Place a shrunk witness into the original sizes and replay it there on XLA."""
-    c = verdict.counterexample
-    from tv_mlir.shrink.embed import LAYOUTS, embed_inputs
-    from tv_mlir.witness.replay import xla_replay
-    from tv_mlir.witness.settle import concrete_inputs
-
-    c.shrunk_index = list(c.index)
-    if c.devices or not e.fits():
-        return
-    small = concrete_inputs(c, small_ref.global_arg_types())
-    for layout in LAYOUTS:
-        arrays = embed_inputs(e, small, layout)
-        index = e.index(c.output, c.index, layout)
-        r = xla_replay(ref, other, arrays, c.output, tuple(index))
-        if r.confirmed or layout == LAYOUTS[-1]:
-            break
-    r.backend = "xla, original sizes"
-    c.replay.append(r)
-    c.embedded = bool(r.confirmed)
-    if c.embedded:
-        c.inputs = {name: py_list(a) for name, a in zip(c.inputs, arrays)}
-        c.index, c.ref_value, c.other_value = index, r.ref_value, r.other_value
-        verdict.reason = (f"output {c.output} differs at index {c.index} (a witness found at the shrunk sizes, "
-                          f"replayed at the original sizes): {ref.source} gives {c.ref_value}, "
-                          f"{other.source} gives {c.other_value}")
-
-
-def _shrink(ref: "Loaded | Module", other: "Loaded | Module", ref_m: Module, other_m: Module,
-            options: Options) -> tuple[Module, Module, dict[str, Any], Any]:
-    """Both programs at their shrunk sizes, or as they are when nothing shrinks (or the
-    rewrite is refused: then the verdict is still sound, only slower)."""
-    from tv_mlir.shrink.pair import shrink_pair
-
-    try:
-        result = shrink_pair(ref, other, ref_m, other_m)
-    except Unsupported as exc:
-        _progress(options, f"shrink: not applied ({exc})")
-        return ref_m, other_m, {"applied": False, "reason": str(exc)}, None
-    if result is None:
-        return ref_m, other_m, {"applied": False, "reason": "no dimension can shrink"}, None
-    summary = {"applied": True, **result.summary()}
-    _progress(options, f"shrink: {len(summary['shrunk'])} dimension classes shrunk, "
-                       f"{summary['constants_rewritten']} constants rewritten ({result.time_s:.2f} s)")
-    small_ref = prepare(result.ref_text, options, ref_m.source)
-    small_other = prepare(result.other_text, options, other_m.source)
-    check_signatures(small_ref, small_other)
-    return small_ref, small_other, summary, result.embedding
 
 
 # Every element becomes a term: past this many elements in one program the encoding
@@ -192,13 +69,7 @@ def _too_large(ref: Module, other: Module, options: Options) -> str:
     return ""
 
 
-def _progress(options: Options, message: str) -> None:
-    # Long runs say where they are; stderr, so that --json output stays one object.
-    if options.progress:
-        print(f"tv-mlir: {message}", file=sys.stderr, flush=True)
-
-
-def _verify_modules(ref: Module, other: Module, options: Options) -> Verdict:
+def prove_pair(ref: Module, other: Module, options: Options) -> Verdict:
     stats: dict[str, Any] = {"pipeline": options.pipeline, "ops_ref": sum(1 for _ in ref.main.body.walk()),
                              "ops_other": sum(1 for _ in other.main.body.walk())}
     types = ref.global_arg_types()
@@ -223,7 +94,7 @@ def _verify_modules(ref: Module, other: Module, options: Options) -> Verdict:
     except Unsupported as exc:
         return unsupported(exc)
     stats["numeric_s"] = round(time.perf_counter() - t_num, 4)
-    _progress(options, f"numeric runs on {len(input_sets)} random inputs: {stats['numeric_s']:.2f} s")
+    progress(options, f"numeric runs on {len(input_sets)} random inputs: {stats['numeric_s']:.2f} s")
 
     inputs, constraints = [], []
     for name, t in zip(names, types):
@@ -246,7 +117,7 @@ def _verify_modules(ref: Module, other: Module, options: Options) -> Verdict:
         return unsupported(exc)
     stats["symbolic_s"] = round(time.perf_counter() - t_exec, 4)
     stats.update(merged=sweeper.merged, cut_points=sweeper.cuts, failed_merges=sweeper.failed)
-    _progress(options, f"symbolic execution of {stats['ops_ref']} + {stats['ops_other']} ops, "
+    progress(options, f"symbolic execution of {stats['ops_ref']} + {stats['ops_other']} ops, "
                        f"{sweeper.merged} values merged: {stats['symbolic_s']:.2f} s")
     approximations = sorted(alg.approximations)
 
@@ -342,7 +213,7 @@ def _verify_modules(ref: Module, other: Module, options: Options) -> Verdict:
                for i, elems in pending.items()]
     t_solve = time.perf_counter()
     if queries:
-        _progress(options, f"solving {len(queries)} quer{'y' if len(queries) == 1 else 'ies'} "
+        progress(options, f"solving {len(queries)} quer{'y' if len(queries) == 1 else 'ies'} "
                            f"(timeout {options.timeout_s:g} s each, {options.jobs} job(s))")
     outcomes = solve_all(queries, options.timeout_s, options.jobs)
     stats.update(solver_queries=len(queries), solve_s=round(time.perf_counter() - t_solve, 4))

@@ -281,7 +281,7 @@ class _Walker:
         if target == "Sharding" and ins and outs:
             self.same(ins[0], outs[0], why)
         elif target in ("SPMDFullToShardShape", "SPMDShardToFullShape"):
-            from tv_mlir.execute.spmd import parse_gspmd
+            from tv_mlir.frontend.classify import parse_gspmd
 
             text = op.attrs.get("tv.full_sharding" if target == "SPMDFullToShardShape" else "mhlo.sharding")
             g, loc = (ins[0], outs[0]) if target == "SPMDFullToShardShape" else (outs[0], ins[0])
@@ -475,7 +475,7 @@ def _propagate_shards(uf: _UnionFind, scales: list[tuple[Node, Node, int]],
 
 def analyse(ref: Module, other: Module) -> DimAnalysis:
     """Dimension classes of both programs, joined through the global signature. Both
-    modules must already be classified (`engine.check_signatures`)."""
+    modules must already be classified (`frontend.classify.check_signatures`)."""
     uf = _UnionFind()
     scales: list[tuple[Node, Node, int]] = []
     products: list[tuple[Node, tuple[Node, ...]]] = []

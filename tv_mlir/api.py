@@ -1,0 +1,129 @@
+"""`verify`: the whole pipeline for one pair of programs. Read both (instantiating symbolic
+shapes), run the pass pipeline, check that they take the same global inputs, shrink them,
+prove them equal at the shrunk sizes (or find where they differ), and carry a shrunk
+counterexample back to the original sizes."""
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from tv_mlir.errors import Unsupported
+from tv_mlir.frontend import symshape
+from tv_mlir.frontend.classify import check_signatures
+from tv_mlir.frontend.read import BYTECODE_MAGIC, Loaded, load_module, load_module_mlir, read_source
+from tv_mlir.ir import Module
+from tv_mlir.options import Options
+from tv_mlir.passes import load_pipeline, run_pipeline
+from tv_mlir.progress import progress
+from tv_mlir.prove.driver import prove_pair
+from tv_mlir.shrink.embed import LAYOUTS, embed_inputs
+from tv_mlir.shrink.pair import shrink_pair
+from tv_mlir.witness.replay import xla_replay
+from tv_mlir.witness.settle import concrete_inputs, py_list
+from tv_mlir.verdict import Verdict
+
+ModuleLike = str | bytes | Path | Module
+
+
+def prepare(spec: "ModuleLike | Loaded", options: Options, name: str | None = None) -> Module:
+    if isinstance(spec, Loaded):
+        spec = spec.module
+    module = spec if isinstance(spec, Module) else load_module(spec, name)
+    return run_pipeline(load_pipeline(options.pipeline), module)
+
+
+def verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, **overrides: Any) -> Verdict:
+    """Prove `ref` and `other` compute the same function, or find an input where they differ.
+    Raises ParseError/UsageError for unreadable or incomparable inputs."""
+    options = replace(options or Options(), **overrides)
+    t0 = time.perf_counter()
+    # Each input is read and parsed once: the passes copy rather than edit, so the module
+    # as read (with its MLIR) is still there for the shrink pass.
+    ref, ref_sym = _read(ref)
+    other, other_sym = _read(other)
+    ref_m = prepare(ref, options)
+    other_m = prepare(other, options)
+    check_signatures(ref_m, other_m)
+    shrink, embedding, originals = None, None, (ref_m, other_m)
+    if options.shrink and load_pipeline(options.pipeline).has("shrink"):
+        ref_m, other_m, shrink, embedding = _shrink(ref, other, ref_m, other_m, options)
+    if ref_sym or other_sym:
+        shrink = dict(shrink or {"applied": False, "reason": "off (--no-shrink, or no shrink in the pipeline)"})
+        shrink["symbolic"] = {"instantiated_at": SYMBOLIC_SIZE, "ref": ref_sym, "other": other_sym}
+    verdict = prove_pair(ref_m, other_m, options)
+    verdict.shrink = shrink
+    if embedding is not None and verdict.counterexample is not None and options.replay:
+        _embed(verdict, embedding, ref_m, *originals)
+    verdict.time_s = round(time.perf_counter() - t0, 4)
+    return verdict
+
+
+# Dynamic dims (`?`, jax.export with symbolic shapes) are first instantiated at one size
+# with many divisors (every shard count up to 8 divides it); shrinking then takes each
+# class down to its smallest admissible size like any other.
+SYMBOLIC_SIZE = 840
+
+
+def _read(spec: ModuleLike) -> "tuple[Loaded | Module, list[list[int]]]":
+    """The module as read (stdin is read once), instantiated at SYMBOLIC_SIZE when its
+    entry has dynamic dims; and those dims. A Module given by the caller stays as it is."""
+    if isinstance(spec, Module):
+        return spec, []
+
+    src = read_source(spec)
+    dims = [] if not src.data.startswith(BYTECODE_MAGIC) and b"?" not in src.data else \
+        symshape.dynamic_dims(src.data, src.name)
+    if not dims:
+        return load_module_mlir(src.data, src.name), []
+    text = symshape.instantiate(src.data, {d: SYMBOLIC_SIZE for d in dims}, src.name)
+    return load_module_mlir(text, src.name), [list(d) for d in dims]
+
+
+def _embed(verdict: Verdict, e: Any, small_ref: Module, ref: Module, other: Module) -> None:
+    """Place a shrunk witness into the original sizes and replay it there on XLA."""
+    c = verdict.counterexample
+
+    c.shrunk_index = list(c.index)
+    if c.devices or not e.fits():
+        return
+    small = concrete_inputs(c, small_ref.global_arg_types())
+    for layout in LAYOUTS:
+        arrays = embed_inputs(e, small, layout)
+        index = e.index(c.output, c.index, layout)
+        r = xla_replay(ref, other, arrays, c.output, tuple(index))
+        if r.confirmed or layout == LAYOUTS[-1]:
+            break
+    r.backend = "xla, original sizes"
+    c.replay.append(r)
+    c.embedded = bool(r.confirmed)
+    if c.embedded:
+        c.inputs = {name: py_list(a) for name, a in zip(c.inputs, arrays)}
+        c.index, c.ref_value, c.other_value = index, r.ref_value, r.other_value
+        verdict.reason = (f"output {c.output} differs at index {c.index} (a witness found at the shrunk sizes, "
+                          f"replayed at the original sizes): {ref.source} gives {c.ref_value}, "
+                          f"{other.source} gives {c.other_value}")
+
+
+def _shrink(ref: "Loaded | Module", other: "Loaded | Module", ref_m: Module, other_m: Module,
+            options: Options) -> tuple[Module, Module, dict[str, Any], Any]:
+    """Both programs at their shrunk sizes, or as they are when nothing shrinks (or the
+    rewrite is refused: then the verdict is still sound, only slower)."""
+
+    try:
+        result = shrink_pair(ref, other, ref_m, other_m)
+    except Unsupported as exc:
+        progress(options, f"shrink: not applied ({exc})")
+        return ref_m, other_m, {"applied": False, "reason": str(exc)}, None
+    if result is None:
+        return ref_m, other_m, {"applied": False, "reason": "no dimension can shrink"}, None
+    summary = {"applied": True, **result.summary()}
+    progress(options, f"shrink: {len(summary['shrunk'])} dimension classes shrunk, "
+                       f"{summary['constants_rewritten']} constants rewritten ({result.time_s:.2f} s)")
+    small_ref = prepare(result.ref_text, options, ref_m.source)
+    small_other = prepare(result.other_text, options, other_m.source)
+    check_signatures(small_ref, small_other)
+    return small_ref, small_other, summary, result.embedding
+
+
