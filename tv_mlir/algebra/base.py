@@ -88,3 +88,20 @@ class Algebra(Protocol):
 
     def canonical(self, arr: np.ndarray) -> np.ndarray:
         """Elements in a normal form (identity for numeric arrays)."""
+
+
+class Symbolic(Algebra, Protocol):
+    """What the prover needs of a symbolic algebra beyond the elementwise ops: free input
+    elements, the uninterpreted functions used so far, and element equality as a term.
+    The term-level work (cutting, substituting, formulas, reading values) goes through
+    `tv_mlir.algebra.terms`, which knows the algebra's representation."""
+
+    approximations: set[str]
+
+    def inputs(self, name: str, shape: tuple[int, ...], kind: Kind,
+               unsigned: bool = False) -> tuple[np.ndarray, list[Any]]:
+        """Fresh free elements for a program input, and the constraints on them (integer
+        ranges)."""
+
+    def element_equal(self, a: Any, b: Any, kind: Kind) -> Any:
+        """a == b: a folded bool, or a term for the solver."""

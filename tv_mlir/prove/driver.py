@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
-import z3
 
-from tv_mlir.algebra import Kind, SymbolicAlgebra
-from tv_mlir.algebra.symbolic import FIN, lift_any
+from tv_mlir.algebra import Kind, Symbolic, SymbolicAlgebra
+from tv_mlir.algebra import terms as T
+from tv_mlir.algebra.checks import difference_is_zero, trivially_equal
 from tv_mlir.errors import Unsupported
 from tv_mlir.execute.interp import Interpreter, SharedValues
 from tv_mlir.ir import Module, TensorType
@@ -19,11 +19,11 @@ from tv_mlir.options import Options
 from tv_mlir.progress import progress
 from tv_mlir.witness.replay import py_value as _py
 from tv_mlir.witness.replay import values_differ
-from tv_mlir.prove.solve import Query, difference_is_zero, solve_all, trivially_equal
-from tv_mlir.prove.sweep import Sweeper, identical, numeric_trace, random_inputs
+from tv_mlir.prove.solve import Model, Query, solve_all
+from tv_mlir.prove.sweep import Sweeper, numeric_trace, random_inputs
 from tv_mlir.prove.obligations import Target, build_targets
 from tv_mlir.verdict import Counterexample, OutputResult, Verdict
-from tv_mlir.witness.settle import Witness, element_value, environment, exact_values, py_list, settle
+from tv_mlir.witness.settle import Witness, environment, exact_values, py_list, settle
 
 # Local proofs of output elements at the cut points: per output, one solver call.
 LOCAL_TIMEOUT = 2.0
@@ -153,7 +153,7 @@ def prove_pair(ref: Module, other: Module, options: Options) -> Verdict:
         res = OutputResult(i, "equivalent", elements=int(tg.lhs.size), what=tg.what)
         for idx in np.ndindex(*tg.lhs.shape):
             a, b = tg.lhs[idx], tg.rhs[idx]
-            if identical(a, b):
+            if T.identical(a, b):
                 res.syntactic += 1
             else:
                 open_.setdefault(i, []).append((idx, a, b))
@@ -198,7 +198,8 @@ def prove_pair(ref: Module, other: Module, options: Options) -> Verdict:
         kind = targets[i].kind
         for idx, a0, b0 in elems:
             a, b = sweeper.expand_element(a0), sweeper.expand_element(b0)
-            if kind is Kind.FLOAT and a.k == FIN and b.k == FIN and difference_is_zero(a.v, b.v):
+            if T.finite_float(a) and T.finite_float(b) and \
+                    difference_is_zero(T.element_terms(a)[0], T.element_terms(b)[0]):
                 results[i].syntactic += 1
                 continue
             eq = alg.element_equal(a, b, kind)
@@ -209,7 +210,7 @@ def prove_pair(ref: Module, other: Module, options: Options) -> Verdict:
             pending.setdefault(i, []).append(_Element(i, idx, a, b, kind, eq, uses_uf, a0, b0))
     stats.update(elements=sum(r.elements for r in results), syntactic=sum(r.syntactic for r in results))
 
-    queries = [Query(i, z3.Or(*[z3.Not(lift_any(e.eq)) for e in elems]), constraints)
+    queries = [Query(i, T.any_of(T.negation(e.eq) for e in elems), constraints)
                for i, elems in pending.items()]
     t_solve = time.perf_counter()
     if queries:
@@ -281,7 +282,7 @@ class _Context:
     ref: Module
     other: Module
     sweeper: Sweeper
-    alg: SymbolicAlgebra
+    alg: Symbolic
     inputs: list[np.ndarray]
     constraints: list[Any]
     types: Sequence[TensorType]
@@ -294,26 +295,22 @@ class _Context:
 # Counterexamples
 
 
-def _eval_element(model: z3.ModelRef, x: Any, kind: Kind) -> Any:
-    return element_value(x, kind, lambda t: model.eval(t, model_completion=True))
-
-
-def _model_counterexample(model: z3.ModelRef, elems: Sequence[_Element], inputs: list[np.ndarray], names: list[str],
+def _model_counterexample(model: Model, elems: Sequence[_Element], inputs: list[np.ndarray], names: list[str],
                           types: Sequence[TensorType], target: Target) -> tuple[Counterexample, _Element]:
     values = {}
     for name, arr, t in zip(names, inputs, types):
         kind = Kind.of(t)
         out = np.empty(arr.shape, dtype=object)
         for idx in np.ndindex(*arr.shape):
-            out[idx] = _eval_element(model, arr[idx], kind)
+            out[idx] = T.element_value(arr[idx], kind, model.value)
         values[name] = out.tolist()
     chosen = elems[0]
     for e in elems:
-        if z3.is_true(model.eval(z3.Not(lift_any(e.eq)), model_completion=True)):
+        if model.holds(T.negation(e.eq)):
             chosen = e
             break
     cex = Counterexample(values, target.output, list(target.global_index(chosen.index)),
-                         _eval_element(model, chosen.ref, chosen.kind), _eval_element(model, chosen.other, chosen.kind),
+                         T.element_value(chosen.ref, chosen.kind, model.value), T.element_value(chosen.other, chosen.kind, model.value),
                          chosen.uses_uf)
     return cex, chosen
 

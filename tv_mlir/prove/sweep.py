@@ -10,7 +10,7 @@ the reference's cut variable) when
   hashing; no proof needed: the variable is defined as that term), or
 - it has the numeric fingerprint of a reference element (or input) and their equality is
   proved locally (`Sweeper.prove_pairs`): cut variables are unfolded newest first until
-  the two sides meet at common cut points, then z3's simplifier, then min/max networks by
+  the two sides meet at common cut points, then the simplifier, then min/max networks by
   the 0-1 principle, then one short solver call per op result. Common cut points stay
   free constants, a sound abstraction: an identity for all their values holds for the
   values they take.
@@ -25,15 +25,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Sequence
 
 import numpy as np
-import z3
-from z3 import z3core as _C
-from z3.z3 import _to_expr_ref
 
-from tv_mlir.algebra import Kind, NumericAlgebra, SymbolicAlgebra
-from tv_mlir.algebra.symbolic import FIN, POSITIVE_CUT_PREFIX, SF, Simplifier, known_positive, lift_any
+from tv_mlir.algebra import Kind, NumericAlgebra, Symbolic
+from tv_mlir.algebra import terms as T
+from tv_mlir.algebra.checks import difference_is_zero, ite_difference_is_zero, lattice_equal
 from tv_mlir.execute.interp import Interpreter
 from tv_mlir.ir import Module, Op, TensorType
-from tv_mlir.prove.solve import difference_is_zero, ite_difference_is_zero, lattice_equal
+from tv_mlir.prove import solve
 
 # Random input sets. Fingerprints must tell apart values that agree by chance: a select or
 # max takes the same branch in all runs with probability 2**-RUNS, and every such
@@ -148,7 +146,7 @@ class Cut:
     """A cut variable and what is known about its definition, found once by a walk over
     the definition when first needed (most reference definitions are never unfolded)."""
 
-    var: Any  # the z3 constant
+    var: Any  # the fresh constant
     term: Any  # its defining term (one op deep over older cut variables and inputs)
     order: int  # creation order: a definition mentions only older cut variables
     scanned: bool = False
@@ -162,7 +160,7 @@ class Cut:
 class Sweeper:
     """Cut points and merging (see the module docstring)."""
 
-    alg: SymbolicAlgebra
+    alg: Symbolic
     ref_trace: Trace
     other_trace: Trace
     timeout_s: float = 0.2  # per batched local solver call
@@ -177,7 +175,7 @@ class Sweeper:
     cuts: int = 0
     _by_term: dict[int, Any] = field(default_factory=dict)  # defining term id -> variable
     _proof_s: float = 0.0
-    _simplify: Simplifier = field(default_factory=lambda: Simplifier(SWEEP_BLOWUP, arith_lhs=True))
+    _simplify: Any = field(default_factory=lambda: T.sweep_simplifier(SWEEP_BLOWUP))
     _tried: set[tuple[Any, Any]] = field(default_factory=set)  # (reference, ours) proofs tried
     _expanded: dict[int, Any] = field(default_factory=dict)  # cut id -> term over the inputs
     _origin: Origin | None = None  # the op whose results are being cut
@@ -199,7 +197,7 @@ class Sweeper:
                 if key is not None:
                     self.table.setdefault(key, []).append(x)
                     if t.is_float:
-                        self._dtypes.setdefault(_element_id(x), t.dtype)
+                        self._dtypes.setdefault(T.element_id(x), t.dtype)
 
     def record_ref(self, op: Op, results: list[np.ndarray]) -> list[np.ndarray]:
         out = []
@@ -212,16 +210,16 @@ class Sweeper:
                 for x, key in zip(new.reshape(-1), _keys(runs, kind)):
                     if key is not None:
                         cands = self.table.setdefault(key, [])
-                        if not any(identical(x, c) for c in cands):
+                        if not any(T.identical(x, c) for c in cands):
                             cands.append(x)
                             if t.is_float:
-                                self._dtypes.setdefault(_element_id(x), t.dtype)
+                                self._dtypes.setdefault(T.element_id(x), t.dtype)
             out.append(new)
         self._origin = None
         return out
 
     def _note_precision(self, op: Op, t: TensorType, ref_element: Any) -> None:
-        ref_dtype = self._dtypes.get(_element_id(ref_element))
+        ref_dtype = self._dtypes.get(T.element_id(ref_element))
         if t.is_float and ref_dtype is not None and ref_dtype != t.dtype:
             f = PrecisionFinding(op.name, op.loc, t.dtype, ref_dtype)
             self.precision.setdefault((f.op, f.loc, f.other_dtype, f.ref_dtype), f)
@@ -244,15 +242,15 @@ class Sweeper:
                 cands = self.table.get(key) if key is not None else None
                 if not cands:
                     continue
-                hit = next((c for c in cands if identical(c, flat[i])), None)
+                hit = next((c for c in cands if T.identical(c, flat[i])), None)
                 if hit is not None:  # structural hit on a reference definition
                     self.merged += 1
                     self._note_precision(op, t, hit)
                     continue
                 # A shape op (reverse, slice) passes on elements already tried: skip them.
-                key_ours = _element_id(flat[i])
-                fresh = [c for c in cands[::-1][:MAX_CANDIDATES] if (_element_id(c), key_ours) not in self._tried]
-                self._tried.update((_element_id(c), key_ours) for c in fresh)
+                key_ours = T.element_id(flat[i])
+                fresh = [c for c in cands[::-1][:MAX_CANDIDATES] if (T.element_id(c), key_ours) not in self._tried]
+                self._tried.update((T.element_id(c), key_ours) for c in fresh)
                 if fresh:
                     todo.append((i, fresh, flat[i]))
             # Several reference values may share a fingerprint (min(x, y) and x when x < y
@@ -290,29 +288,21 @@ class Sweeper:
         return new
 
     def _cut(self, x: Any) -> Any:
-        if isinstance(x, SF):
-            v = self._cut_term(x.v)
-            k = x.k if isinstance(x.k, int) else self._cut_term(x.k)
-            return x if (v is x.v and k is x.k) else SF(v, k)
-        if isinstance(x, (bool, int)):
+        if T.is_folded(x):
             return x
-        return self._cut_term(x)
+        terms = T.element_terms(x)
+        cut = [self._cut_term(t) for t in terms]
+        return x if all(c is t for c, t in zip(cut, terms)) else T.with_terms(x, cut)
 
     def _cut_term(self, t: Any) -> Any:
-        ctx = t.ctx
-        a = t.as_ast()
-        if _C.Z3_get_app_num_args(ctx.ref(), a) == 0:  # an input, a cut variable or a literal
+        if not T.is_compound(t):  # an input, a cut variable or a literal
             return t
-        key = _C.Z3_get_ast_id(ctx.ref(), a)
+        key = T.term_id(t)
         hit = self._by_term.get(key)
         if hit is not None:  # the same term already has a variable (in either program)
             return hit
-        # A fresh constant of t's sort, wrapped in t's own Python class (ArithRef, BoolRef):
-        # z3.FreshConst goes through the slow generic wrapping.
-        prefix = POSITIVE_CUT_PREFIX if isinstance(t, z3.ArithRef) and known_positive(t) else "c"
-        raw = _C.Z3_mk_fresh_const(ctx.ref(), prefix, _C.Z3_get_sort(ctx.ref(), a))
-        var = t.__class__(raw, ctx)
-        self.cuts_by_id[var.get_id()] = Cut(var, t, self.cuts, origin=self._origin)
+        var = T.fresh_cut(t)
+        self.cuts_by_id[T.term_id(var)] = Cut(var, t, self.cuts, origin=self._origin)
         self._by_term[key] = var
         self.cuts += 1
         return var
@@ -329,60 +319,28 @@ class Sweeper:
         """`ours` was proved equal to the reference element `ref`: later terms identical to
         our definition take the reference variable directly. For floats only when both are
         finite: equal infinities or NaNs say nothing about the value parts."""
-        if isinstance(ours, SF):
-            if not (isinstance(ref, SF) and type(ours.k) is int and type(ref.k) is int
-                    and ours.k == FIN and ref.k == FIN):
+        if T.is_float(ours):
+            if not (T.finite_float(ours) and T.finite_float(ref)):
                 return
-            pairs = [(ours.v, ref.v)]
-        elif isinstance(ours, (bool, int)) or isinstance(ref, (bool, int)):
+        elif T.is_folded(ours) or T.is_folded(ref):
             return
-        else:
-            pairs = [(ours, ref)]
-        for o, r in pairs:
-            cut = self.cuts_by_id.get(o.get_id())
-            if cut is not None:
-                self._by_term[cut.term.get_id()] = r
+        o, r = T.element_terms(ours)[0], T.element_terms(ref)[0]
+        cut = self.cuts_by_id.get(T.term_id(o))
+        if cut is not None:
+            self._by_term[T.term_id(cut.term)] = r
 
     def _scan(self, t: Any) -> tuple[frozenset[int], frozenset[int], bool]:
         """The cut variables, other free constants and whether an uninterpreted function is
-        applied in t, stopping at cut variables. Uses z3's C API directly: ExprRef.children()
-        builds Python wrappers for every node and dominated the run time."""
-        ctx = t.ctx.ref()
-        cuts = self.cuts_by_id
-        check_uf = bool(self.alg.approximations)  # no UF term exists before the first use
-        vs: set[int] = set()
-        leaves: set[int] = set()
-        uf = False
-        seen: set[int] = set()
-        stack = [t.as_ast()]
-        while stack:
-            a = stack.pop()
-            i = _C.Z3_get_ast_id(ctx, a)
-            if i in seen:
-                continue
-            seen.add(i)
-            if i in cuts:
-                vs.add(i)
-                continue
-            if _C.Z3_get_ast_kind(ctx, a) != _C.Z3_APP_AST:
-                continue  # numerals
-            n = _C.Z3_get_app_num_args(ctx, a)
-            if n == 0 or check_uf:
-                is_uf = _C.Z3_get_decl_kind(ctx, _C.Z3_get_app_decl(ctx, a)) == z3.Z3_OP_UNINTERPRETED
-                if n == 0:
-                    if is_uf:
-                        leaves.add(i)
-                    continue
-                uf = uf or is_uf
-            stack.extend(_C.Z3_get_app_arg(ctx, a, k) for k in range(n))
-        return frozenset(vs), frozenset(leaves), uf
+        applied in t, stopping at cut variables."""
+        # No term applies an uninterpreted function before the first use of one.
+        return T.scan(t, self.cuts_by_id, check_uf=bool(self.alg.approximations))
 
     def vars_of(self, terms: Iterable[Any]) -> set[int]:
         out: set[int] = set()
         for t in terms:
-            if t.get_id() in self.cuts_by_id:
-                out.add(t.get_id())
-            elif t.num_args() > 0:
+            if T.term_id(t) in self.cuts_by_id:
+                out.add(T.term_id(t))
+            elif T.is_compound(t):
                 out |= self._scan(t)[0]
         return out
 
@@ -403,36 +361,36 @@ class Sweeper:
         """The terms with every cut variable replaced, recursively: terms over the inputs."""
         full = self._expanded  # kept across calls: output elements share most of their cones
         for cut in self._closure(self.vars_of(terms)):
-            i = cut.var.get_id()
+            i = T.term_id(cut.var)
             if i not in full:
-                full[i] = _subst(cut.term, [(self.cuts_by_id[v].var, full[v]) for v in cut.vars])
+                full[i] = T.substitute(cut.term, [(self.cuts_by_id[v].var, full[v]) for v in cut.vars])
         out = []
         for t in terms:
             vs = self.vars_of([t])
-            out.append(_subst(t, [(self.cuts_by_id[v].var, full[v]) for v in vs]))
+            out.append(T.substitute(t, [(self.cuts_by_id[v].var, full[v]) for v in vs]))
         return out
 
     def cone(self, elements: Sequence[Any]) -> list[Cut]:
         """The cut variables the elements depend on, through their definitions, oldest first."""
-        return self._closure(self.vars_of(t for x in elements for t in element_terms(x)))
+        return self._closure(self.vars_of(t for x in elements for t in T.element_terms(x)))
 
     def expand_element(self, x: Any) -> Any:
-        if isinstance(x, (bool, int)):
+        if T.is_folded(x):
             return x
-        return with_terms(x, self.expand_terms(element_terms(x)))
+        return T.with_terms(x, self.expand_terms(T.element_terms(x)))
 
     def uses_uf(self, x: Any) -> bool:
         """Whether x (fully expanded) applies an uninterpreted function."""
         if not self.alg.approximations:
             return False
-        for t in element_terms(x):
+        for t in T.element_terms(x):
             vs, _, uf = self._scan(t)
             if uf or any(c.local_uf for c in self._closure(vs)):
                 return True
         return False
 
     def evaluate(self, terms: list[Any], env: dict[int, tuple[Any, Any]]) -> list[Any] | None:
-        """The terms' values (simplified z3 terms, literals unless an uninterpreted function
+        """The terms' values (simplified terms, literals unless an uninterpreted function
         is applied) at the inputs `env` gives (input constant id -> (constant, value)),
         evaluated definition by definition so that no full expansion is built. None when a
         term mentions a free constant that env does not give."""
@@ -445,16 +403,16 @@ class Sweeper:
                     return None
                 pairs.append(env[leaf])
             pairs += [(self.cuts_by_id[v].var, vals[v]) for v in vs]
-            return z3.simplify(_subst(term, pairs))
+            return T.simplify(T.substitute(term, pairs))
 
         for cut in self._closure(self.vars_of(terms)):
             v = at(cut.term, cut.vars, cut.leaves)
             if v is None:
                 return None
-            vals[cut.var.get_id()] = v
+            vals[T.term_id(cut.var)] = v
         out = []
         for t in terms:
-            i = t.get_id()
+            i = T.term_id(t)
             if i in vals:
                 out.append(vals[i])
             elif i in env:
@@ -498,9 +456,9 @@ class Sweeper:
             for i, ok in zip(networks, lattice_equal([attempts[i].value_pair for i in networks])):
                 if ok:
                     status[i] = "lattice"
-            open_ = [(i, lift_any(att.result)) for i, att in attempts.items()
+            open_ = [(i, att.result) for i, att in attempts.items()
                      if status[i] is None and (att.cut_points or solve_inputs_only)]
-            for i in self._solve(open_, timeout_s):
+            for i in solve.prove_batch([(i, T.formula(e)) for i, e in open_], timeout_s):
                 status[i] = "solver"
             todo = [i for i, att in attempts.items() if status[i] is None and att.cut_points]
         self.failed += sum(1 for x in status if x is None)
@@ -516,9 +474,9 @@ class Sweeper:
         atoms, so the terms stay small; once the sides meet, up to `common` of them are
         unfolded too (newest first, on both sides) while the simplifier does not succeed."""
         eq = self.alg.element_equal(a, b, kind)
-        if eq is True or eq is False or isinstance(a, (bool, int)) or isinstance(b, (bool, int)):
+        if eq is True or eq is False or T.is_folded(a) or T.is_folded(b):
             return _Attempt(eq)
-        left, right = element_terms(a), element_terms(b)
+        left, right = T.element_terms(a), T.element_terms(b)
         lv, rv = self.vars_of(left), self.vars_of(right)
         if lv == rv and self._simplifies_true(eq):
             return _Attempt(True)
@@ -563,45 +521,34 @@ class Sweeper:
         # proof is rare and a solver call on it is mostly a wasted timeout.
         if lv != rv:
             return _Attempt(False)
-        finite = isinstance(a, SF) and isinstance(b, SF) and type(a.k) is int and type(b.k) is int \
-            and a.k == FIN and b.k == FIN
+        finite = T.finite_float(a) and T.finite_float(b)
         if finite and ite_difference_is_zero(left[0], right[0]):
             return _Attempt(True)
-        if not finite and isinstance(a, SF) and isinstance(b, SF) and self._split_equal(a, b, left, right):
+        if not finite and T.is_float(a) and T.is_float(b) and self._split_equal(a, b, left, right):
             return _Attempt(True)
         return _Attempt(eq, bool(lv), (left[0], right[0]) if finite else None)
 
-    def _split_equal(self, a: SF, b: SF, left: list[Any], right: list[Any]) -> bool:
+    def _split_equal(self, a: Any, b: Any, left: list[Any], right: list[Any]) -> bool:
         """Floats whose IEEE class is symbolic (a division by a sum of exponentials): equal
         when the classes are equal for all values of the free constants and the values are
         the same polynomial (then they agree whatever the class). Proving the two apart
         keeps nonlinear real arithmetic away from the solver, which only sees classes."""
         if not difference_is_zero(left[0], right[0]):
             return False
-        ka = a.k if isinstance(a.k, int) else left[1]
-        kb = b.k if isinstance(b.k, int) else right[1]
-        same = z3.IntVal(ka) == kb if isinstance(ka, int) else ka == (z3.IntVal(kb) if isinstance(kb, int) else kb)
-        if z3.is_true(self._simplify(same)):
-            return True
-        solver = z3.Solver()
-        solver.set("timeout", max(1, int(self.timeout_s * 1000)))
-        solver.add(z3.Not(same))
-        return solver.check() == z3.unsat
+        ka = left[1] if T.symbolic_class(a) else T.float_class(a)
+        right_k = right[1] if T.symbolic_class(b) else T.float_class(b)
+        same = T.class_equality(ka, right_k)
+        return T.simplifies_true(same, self._simplify) or solve.valid(same, self.timeout_s)
 
     def _equal(self, a: Any, b: Any, left: list[Any], right: list[Any], kind: Kind) -> Any:
         """a == b with their terms replaced by `left` and `right`. Finite floats (the usual
-        case) compare by value, built with the C API: the algebra's general IEEE equality
-        inspects its operands through slow z3 wrappers."""
-        if isinstance(a, SF) and isinstance(b, SF) and a.k == FIN and b.k == FIN and type(a.k) is int \
-                and type(b.k) is int:
-            x, y = left[0], right[0]
-            return z3.BoolRef(_C.Z3_mk_eq(x.ctx.ref(), x.as_ast(), y.as_ast()), x.ctx)
-        return self.alg.element_equal(with_terms(a, left), with_terms(b, right), kind)
+        case) compare by value alone."""
+        if T.finite_float(a) and T.finite_float(b):
+            return T.value_equality(left[0], right[0])
+        return self.alg.element_equal(T.with_terms(a, left), T.with_terms(b, right), kind)
 
     def _simplifies_true(self, eq: Any) -> bool:
-        if isinstance(eq, bool):
-            return eq
-        return z3.is_true(self._simplify(eq))
+        return T.simplifies_true(eq, self._simplify)
 
     def _unfold_side(self, terms: list[Any], vs: set[int], batch: list[int]) -> tuple[list[Any], set[int]]:
         cuts = [self._info(v) for v in batch]
@@ -609,73 +556,7 @@ class Sweeper:
         new_vs = vs.difference(batch)
         for c in cuts:
             new_vs |= c.vars
-        return [_subst(t, pairs) for t in terms], new_vs
-
-    def _solve(self, items: list[tuple[int, Any]], timeout_s: float) -> list[int]:
-        """Indices whose equality is valid: one query 'some element differs' for all of them;
-        when sat, the model names elements that may differ (not proved), and the rest is
-        asked again. Free constants (cut points, inputs) are universally quantified, a sound
-        abstraction of the values they stand for."""
-        proved: list[int] = []
-        rest = items
-        timed_out = False
-        for _ in range(4):
-            if not rest:
-                break
-            s = z3.Solver()
-            s.set("timeout", max(1, int(timeout_s * 1000)))
-            s.add(z3.Or(*[z3.Not(e) for _, e in rest]))
-            r = s.check()
-            if r == z3.unsat:
-                proved += [i for i, _ in rest]
-                return proved
-            if r != z3.sat:
-                timed_out = True
-                break
-            m = s.model()
-            differ = {i for i, e in rest if z3.is_true(m.eval(z3.Not(e), model_completion=True))}
-            if not differ:  # should not happen; do not loop on it
-                break
-            rest = [(i, e) for i, e in rest if i not in differ]
-        if timed_out and len(rest) > 1:  # small elements may still go through alone
-            for i, e in rest:
-                s = z3.Solver()
-                s.set("timeout", max(1, int(timeout_s * 1000 / len(rest))))
-                s.add(z3.Not(e))
-                if s.check() == z3.unsat:
-                    proved.append(i)
-        return proved
-
-
-def _subst(t: Any, pairs: list[tuple[Any, Any]]) -> Any:
-    """z3.substitute without its per-pair sort checks (our pairs are a variable and its
-    definition, or an input and a value of its sort), which cost more than substituting.
-    Substitution rebuilds the application t is, so the result has t's Python class."""
-    if not pairs:
-        return t
-    n = len(pairs)
-    src, dst = (z3.Ast * n)(), (z3.Ast * n)()
-    for i, (f, v) in enumerate(pairs):
-        src[i] = f.as_ast()
-        dst[i] = v.as_ast()
-    raw = _C.Z3_substitute(t.ctx.ref(), t.as_ast(), n, src, dst)
-    if t.num_args() == 0:  # a constant replaced by a value: let z3 pick the wrapper
-        return _to_expr_ref(raw, t.ctx)
-    return t.__class__(raw, t.ctx)
-
-
-def element_terms(x: Any) -> list[Any]:
-    """The z3 parts of an element: a float's value and (when symbolic) class, or the term."""
-    if isinstance(x, SF):
-        return [x.v] + ([] if isinstance(x.k, int) else [x.k])
-    return [] if isinstance(x, (bool, int)) else [x]
-
-
-def with_terms(x: Any, terms: list[Any]) -> Any:
-    """x with its z3 parts replaced by `terms` (in the order `element_terms` lists them)."""
-    if isinstance(x, SF):
-        return SF(terms[0], x.k if isinstance(x.k, int) else terms[1])
-    return x if isinstance(x, (bool, int)) else terms[0]
+        return [T.substitute(t, pairs) for t in terms], new_vs
 
 
 def _origin(side: str, op: Op, name: str) -> Origin:
@@ -683,17 +564,3 @@ def _origin(side: str, op: Op, name: str) -> Origin:
     return Origin(side, op.name, op.loc, value, int(device) if device else None)
 
 
-def _element_id(x: Any) -> Any:
-    """An id for an element's value term (its variables live as long as the sweeper)."""
-    t = element_terms(x)
-    return t[0].get_id() if t else ("python", type(x).__name__, x)
-
-
-def identical(a: Any, b: Any) -> bool:
-    """The same term (so the same value), without any reasoning."""
-    if isinstance(a, SF) and isinstance(b, SF):
-        return a.v.eq(b.v) and (a.k == b.k if isinstance(a.k, int) and isinstance(b.k, int)
-                                else (not isinstance(a.k, int) and not isinstance(b.k, int) and a.k.eq(b.k)))
-    if isinstance(a, (bool, int)) or isinstance(b, (bool, int)):
-        return type(a) is type(b) and a == b
-    return a.eq(b)

@@ -12,21 +12,21 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from fractions import Fraction
+
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
-import z3
 
-from tv_mlir.algebra import Kind, NumericAlgebra, SymbolicAlgebra
+from tv_mlir.algebra import Kind, NumericAlgebra, Symbolic
+from tv_mlir.algebra import terms as T
 from tv_mlir.algebra.base import UNINTERPRETED
-from tv_mlir.algebra.symbolic import FIN, NAN, NEG, POS, lift_any
 from tv_mlir.errors import TvError
 from tv_mlir.execute.interp import Interpreter
 from tv_mlir.ir import Module, TensorType
 from tv_mlir.options import Options
 from tv_mlir.witness.replay import py_value, values_differ, xla_replay
-from tv_mlir.prove.sweep import Sweeper, element_terms, with_terms
+from tv_mlir.prove import solve
+from tv_mlir.prove.sweep import Sweeper
 from tv_mlir.prove.obligations import Target, build_targets
 from tv_mlir.verdict import Counterexample, Replay
 
@@ -51,7 +51,7 @@ class Witness:
     a: Any  # the reference side's element, at cut level
     b: Any  # the other side's element
     sweeper: Sweeper
-    alg: SymbolicAlgebra
+    alg: Symbolic
     inputs: list[np.ndarray]  # symbolic inputs
     constraints: list[Any]
     types: Sequence[TensorType]
@@ -79,30 +79,25 @@ def environment(inputs: list[np.ndarray], concrete: list[np.ndarray],
     for sym, val, t in zip(inputs, concrete, types):
         kind = Kind.of(t)
         for idx in np.ndindex(*sym.shape):
-            s = sym[idx]
-            if kind is Kind.FLOAT:
-                pair = (s.v, z3.RealVal(Fraction(float(val[idx]))))
-            elif kind is Kind.BOOL:
-                pair = (s, z3.BoolVal(bool(val[idx])))
-            else:
-                pair = (s, z3.IntVal(int(val[idx])))
-            env[pair[0].get_id()] = pair
+            pair = T.input_bindings(sym[idx], val[idx], kind)
+            env[T.term_id(pair[0])] = pair
     return env
 
 
-def exact_values(sweeper: Sweeper, alg: SymbolicAlgebra, a: Any, b: Any, kind: Kind,
+def exact_values(sweeper: Sweeper, alg: Symbolic, a: Any, b: Any, kind: Kind,
                  env: dict[int, tuple[Any, Any]]) -> Values | None:
     """The two elements' exact values at env when they differ there, else None."""
-    ta, tb = element_terms(a), element_terms(b)
+    ta, tb = T.element_terms(a), T.element_terms(b)
     vals = sweeper.evaluate(ta + tb, env)
     if vals is None:
         return None
-    ea, eb = with_terms(a, [_literal(v) for v in vals[:len(ta)]]), with_terms(b, [_literal(v) for v in vals[len(ta):]])
+    ea = T.with_terms(a, [T.literal(v) for v in vals[:len(ta)]])
+    eb = T.with_terms(b, [T.literal(v) for v in vals[len(ta):]])
     eq = alg.element_equal(ea, eb, kind)
-    if not (eq is False or (not isinstance(eq, bool) and z3.is_false(z3.simplify(lift_any(eq))))):
+    if not T.simplifies_false(eq):
         return None
     try:
-        return element_value(ea, kind), element_value(eb, kind)
+        return T.element_value(ea, kind), T.element_value(eb, kind)
     except ValueError:
         return None
 
@@ -396,8 +391,8 @@ def _moved(w: Witness, source: str) -> dict[str, Any] | None:
 
 def _own_cut(w: Witness, x: Any) -> Any:
     """The cut variable an element is, when it is exactly one."""
-    terms = element_terms(x)
-    return w.sweeper.cuts_by_id.get(terms[0].get_id()) if terms else None
+    terms = T.element_terms(x)
+    return w.sweeper.cuts_by_id.get(T.term_id(terms[0])) if terms else None
 
 
 def _where(o: Any) -> dict[str, Any]:
@@ -421,61 +416,14 @@ def unique(w: Witness, arrays: list[np.ndarray]) -> bool | None:
         return None
     a, b = w.sweeper.expand_element(w.a), w.sweeper.expand_element(w.b)
     eq = w.alg.element_equal(a, b, w.target.kind)
-    others = []
-    for sym, val, t in zip(w.inputs, arrays, w.types):
-        kind = Kind.of(t)
-        for idx in np.ndindex(*sym.shape):
-            s = sym[idx]
-            if kind is Kind.FLOAT:
-                others.append(s.v != z3.RealVal(Fraction(float(val[idx]))))
-            elif kind is Kind.BOOL:
-                others.append(s != z3.BoolVal(bool(val[idx])))
-            else:
-                others.append(s != z3.IntVal(int(val[idx])))
-    solver = z3.Solver()
-    solver.set("timeout", int(UNIQUE_TIMEOUT_S * 1000))
-    solver.add(*w.constraints)
-    solver.add(z3.Not(lift_any(eq)), z3.Or(*others) if others else z3.BoolVal(False))
-    r = solver.check()
-    return True if r == z3.unsat else False if r == z3.sat else None
+    others = [T.differs_from(sym[idx], val[idx], Kind.of(t))
+              for sym, val, t in zip(w.inputs, arrays, w.types) for idx in np.ndindex(*sym.shape)]
+    found = solve.satisfiable([*w.constraints, T.negation(eq), T.any_of(others)], UNIQUE_TIMEOUT_S)
+    return None if found is None else not found
 
 
 # ---------------------------------------------------------------------------
 # Values
-
-
-def z3_number(v: Any) -> Any:
-    if z3.is_true(v) or z3.is_false(v):
-        return bool(z3.is_true(v))
-    if z3.is_int_value(v):
-        return v.as_long()
-    if z3.is_rational_value(v):
-        f = Fraction(v.numerator_as_long(), v.denominator_as_long())
-        return int(f) if f.denominator == 1 else float(f)
-    if z3.is_algebraic_value(v):
-        return float(Fraction(v.approx(30).as_fraction()))
-    raise ValueError(f"not a value: {v}")
-
-
-def element_value(x: Any, kind: Kind, value_of: Any = lambda t: t) -> Any:
-    """An element as a report value: a number, a bool, or "nan"/"inf"/"-inf" for a float
-    whose IEEE class is not finite. value_of turns a z3 term into a literal (a model's
-    evaluation, or the identity for terms that are literals already)."""
-    if kind is Kind.FLOAT:
-        k = x.k if isinstance(x.k, int) else z3_number(value_of(x.k))
-        if k != FIN:
-            return {NAN: "nan", POS: "inf", NEG: "-inf"}.get(k, "non-finite")
-        return z3_number(value_of(x.v))
-    return x if isinstance(x, (bool, int)) else z3_number(value_of(lift_any(x)))
-
-
-def _literal(v: Any) -> Any:
-    """z3 Int and Bool literals as Python values, the form the symbolic algebra folds."""
-    if z3.is_int_value(v):
-        return v.as_long()
-    if z3.is_true(v) or z3.is_false(v):
-        return bool(z3.is_true(v))
-    return v
 
 
 def py_list(arr: np.ndarray) -> Any:

@@ -1,0 +1,268 @@
+"""Equalities closed without a solver: z3's simplifier in sum-of-monomials form (with real
+if-then-else read as indicator polynomials) and min/max networks by the 0-1 principle.
+These run on every merge of the sweep and every output element before a query is built."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import z3
+
+# z3's default som_blowup (10) stops expanding products early and then reports a zero
+# polynomial as non-zero; the sizes we hand it are bounded by the cut points.
+SOM_BLOWUP = 1_000_000
+
+
+def trivially_equal(eq: Any, blowup: int | None = None) -> bool:
+    """The cheap check before the solver: z3's simplifier closes the equality by itself."""
+    if eq is True:
+        return True
+    if eq is False:
+        return False
+    return z3.is_true(z3.simplify(eq, som=True, som_blowup=blowup or SOM_BLOWUP, arith_lhs=True))
+
+
+def difference_is_zero(a: Any, b: Any) -> bool:
+    """Polynomial normal form of a - b is 0 (sum-of-monomials), or is 0 once every real
+    if-then-else is read as a polynomial in an indicator of its condition."""
+    d = z3.simplify(a - b, som=True, som_blowup=SOM_BLOWUP)
+    if z3.is_rational_value(d):
+        return d.numerator_as_long() == 0
+    return ite_difference_is_zero(a, b, d)
+
+
+# Indicator polynomials expand like products of (i*x + (1 - i)*y): selects nested in
+# selects (a gather over a symbolic index is a chain of them) blow up exponentially, so
+# only shallow ones are tried, and the expansion has a step budget besides.
+MAX_ITE_NESTING = 2
+INDICATOR_STEPS = 200_000
+
+
+def ite_difference_is_zero(a: Any, b: Any, simplified: Any = None) -> bool:
+    """a - b is 0 as a polynomial once real if-then-else terms are indicator polynomials
+    (`indicator_form`); False at once when there is no such term or they nest deeply."""
+    nesting = _real_ite_nesting(simplified if simplified is not None else a - b)
+    if nesting == 0 or nesting > MAX_ITE_NESTING:
+        return False
+    d = z3.simplify(indicator_form(a - b), som=True, som_blowup=SOM_BLOWUP, max_steps=INDICATOR_STEPS)
+    return z3.is_rational_value(d) and d.numerator_as_long() == 0
+
+
+def _real_ite_nesting(t: z3.ExprRef) -> int:
+    """How deeply real if-then-else terms nest in t (0: none); stops counting past the
+    limit that matters. Walks with z3's C API (it runs on every failed local proof)."""
+    C = z3.z3core
+    c = t.ctx.ref()
+    depth: dict[int, int] = {}
+    stack: list[tuple[Any, bool]] = [(t.as_ast(), False)]
+    while stack:
+        a, expanded = stack.pop()
+        key = C.Z3_get_ast_id(c, a)
+        if key in depth:
+            continue
+        if C.Z3_get_ast_kind(c, a) != z3.Z3_APP_AST or \
+                C.Z3_get_sort_kind(c, C.Z3_get_sort(c, a)) == z3.Z3_BOOL_SORT:
+            depth[key] = 0
+            continue
+        n = C.Z3_get_app_num_args(c, a)
+        kids = [C.Z3_get_app_arg(c, a, i) for i in range(n)]
+        if kids and not expanded:
+            stack.append((a, True))
+            stack.extend((k, False) for k in kids)
+            continue
+        inner = max((depth.get(C.Z3_get_ast_id(c, k), 0) for k in kids), default=0)
+        own = C.Z3_get_decl_kind(c, C.Z3_get_app_decl(c, a)) == z3.Z3_OP_ITE and \
+            C.Z3_get_sort_kind(c, C.Z3_get_sort(c, a)) == z3.Z3_REAL_SORT
+        depth[key] = inner + 1 if own else inner
+        if depth[key] > MAX_ITE_NESTING:
+            return depth[key]
+    return depth.get(C.Z3_get_ast_id(c, t.as_ast()), 0)
+
+
+def indicator_form(t: z3.ExprRef) -> z3.ExprRef:
+    """t with every real `If(c, x, y)` replaced by `i*x + (1 - i)*y`, one fresh real i per
+    distinct condition c. The result equals t whenever each i is c's 0/1 value, so a
+    polynomial identity of the result (for all reals i) proves t's identity: sums of
+    selects with constants scaled into their branches (relu gradients, masked sums)
+    then normalise like polynomials. Conditions are compared as terms, so equal
+    conditions written differently only cost a failed proof."""
+    ctx = t.ctx
+    done: dict[int, z3.ExprRef] = {}
+    indicators: dict[int, z3.ExprRef] = {}
+    stack: list[tuple[z3.ExprRef, bool]] = [(t, False)]
+    while stack:
+        e, expanded = stack.pop()
+        key = e.get_id()
+        if key in done:
+            continue
+        is_real_ite = z3.is_app_of(e, z3.Z3_OP_ITE) and e.sort().kind() == z3.Z3_REAL_SORT
+        kids = [] if not z3.is_app(e) or e.sort().kind() == z3.Z3_BOOL_SORT else list(e.children())
+        if is_real_ite:
+            kids = kids[1:]  # the condition is kept as it is: it only names the indicator
+        if not kids:
+            done[key] = e
+            continue
+        if not expanded:
+            stack.append((e, True))
+            stack.extend((k, False) for k in kids if k.get_id() not in done)
+            continue
+        new = [done[k.get_id()] for k in kids]
+        if is_real_ite:
+            c = e.arg(0)
+            i = indicators.setdefault(c.get_id(), z3.Real(f"ind!{c.get_id()}", ctx))
+            done[key] = i * new[0] + (1 - i) * new[1]
+        else:
+            done[key] = e.decl()(*new)
+    return done[t.get_id()]
+
+
+# ---------------------------------------------------------------------------
+# Min/max networks: the 0-1 principle
+
+
+class _Lattice:
+    """Terms read as min/max networks over atoms (hash-consed node ids), for `lattice_equal`.
+
+    Recognised: If(A <= B, A, B) = min(A, B) and its variants (<, >=, >, a negated
+    condition, swapped branches), -1*t pushed inwards (-min(a, b) = max(-a, -b)), and
+    If(u == w, u, w) = w (the -0 normalisation of sort comparators). Anything else is an
+    atom, compared by identity: treating distinct terms as independent variables is sound
+    (an identity for all values of the atoms holds for the values they take)."""
+
+    def __init__(self) -> None:
+        self.nodes: list[tuple[str, int, int]] = []  # ("atom", k, 0) | ("min"|"max", node, node)
+        self.atoms: list[tuple[Any, int]] = []  # atom k: (term, sign), the value sign * term
+        self._atom_ids: dict[tuple[int, int], int] = {}
+        self._intern: dict[tuple[str, int, int], int] = {}
+        self._memo: dict[int, int] = {}  # z3 ast id -> node (the atoms keep the ids alive)
+        self._keep: list[Any] = []
+        self._neg: dict[int, int] = {}
+
+    def _node(self, key: tuple[str, int, int]) -> int:
+        n = self._intern.get(key)
+        if n is None:
+            n = self._intern[key] = len(self.nodes)
+            self.nodes.append(key)
+        return n
+
+    def _atom(self, t: Any, sign: int) -> int:
+        k = self._atom_ids.get((t.get_id(), sign))
+        if k is None:
+            k = self._atom_ids[(t.get_id(), sign)] = len(self.atoms)
+            self.atoms.append((t, sign))
+        return self._node(("atom", k, 0))
+
+    def _lat(self, op: str, a: int, b: int) -> int:
+        if a == b:
+            return a
+        return self._node((op, min(a, b), max(a, b)))  # both are commutative
+
+    def neg(self, n: int) -> int:
+        hit = self._neg.get(n)
+        if hit is None:
+            op, x, y = self.nodes[n]
+            if op == "atom":
+                t, sign = self.atoms[x]
+                hit = self._atom(t, -sign)
+            else:
+                hit = self._lat("max" if op == "min" else "min", self.neg(x), self.neg(y))
+            self._neg[n] = hit
+        return hit
+
+    def read(self, t: Any) -> int:
+        i = t.get_id()
+        hit = self._memo.get(i)
+        if hit is None:
+            hit = self._memo[i] = self._read(t)
+            self._keep.append(t)
+        return hit
+
+    def _read(self, t: Any) -> int:
+        if not z3.is_app(t) or t.num_args() == 0:
+            return self._atom(t, 1)
+        k = t.decl().kind()
+        if k == z3.Z3_OP_MUL and t.num_args() == 2:
+            c, u = t.arg(0), t.arg(1)
+            if z3.is_rational_value(u):
+                c, u = u, c
+            if z3.is_rational_value(c) and c.as_fraction() == -1:
+                return self.neg(self.read(u))
+        if k == z3.Z3_OP_UMINUS:
+            return self.neg(self.read(t.arg(0)))
+        if k == z3.Z3_OP_ITE:
+            c, p, q = t.arg(0), t.arg(1), t.arg(2)
+            while z3.is_not(c):
+                c, p, q = c.arg(0), q, p
+            ck = c.decl().kind() if z3.is_app(c) else None
+            if ck == z3.Z3_OP_EQ and c.num_args() == 2 and _same_when_equal(c.arg(0), c.arg(1), p, q):
+                return self.read(q)
+            if ck in (z3.Z3_OP_LE, z3.Z3_OP_LT, z3.Z3_OP_GE, z3.Z3_OP_GT) and c.num_args() == 2:
+                a, b = self.read(c.arg(0)), self.read(c.arg(1))
+                pn, qn = self.read(p), self.read(q)
+                small_first = ck in (z3.Z3_OP_LE, z3.Z3_OP_LT)  # the test holds when a is smaller
+                if (pn, qn) == (a, b):  # If(a <= b, a, b) picks the smaller one
+                    return self._lat("min" if small_first else "max", a, b)
+                if (pn, qn) == (b, a):
+                    return self._lat("max" if small_first else "min", a, b)
+        return self._atom(t, 1)
+
+    def equal_on_01(self, a: int, b: int, max_atoms: int) -> bool:
+        """Nodes a and b agree on every 0-1 assignment of the atoms below them."""
+        seen: set[int] = set()
+        stack = [a, b]
+        while stack:
+            n = stack.pop()
+            if n not in seen:
+                seen.add(n)
+                op, x, y = self.nodes[n]
+                if op != "atom":
+                    stack += [x, y]
+        order = sorted(seen)  # children before parents: ids are creation order
+        atoms = sorted({self.nodes[n][1] for n in order if self.nodes[n][0] == "atom"})
+        if len(atoms) > max_atoms:
+            return False
+        column = {k: j for j, k in enumerate(atoms)}
+        grid = ((np.arange(1 << len(atoms))[:, None] >> np.arange(len(atoms))[None, :]) & 1).astype(bool)
+        vals: dict[int, Any] = {}
+        for n in order:
+            op, x, y = self.nodes[n]
+            if op == "atom":
+                vals[n] = grid[:, column[x]]
+            elif op == "min":
+                vals[n] = vals[x] & vals[y]
+            else:
+                vals[n] = vals[x] | vals[y]
+        return bool(np.array_equal(vals[a], vals[b]))
+
+
+def _same_when_equal(u: Any, w: Any, x: Any, y: Any) -> bool:
+    """If(u == w, x, y) is y: where u == w holds, y with u replaced by w (or w by u) is
+    the same term as x (the -0 normalisation If(t == 0, 0, -t) of a sort comparator)."""
+    sx = z3.simplify(x)
+    return any(z3.simplify(z3.substitute(y, (s, r))).eq(sx) for s, r in ((u, w), (w, u)))
+
+
+LATTICE_ATOMS = 16  # 2**16 assignments at most
+
+
+def lattice_equal(pairs: Sequence[tuple[Any, Any]]) -> list[bool]:
+    """For each (a, b) of real terms: True when both read as min/max networks over common
+    atoms that agree on every 0-1 assignment of the atoms. By the 0-1 principle that proves
+    a == b for all reals: a threshold map [x >= t] commutes with min and max, so a real
+    point where a < b gives, at t = b, a 0-1 point where a is 0 and b is 1. This decides
+    sorting-network identities that take z3 seconds per element."""
+    lat = _Lattice()
+    out = []
+    for a, b in pairs:
+        try:
+            na, nb = lat.read(a), lat.read(b)
+        except RecursionError:  # a very deep network: leave it to the solver
+            out.append(False)
+            continue
+        if na == nb:
+            out.append(True)
+        elif lat.nodes[na][0] == "atom" and lat.nodes[nb][0] == "atom":
+            out.append(False)  # distinct atoms: nothing to decide here
+        else:
+            out.append(lat.equal_on_01(na, nb, LATTICE_ATOMS))
+    return out
