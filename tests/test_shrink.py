@@ -82,9 +82,9 @@ def test_no_shrink_turns_the_pass_off() -> None:
 # Summand degree: Newton's pair differs at 3 elements and agrees at 2.
 
 def test_newton_pair_keeps_the_summand_degree() -> None:
-    from test_shrink_hazards import _pair
+    from test_shrink_hazards import newton_pair
 
-    p, q = _pair(4096)
+    p, q = newton_pair(4096)
     v = tv_mlir.verify(p, q)
     assert v.verdict == "not-equivalent", v.reason
     (entry,) = v.shrink["shrunk"]
@@ -279,7 +279,7 @@ def test_shrunk_modules_agree_on_xla(name: str, form: str, xla) -> None:
 
     from tv_mlir.shrink.pair import shrink_pair
     from tv_mlir.witness.replay import run_on_xla
-    from tv_mlir.prove.sweep import random_inputs
+    from tv_mlir.prove.fingerprints import random_inputs
 
     e = _MANIFEST[name]
     ref, other = BIG / e["ref"], BIG / e[form]

@@ -20,7 +20,8 @@ from tv_mlir.progress import progress
 from tv_mlir.witness.replay import py_value as _py
 from tv_mlir.witness.replay import values_differ
 from tv_mlir.prove.solve import Model, Query, solve_all
-from tv_mlir.prove.sweep import Sweeper, numeric_trace, random_inputs
+from tv_mlir.prove.fingerprints import numeric_trace, random_inputs
+from tv_mlir.prove.sweep import Sweeper
 from tv_mlir.prove.obligations import Target, build_targets
 from tv_mlir.verdict import Counterexample, OutputResult, Verdict
 from tv_mlir.witness.settle import Witness, environment, exact_values, py_list, settle
@@ -116,7 +117,7 @@ def prove_pair(ref: Module, other: Module, options: Options) -> Verdict:
     except Unsupported as exc:
         return unsupported(exc)
     stats["symbolic_s"] = round(time.perf_counter() - t_exec, 4)
-    stats.update(merged=sweeper.merged, cut_points=sweeper.cuts, failed_merges=sweeper.failed)
+    stats.update(merged=sweeper.merged, cut_points=sweeper.store.count, failed_merges=sweeper.local.failed)
     progress(options, f"symbolic execution of {stats['ops_ref']} + {stats['ops_other']} ops, "
                        f"{sweeper.merged} values merged: {stats['symbolic_s']:.2f} s")
     approximations = sorted(alg.approximations)
@@ -182,7 +183,7 @@ def prove_pair(ref: Module, other: Module, options: Options) -> Verdict:
     local = 0
     for i in list(open_):
         kind = targets[i].kind
-        status = sweeper.prove_pairs([(a, b) for _, a, b in open_[i]], kind, min(options.timeout_s, LOCAL_TIMEOUT),
+        status = sweeper.local.prove_pairs([(a, b) for _, a, b in open_[i]], kind, min(options.timeout_s, LOCAL_TIMEOUT),
                                      steps=LOCAL_STEPS, max_unfold=LOCAL_UNFOLD, deep=LOCAL_DEEP,
                                      solve_inputs_only=False)
         results[i].syntactic += sum(1 for how in status if how in ("simplified", "lattice"))
@@ -197,7 +198,7 @@ def prove_pair(ref: Module, other: Module, options: Options) -> Verdict:
     for i, elems in open_.items():
         kind = targets[i].kind
         for idx, a0, b0 in elems:
-            a, b = sweeper.expand_element(a0), sweeper.expand_element(b0)
+            a, b = sweeper.store.expand_element(a0), sweeper.store.expand_element(b0)
             if T.finite_float(a) and T.finite_float(b) and \
                     difference_is_zero(T.element_terms(a)[0], T.element_terms(b)[0]):
                 results[i].syntactic += 1
@@ -206,7 +207,7 @@ def prove_pair(ref: Module, other: Module, options: Options) -> Verdict:
             if kind is not Kind.FLOAT and trivially_equal(eq):
                 results[i].syntactic += 1
                 continue
-            uses_uf = sweeper.uses_uf(a0) or sweeper.uses_uf(b0)
+            uses_uf = sweeper.store.uses_uf(a0) or sweeper.store.uses_uf(b0)
             pending.setdefault(i, []).append(_Element(i, idx, a, b, kind, eq, uses_uf, a0, b0))
     stats.update(elements=sum(r.elements for r in results), syntactic=sum(r.syntactic for r in results))
 
@@ -271,7 +272,7 @@ def prove_pair(ref: Module, other: Module, options: Options) -> Verdict:
 def _settle(cex: Counterexample, res: OutputResult, target: Target, index: tuple[int, ...], a0: Any, b0: Any,
             ctx: "_Context") -> None:
     """Minimise, replay and locate the counterexample, and decide the target from it."""
-    w = Witness(ctx.ref, ctx.other, target, index, a0, b0, ctx.sweeper, ctx.alg, ctx.inputs, ctx.constraints,
+    w = Witness(ctx.ref, ctx.other, target, index, a0, b0, ctx.sweeper.store, ctx.alg, ctx.inputs, ctx.constraints,
                 ctx.types, ctx.names, ctx.options, ctx.runner)
     res.verdict, res.detail = settle(cex, w)
     ctx.runner = w._runner  # compiled modules are reused by the next counterexample
@@ -327,10 +328,10 @@ def _random_counterexample(elems: Sequence[tuple[tuple[int, ...], Any, Any]], ta
         for idx, a, b in elems:
             if not values_differ(r_out[idx], o_out[idx]):
                 continue
-            uses_uf = ctx.sweeper.uses_uf(a) or ctx.sweeper.uses_uf(b)
+            uses_uf = ctx.sweeper.store.uses_uf(a) or ctx.sweeper.store.uses_uf(b)
             if not uses_uf:
                 env = env if env is not None else environment(ctx.inputs, concrete, ctx.types)
-                exact = exact_values(ctx.sweeper, ctx.alg, a, b, kind, env)
+                exact = exact_values(ctx.sweeper.store, ctx.alg, a, b, kind, env)
                 if exact is None:
                     continue  # float rounding, not a real difference
                 ref_v, other_v = exact

@@ -26,7 +26,7 @@ from tv_mlir.ir import Module, TensorType
 from tv_mlir.options import Options
 from tv_mlir.witness.replay import py_value, values_differ, xla_replay
 from tv_mlir.prove import solve
-from tv_mlir.prove.sweep import Sweeper
+from tv_mlir.prove.cuts import CutStore
 from tv_mlir.prove.obligations import Target, build_targets
 from tv_mlir.verdict import Counterexample, Replay
 
@@ -50,7 +50,7 @@ class Witness:
     index: tuple[int, ...]  # into the target's arrays (local, not global)
     a: Any  # the reference side's element, at cut level
     b: Any  # the other side's element
-    sweeper: Sweeper
+    cuts: CutStore
     alg: Symbolic
     inputs: list[np.ndarray]  # symbolic inputs
     constraints: list[Any]
@@ -84,11 +84,11 @@ def environment(inputs: list[np.ndarray], concrete: list[np.ndarray],
     return env
 
 
-def exact_values(sweeper: Sweeper, alg: Symbolic, a: Any, b: Any, kind: Kind,
+def exact_values(cuts: CutStore, alg: Symbolic, a: Any, b: Any, kind: Kind,
                  env: dict[int, tuple[Any, Any]]) -> Values | None:
     """The two elements' exact values at env when they differ there, else None."""
     ta, tb = T.element_terms(a), T.element_terms(b)
-    vals = sweeper.evaluate(ta + tb, env)
+    vals = cuts.evaluate(ta + tb, env)
     if vals is None:
         return None
     ea = T.with_terms(a, [T.literal(v) for v in vals[:len(ta)]])
@@ -103,7 +103,7 @@ def exact_values(sweeper: Sweeper, alg: Symbolic, a: Any, b: Any, kind: Kind,
 
 
 def exact_difference(w: Witness, arrays: list[np.ndarray]) -> Values | None:
-    return exact_values(w.sweeper, w.alg, w.a, w.b, w.target.kind, environment(w.inputs, arrays, w.types))
+    return exact_values(w.cuts, w.alg, w.a, w.b, w.target.kind, environment(w.inputs, arrays, w.types))
 
 
 class OutOfRange(Exception):
@@ -357,13 +357,13 @@ def first_divergence(w: Witness) -> dict[str, Any] | None:
     side = "ref" if w.target.side == "ref" else "other"
     module = w.ref if side == "ref" else w.other
     pending = pending_values(module)
-    cone = w.sweeper.cone([w.a, w.b])
+    cone = w.cuts.cone([w.a, w.b])
     for cut in cone:
         o = cut.origin
         if o is not None and o.side == side and o.value not in pending:
             return _divergence(o, module.source)
-    if w.target.devices is None and not w.sweeper.cone([w.b]):
-        for cut in w.sweeper.cone([w.a]):
+    if w.target.devices is None and not w.cuts.cone([w.b]):
+        for cut in w.cuts.cone([w.a]):
             if cut.origin is not None and cut.origin.side == "ref":
                 return _divergence(cut.origin, w.ref.source)
     moved = _moved(w, module.source)
@@ -392,7 +392,7 @@ def _moved(w: Witness, source: str) -> dict[str, Any] | None:
 def _own_cut(w: Witness, x: Any) -> Any:
     """The cut variable an element is, when it is exactly one."""
     terms = T.element_terms(x)
-    return w.sweeper.cuts_by_id.get(T.term_id(terms[0])) if terms else None
+    return w.cuts.cuts_by_id.get(T.term_id(terms[0])) if terms else None
 
 
 def _where(o: Any) -> dict[str, Any]:
@@ -412,9 +412,9 @@ def _divergence(o: Any, source: str) -> dict[str, Any]:
 def unique(w: Witness, arrays: list[np.ndarray]) -> bool | None:
     """Whether the solver finds no other input on which the element differs (None: not
     asked, the element's cone is large, or the solver gave up)."""
-    if len(w.sweeper.cone([w.a, w.b])) > UNIQUE_MAX_CONE:
+    if len(w.cuts.cone([w.a, w.b])) > UNIQUE_MAX_CONE:
         return None
-    a, b = w.sweeper.expand_element(w.a), w.sweeper.expand_element(w.b)
+    a, b = w.cuts.expand_element(w.a), w.cuts.expand_element(w.b)
     eq = w.alg.element_equal(a, b, w.target.kind)
     others = [T.differs_from(sym[idx], val[idx], Kind.of(t))
               for sym, val, t in zip(w.inputs, arrays, w.types) for idx in np.ndindex(*sym.shape)]

@@ -1,0 +1,213 @@
+"""The cut store: every top-level value element of both programs becomes a cut variable with
+its defining term recorded, so that terms stay one op deep. Structurally equal definitions
+share one variable (in either program). The store expands, scans and evaluates terms
+definition by definition, so that a full expansion to the inputs is built only when a
+proof needs it."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from tv_mlir.algebra import Symbolic
+from tv_mlir.algebra import terms as T
+from tv_mlir.ir import Op
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a cut variable's value was computed: for first-divergence reports."""
+
+    side: str  # "ref" or "other"
+    op: str
+    loc: str
+    value: str  # the SSA value (without device suffix)
+    device: int | None  # in a manual region: the device
+    index: tuple[int, ...] = ()  # the element's position in the value
+
+
+@dataclass(eq=False)
+class Cut:
+    """A cut variable and what is known about its definition, found once by a walk over
+    the definition when first needed (most reference definitions are never unfolded)."""
+
+    var: Any  # the fresh constant
+    term: Any  # its defining term (one op deep over older cut variables and inputs)
+    order: int  # creation order: a definition mentions only older cut variables
+    scanned: bool = False
+    vars: frozenset[int] = frozenset()  # ids of the cut variables the definition mentions
+    leaves: frozenset[int] = frozenset()  # ids of the other free constants (program inputs)
+    local_uf: bool = False  # the definition itself applies an uninterpreted function
+    origin: Origin | None = None
+
+
+@dataclass
+class CutStore:
+    """Cut variables by id, their definitions, and the expansions built so far."""
+
+    alg: Symbolic
+    cuts_by_id: dict[int, Cut] = field(default_factory=dict)
+    count: int = 0
+    origin: Origin | None = None  # the op whose results are being cut
+    _by_term: dict[int, Any] = field(default_factory=dict)  # defining term id -> variable
+    _expanded: dict[int, Any] = field(default_factory=dict)  # cut id -> term over the inputs
+
+    def cut_array(self, arr: np.ndarray) -> np.ndarray:
+        new = np.empty(arr.shape, dtype=object)
+        flat, src = new.reshape(-1), arr.reshape(-1)
+        base = self.origin
+        if base is None:
+            for i in range(src.size):
+                flat[i] = self._cut(src[i])
+            return new
+        for i, idx in enumerate(np.ndindex(*arr.shape)):
+            self.origin = replace(base, index=idx)
+            flat[i] = self._cut(src[i])
+        self.origin = base
+        return new
+
+    def _cut(self, x: Any) -> Any:
+        if T.is_folded(x):
+            return x
+        terms = T.element_terms(x)
+        cut = [self._cut_term(t) for t in terms]
+        return x if all(c is t for c, t in zip(cut, terms)) else T.with_terms(x, cut)
+
+    def _cut_term(self, t: Any) -> Any:
+        if not T.is_compound(t):  # an input, a cut variable or a literal
+            return t
+        key = T.term_id(t)
+        hit = self._by_term.get(key)
+        if hit is not None:  # the same term already has a variable (in either program)
+            return hit
+        var = T.fresh_cut(t)
+        self.cuts_by_id[T.term_id(var)] = Cut(var, t, self.count, origin=self.origin)
+        self._by_term[key] = var
+        self.count += 1
+        return var
+
+    def info(self, i: int) -> Cut:
+        """The cut with id i, its definition scanned."""
+        cut = self.cuts_by_id[i]
+        if not cut.scanned:
+            cut.vars, cut.leaves, cut.local_uf = self._scan(cut.term)
+            cut.scanned = True
+        return cut
+
+    def alias(self, ours: Any, ref: Any) -> None:
+        """`ours` was proved equal to the reference element `ref`: later terms identical to
+        our definition take the reference variable directly. For floats only when both are
+        finite: equal infinities or NaNs say nothing about the value parts."""
+        if T.is_float(ours):
+            if not (T.finite_float(ours) and T.finite_float(ref)):
+                return
+        elif T.is_folded(ours) or T.is_folded(ref):
+            return
+        o, r = T.element_terms(ours)[0], T.element_terms(ref)[0]
+        cut = self.cuts_by_id.get(T.term_id(o))
+        if cut is not None:
+            self._by_term[T.term_id(cut.term)] = r
+
+    def _scan(self, t: Any) -> tuple[frozenset[int], frozenset[int], bool]:
+        """The cut variables, other free constants and whether an uninterpreted function is
+        applied in t, stopping at cut variables."""
+        # No term applies an uninterpreted function before the first use of one.
+        return T.scan(t, self.cuts_by_id, check_uf=bool(self.alg.approximations))
+
+    def vars_of(self, terms: Iterable[Any]) -> set[int]:
+        out: set[int] = set()
+        for t in terms:
+            if T.term_id(t) in self.cuts_by_id:
+                out.add(T.term_id(t))
+            elif T.is_compound(t):
+                out |= self._scan(t)[0]
+        return out
+
+    def closure(self, roots: Iterable[int]) -> list[Cut]:
+        """Every cut variable reachable from `roots`, oldest first (definition order)."""
+        seen: set[int] = set()
+        stack = list(roots)
+        while stack:
+            i = stack.pop()
+            if i in seen:
+                continue
+            seen.add(i)
+            stack.extend(self.info(i).vars)
+        return sorted((self.cuts_by_id[i] for i in seen), key=lambda c: c.order)
+
+    # -- expansion and evaluation ---------------------------------------------
+    def expand_terms(self, terms: list[Any]) -> list[Any]:
+        """The terms with every cut variable replaced, recursively: terms over the inputs."""
+        full = self._expanded  # kept across calls: output elements share most of their cones
+        for cut in self.closure(self.vars_of(terms)):
+            i = T.term_id(cut.var)
+            if i not in full:
+                full[i] = T.substitute(cut.term, [(self.cuts_by_id[v].var, full[v]) for v in cut.vars])
+        out = []
+        for t in terms:
+            vs = self.vars_of([t])
+            out.append(T.substitute(t, [(self.cuts_by_id[v].var, full[v]) for v in vs]))
+        return out
+
+    def cone(self, elements: Sequence[Any]) -> list[Cut]:
+        """The cut variables the elements depend on, through their definitions, oldest first."""
+        return self.closure(self.vars_of(t for x in elements for t in T.element_terms(x)))
+
+    def expand_element(self, x: Any) -> Any:
+        if T.is_folded(x):
+            return x
+        return T.with_terms(x, self.expand_terms(T.element_terms(x)))
+
+    def uses_uf(self, x: Any) -> bool:
+        """Whether x (fully expanded) applies an uninterpreted function."""
+        if not self.alg.approximations:
+            return False
+        for t in T.element_terms(x):
+            vs, _, uf = self._scan(t)
+            if uf or any(c.local_uf for c in self.closure(vs)):
+                return True
+        return False
+
+    def evaluate(self, terms: list[Any], env: dict[int, tuple[Any, Any]]) -> list[Any] | None:
+        """The terms' values (simplified terms, literals unless an uninterpreted function
+        is applied) at the inputs `env` gives (input constant id -> (constant, value)),
+        evaluated definition by definition so that no full expansion is built. None when a
+        term mentions a free constant that env does not give."""
+        vals: dict[int, Any] = {}
+
+        def at(term: Any, vs: Iterable[int], leaves: Iterable[int]) -> Any | None:
+            pairs = []
+            for leaf in leaves:
+                if leaf not in env:
+                    return None
+                pairs.append(env[leaf])
+            pairs += [(self.cuts_by_id[v].var, vals[v]) for v in vs]
+            return T.simplify(T.substitute(term, pairs))
+
+        for cut in self.closure(self.vars_of(terms)):
+            v = at(cut.term, cut.vars, cut.leaves)
+            if v is None:
+                return None
+            vals[T.term_id(cut.var)] = v
+        out = []
+        for t in terms:
+            i = T.term_id(t)
+            if i in vals:
+                out.append(vals[i])
+            elif i in env:
+                out.append(env[i][1])
+            else:
+                vs, leaves, _ = self._scan(t)
+                v = at(t, vs, leaves)
+                if v is None:
+                    return None
+                out.append(v)
+        return out
+
+
+def origin_of(side: str, op: Op, name: str) -> Origin:
+    value, _, device = name.partition("@")
+    return Origin(side, op.name, op.loc, value, int(device) if device else None)
+
+

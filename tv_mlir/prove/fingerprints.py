@@ -1,0 +1,84 @@
+"""Numeric runs of both programs on random inputs, and the fingerprints of their values:
+equal fingerprints nominate a reference value as the counterpart of another program's
+value, which the sweep then proves (a fingerprint is evidence, never a proof)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from tv_mlir.algebra import Kind, NumericAlgebra
+from tv_mlir.execute.interp import Interpreter
+from tv_mlir.ir import Module, Op, TensorType
+
+# Random input sets. Fingerprints must tell apart values that agree by chance: a select or
+# max takes the same branch in all runs with probability 2**-RUNS, and every such
+# coincidence costs a failed proof.
+RUNS = 8
+
+
+def random_inputs(types: Sequence[TensorType], seed: int = 0) -> list[list[np.ndarray]]:
+    """Run 0: small integers (exact arithmetic, readable witnesses); the other runs: real
+    values with three decimals (printable, generic enough to avoid ties)."""
+    rng = np.random.default_rng(seed)
+    sets = []
+    for run in range(RUNS):
+        arrays = []
+        for t in types:
+            kind = Kind.of(t)
+            if kind is Kind.BOOL:
+                arrays.append(rng.integers(0, 2, size=t.shape).astype(np.bool_))
+            elif kind is Kind.INT:
+                lo = 0 if t.is_unsigned else -4
+                arrays.append(rng.integers(lo, 5, size=t.shape).astype(np.int64))
+            elif run == 0:
+                arrays.append(rng.integers(-3, 4, size=t.shape).astype(np.float64))
+            else:
+                arrays.append(np.round(rng.normal(size=t.shape), 3))
+        sets.append(arrays)
+    return sets
+
+
+@dataclass
+class Trace:
+    """Numeric values of every top-level value (by SSA name) and the outputs, per run."""
+
+    values: dict[str, list[np.ndarray]] = field(default_factory=dict)
+    outputs: list[list[np.ndarray]] = field(default_factory=list)
+    checks: list[list[Any]] = field(default_factory=list)  # per run: spmd.ReplicaCheck list
+
+
+def numeric_trace(module: Module, input_sets: list[list[np.ndarray]], max_unroll: int) -> Trace:
+    trace = Trace()
+
+    def record(op: Op, results: list[np.ndarray]) -> None:
+        for name, r in zip(op.results, results):
+            trace.values.setdefault(name, []).append(r)
+
+    for inputs in input_sets:
+        interp = Interpreter(module, NumericAlgebra(), max_unroll, observer=record)
+        trace.outputs.append(interp.run(inputs))
+        trace.checks.append(interp.replica_checks)
+    return trace
+
+
+def fingerprints(runs: list[np.ndarray], kind: Kind) -> list[bytes | None]:
+    """The fingerprint of every element (flat, C order), or None where it is useless:
+    values rounded to float32 (the runs compute in float64, in each program's own order),
+    one per run. Vectorised: this runs for every element of every value."""
+    rows = np.stack([np.asarray(r).reshape(-1) for r in runs], axis=1)
+    if kind is Kind.FLOAT:
+        rows = rows.astype(np.float32)
+        nonzero = (rows != 0).sum(axis=1)
+        # A relu output is zero in about half the runs and must still be matched; a value
+        # that is zero in all runs but one is too likely to match by coincidence (masks).
+        ok = np.isfinite(rows).all(axis=1) & (nonzero >= 2)
+    else:
+        rows = rows.astype(np.int64)
+        ok = (rows != 0).all(axis=1)
+    ok &= (rows != rows[:, :1]).any(axis=1)  # run-independent values are constants
+    tag = kind.value.encode()
+    return [tag + row.tobytes() if good else None for row, good in zip(rows, ok.tolist())]
+
+

@@ -1,0 +1,174 @@
+"""Local proofs: two elements proved equal near the cut points where they meet. Cut variables
+are unfolded newest first until the two sides meet at common cut points, then the
+simplifier, then min/max networks by the 0-1 principle, then one short solver call per op
+result. Common cut points stay free constants, a sound abstraction: an identity for all
+their values holds for the values they take."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from tv_mlir.algebra import Kind, Symbolic
+from tv_mlir.algebra import terms as T
+from tv_mlir.algebra.checks import difference_is_zero, ite_difference_is_zero, lattice_equal
+from tv_mlir.prove import solve
+from tv_mlir.prove.cuts import CutStore
+
+SWEEP_BLOWUP = 1000  # local proofs are small; a blow-up means the match is a coincidence
+
+
+@dataclass
+class _Attempt:
+    """The outcome of unfolding two elements towards each other."""
+
+    result: Any  # True: the simplifier proved them equal; False: not worth a solver call
+    # (Python values that differ, sides that never met); else the equality for the solver
+    cut_points: bool = False  # the sides met at cut points that could still be unfolded
+    value_pair: tuple[Any, Any] | None = None  # finite floats: the two real terms
+
+
+@dataclass
+class LocalProver:
+    """Proves pairs of elements equal over a cut store (see the module docstring)."""
+
+    store: CutStore
+    alg: Symbolic
+    timeout_s: float = 0.2  # per batched local solver call
+    unfold_steps: int = 12  # newest-first unfolding batches per local proof
+    max_unfold: int = 400  # cut variables unfolded per local proof before giving up
+    deep: int = 3  # common cut points unfolded when the sides meet but do not prove equal
+    failed: int = 0
+    _simplify: Any = field(default_factory=lambda: T.sweep_simplifier(SWEEP_BLOWUP))
+
+    def prove_pairs(self, pairs: Sequence[tuple[Any, Any]], kind: Kind, timeout_s: float,
+                    steps: int | None = None, max_unfold: int | None = None,
+                    deep: int | None = None, solve_inputs_only: bool = True) -> list[str | None]:
+        """For each (a, b): how a == b was proved ("simplified", "lattice", "solver"), or None.
+
+        Per element: newest-first unfolding with the simplifier (`_unfold`), then min/max
+        networks by the 0-1 principle; one solver call covers the rest of the batch (an op
+        result tensor at a time); a model names the elements that may differ, which are
+        dropped. Elements whose sides met but did not prove equal are tried once more with
+        up to `deep` common cut points unfolded as well (E[(x - m)^2] = E[x^2] - m^2 holds
+        only because m is the mean). solve_inputs_only=False leaves elements whose sides
+        met only at the inputs (no cut point left: the full problem) to the caller's solver."""
+        steps = steps or self.unfold_steps
+        max_unfold = max_unfold or self.max_unfold
+        deep = self.deep if deep is None else deep
+        status: list[str | None] = [None] * len(pairs)
+        todo = list(range(len(pairs)))
+        for common in (0, deep) if deep else (0,):
+            attempts: dict[int, _Attempt] = {}
+            for i in todo:
+                a, b = pairs[i]
+                att = self._unfold(a, b, kind, steps, max_unfold, common)
+                if att.result is True:
+                    status[i] = "simplified"
+                elif att.result is not False:
+                    attempts[i] = att
+            networks = [i for i, att in attempts.items() if att.value_pair is not None]
+            for i, ok in zip(networks, lattice_equal([attempts[i].value_pair for i in networks])):
+                if ok:
+                    status[i] = "lattice"
+            open_ = [(i, att.result) for i, att in attempts.items()
+                     if status[i] is None and (att.cut_points or solve_inputs_only)]
+            for i in solve.prove_batch([(i, T.formula(e)) for i, e in open_], timeout_s):
+                status[i] = "solver"
+            todo = [i for i, att in attempts.items() if status[i] is None and att.cut_points]
+        self.failed += sum(1 for x in status if x is None)
+        return status
+
+    def _unfold(self, a: Any, b: Any, kind: Kind, steps: int, max_unfold: int, common: int) -> _Attempt:
+        """Unfold a and b towards each other (see `_Attempt` for the outcome).
+
+        Unfolding is newest first: the newest cut variable on only one side cannot appear on
+        the other side unless a common cut point is unfolded (definitions mention only older
+        variables), so it must be unfolded for the sides to meet; so must every variable of
+        that side newer than everything the other side still lacks. Common cut points stay
+        atoms, so the terms stay small; once the sides meet, up to `common` of them are
+        unfolded too (newest first, on both sides) while the simplifier does not succeed."""
+        eq = self.alg.element_equal(a, b, kind)
+        if eq is True or eq is False or T.is_folded(a) or T.is_folded(b):
+            return _Attempt(eq)
+        left, right = T.element_terms(a), T.element_terms(b)
+        lv, rv = self.store.vars_of(left), self.store.vars_of(right)
+        if lv == rv and self._simplifies_true(eq):
+            return _Attempt(True)
+        order = self.store.cuts_by_id
+        unfolded = 0
+        for step in range(steps):
+            only_l, only_r = lv - rv, rv - lv
+            if not only_l and not only_r:
+                if common <= 0 or not lv:
+                    break
+                common -= 1
+                newest = [max(lv, key=lambda v: order[v].order)]
+                left, lv = self._unfold_side(left, lv, newest)
+                right, rv = self._unfold_side(right, rv, newest)
+                batch = newest
+            else:
+                ml = max((order[v].order for v in only_l), default=-1)
+                mr = max((order[v].order for v in only_r), default=-1)
+                # A common cut point defined from exclusive ones may be what the other side
+                # needs (x2 = 2*x against 2*(x2 - x)): unfold it on both sides.
+                excl = only_l | only_r
+                bridge = [v for v in lv & rv if self.store.info(v).vars & excl]
+                if bridge:
+                    left, lv = self._unfold_side(left, lv, bridge)
+                    right, rv = self._unfold_side(right, rv, bridge)
+                    batch = bridge
+                elif ml > mr:
+                    batch = [v for v in only_l if order[v].order > mr]
+                    left, lv = self._unfold_side(left, lv, batch)
+                else:
+                    batch = [v for v in only_r if order[v].order > ml]
+                    right, rv = self._unfold_side(right, rv, batch)
+            unfolded += len(batch)
+            eq = self._equal(a, b, left, right, kind)
+            # The sides usually meet exactly when their cut points agree; checking now and
+            # then on the way also catches cancellations (x - x) before they grow.
+            if (lv == rv or step % 4 == 3) and self._simplifies_true(eq):
+                return _Attempt(True)
+            if unfolded > max_unfold:
+                break
+        # Sides that never met differ unless some unmatched cut points cancel: such a
+        # proof is rare and a solver call on it is mostly a wasted timeout.
+        if lv != rv:
+            return _Attempt(False)
+        finite = T.finite_float(a) and T.finite_float(b)
+        if finite and ite_difference_is_zero(left[0], right[0]):
+            return _Attempt(True)
+        if not finite and T.is_float(a) and T.is_float(b) and self._split_equal(a, b, left, right):
+            return _Attempt(True)
+        return _Attempt(eq, bool(lv), (left[0], right[0]) if finite else None)
+
+    def _split_equal(self, a: Any, b: Any, left: list[Any], right: list[Any]) -> bool:
+        """Floats whose IEEE class is symbolic (a division by a sum of exponentials): equal
+        when the classes are equal for all values of the free constants and the values are
+        the same polynomial (then they agree whatever the class). Proving the two apart
+        keeps nonlinear real arithmetic away from the solver, which only sees classes."""
+        if not difference_is_zero(left[0], right[0]):
+            return False
+        ka = left[1] if T.symbolic_class(a) else T.float_class(a)
+        right_k = right[1] if T.symbolic_class(b) else T.float_class(b)
+        same = T.class_equality(ka, right_k)
+        return T.simplifies_true(same, self._simplify) or solve.valid(same, self.timeout_s)
+
+    def _equal(self, a: Any, b: Any, left: list[Any], right: list[Any], kind: Kind) -> Any:
+        """a == b with their terms replaced by `left` and `right`. Finite floats (the usual
+        case) compare by value alone."""
+        if T.finite_float(a) and T.finite_float(b):
+            return T.value_equality(left[0], right[0])
+        return self.alg.element_equal(T.with_terms(a, left), T.with_terms(b, right), kind)
+
+    def _simplifies_true(self, eq: Any) -> bool:
+        return T.simplifies_true(eq, self._simplify)
+
+    def _unfold_side(self, terms: list[Any], vs: set[int], batch: list[int]) -> tuple[list[Any], set[int]]:
+        cuts = [self.store.info(v) for v in batch]
+        pairs = [(c.var, c.term) for c in cuts]
+        new_vs = vs.difference(batch)
+        for c in cuts:
+            new_vs |= c.vars
+        return [T.substitute(t, pairs) for t in terms], new_vs
+
