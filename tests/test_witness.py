@@ -170,8 +170,8 @@ def test_an_overflow_on_xla_is_not_a_difference_of_the_reals(monkeypatch) -> Non
     # 100, exp overflows f32 and XLA shows NaN against 1.0. That must not make a witness.
     w = _witness_of(monkeypatch, TESTDATA / "pairs/softmax_shift.a.mlir", TESTDATA / "pairs/softmax_shift.b.mlir")
     big = [np.full(t.shape, 100.0) for t in w.types]
-    cex = Counterexample({n: x.tolist() for n, x in zip(w.names, big)}, w.target.output,
-                         list(w.target.global_index(w.index)), 1.0, "nan", uses_approximation=True)
+    cex = Counterexample({n: x.tolist() for n, x in zip(w.names, big)}, w.obligation.output,
+                         list(w.obligation.global_index(w.index)), 1.0, "nan", uses_approximation=True)
     replays = witness.replays(w, big)
     assert any(r.backend == "xla" and r.confirmed for r in replays), "XLA overflows here"
     verdict, _ = witness.settle(cex, w)

@@ -22,7 +22,7 @@ from tv_mlir.witness.replay import values_differ
 from tv_mlir.prove.solve import Model, Query, solve_all
 from tv_mlir.prove.fingerprints import numeric_trace, random_inputs
 from tv_mlir.prove.sweep import Sweeper
-from tv_mlir.prove.obligations import Target, build_targets
+from tv_mlir.prove.obligations import Obligation, build_obligations
 from tv_mlir.verdict import Counterexample, OutputResult, Verdict
 from tv_mlir.witness.settle import Witness, environment, exact_values, py_list, settle
 
@@ -139,21 +139,21 @@ def prove_pair(ref: Module, other: Module, options: Options) -> Verdict:
         if rt.dtype != ot.dtype:
             precision.append(f"output {i}: {rt.dtype} in {ref.source}, {ot.dtype} in {other.source}")
 
-    targets = build_targets(ref, other, ref_out, other_out, ref_interp.replica_checks, other_interp.replica_checks)
-    runs = [build_targets(ref, other, ro, oo, rc, oc) for ro, oo, rc, oc in
+    obligations = build_obligations(ref, other, ref_out, other_out, ref_interp.replica_checks, other_interp.replica_checks)
+    runs = [build_obligations(ref, other, ro, oo, rc, oc) for ro, oo, rc, oc in
             zip(ref_trace.outputs, other_trace.outputs, ref_trace.checks, other_trace.checks)]
-    if any(len(r) != len(targets) for r in runs):
+    if any(len(r) != len(obligations) for r in runs):
         return Verdict("unknown", "the numeric and symbolic runs disagree on the replica obligations", stats=stats,
                        approximations=approximations)
-    stats["replica_obligations"] = len(targets) - len(rtypes)
+    stats["replica_obligations"] = len(obligations) - len(rtypes)
 
     # Per element: identical terms are done (the sweep makes that the common case).
     results: list[OutputResult] = []
     open_: dict[int, list[tuple[tuple[int, ...], Any, Any]]] = {}
-    for i, tg in enumerate(targets):
-        res = OutputResult(i, "equivalent", elements=int(tg.lhs.size), what=tg.what)
-        for idx in np.ndindex(*tg.lhs.shape):
-            a, b = tg.lhs[idx], tg.rhs[idx]
+    for i, ob in enumerate(obligations):
+        res = OutputResult(i, "equivalent", elements=int(ob.ref.size), what=ob.what)
+        for idx in np.ndindex(*ob.ref.shape):
+            a, b = ob.ref[idx], ob.other[idx]
             if T.identical(a, b):
                 res.syntactic += 1
             else:
@@ -167,12 +167,12 @@ def prove_pair(ref: Module, other: Module, options: Options) -> Verdict:
     ctx = _Context(ref, other, sweeper, alg, inputs, constraints, types, names, options)
     t_cex = time.perf_counter()
     for i in list(open_):
-        numeric = [(r[i].lhs, r[i].rhs) for r in runs]
-        found = _random_counterexample(open_[i], targets[i], numeric, input_sets, ctx)
+        numeric = [(r[i].ref, r[i].other) for r in runs]
+        found = _random_counterexample(open_[i], obligations[i], numeric, input_sets, ctx)
         if found is not None:
             cex, idx, a0, b0 = found
             del open_[i]
-            _settle(cex, results[i], targets[i], idx, a0, b0, ctx)
+            _settle(cex, results[i], obligations[i], idx, a0, b0, ctx)
             if counterexample is None and results[i].verdict == "not-equivalent":
                 counterexample = cex
     stats["counterexample_s"] = round(time.perf_counter() - t_cex, 4)
@@ -182,7 +182,7 @@ def prove_pair(ref: Module, other: Module, options: Options) -> Verdict:
     t_local = time.perf_counter()
     local = 0
     for i in list(open_):
-        kind = targets[i].kind
+        kind = obligations[i].kind
         status = sweeper.local.prove_pairs([(a, b) for _, a, b in open_[i]], kind, min(options.timeout_s, LOCAL_TIMEOUT),
                                      steps=LOCAL_STEPS, max_unfold=LOCAL_UNFOLD, deep=LOCAL_DEEP,
                                      solve_inputs_only=False)
@@ -196,7 +196,7 @@ def prove_pair(ref: Module, other: Module, options: Options) -> Verdict:
     # The rest: full expansion to the inputs, polynomial normal form, then the solver.
     pending: dict[int, list[_Element]] = {}
     for i, elems in open_.items():
-        kind = targets[i].kind
+        kind = obligations[i].kind
         for idx, a0, b0 in elems:
             a, b = sweeper.store.expand_element(a0), sweeper.store.expand_element(b0)
             if T.finite_float(a) and T.finite_float(b) and \
@@ -227,9 +227,9 @@ def prove_pair(ref: Module, other: Module, options: Options) -> Verdict:
         if outcome.status == "unknown":
             res.verdict, res.detail = "unknown", f"solver: {outcome.reason or 'unknown'}"
             continue
-        tg = targets[outcome.output]
-        cex, chosen = _model_counterexample(outcome.model, pending[outcome.output], inputs, names, types, tg)
-        _settle(cex, res, tg, chosen.index, chosen.ref_cut, chosen.other_cut, ctx)
+        ob = obligations[outcome.output]
+        cex, chosen = _model_counterexample(outcome.model, pending[outcome.output], inputs, names, types, ob)
+        _settle(cex, res, ob, chosen.index, chosen.ref_cut, chosen.other_cut, ctx)
         if counterexample is None and res.verdict == "not-equivalent":
             counterexample = cex
 
@@ -269,10 +269,10 @@ def prove_pair(ref: Module, other: Module, options: Options) -> Verdict:
     return Verdict("equivalent", reason, **common)
 
 
-def _settle(cex: Counterexample, res: OutputResult, target: Target, index: tuple[int, ...], a0: Any, b0: Any,
+def _settle(cex: Counterexample, res: OutputResult, obligation: Obligation, index: tuple[int, ...], a0: Any, b0: Any,
             ctx: "_Context") -> None:
-    """Minimise, replay and locate the counterexample, and decide the target from it."""
-    w = Witness(ctx.ref, ctx.other, target, index, a0, b0, ctx.sweeper.store, ctx.alg, ctx.inputs, ctx.constraints,
+    """Minimise, replay and locate the counterexample, and decide the obligation from it."""
+    w = Witness(ctx.ref, ctx.other, obligation, index, a0, b0, ctx.sweeper.store, ctx.alg, ctx.inputs, ctx.constraints,
                 ctx.types, ctx.names, ctx.options, ctx.runner)
     res.verdict, res.detail = settle(cex, w)
     ctx.runner = w._runner  # compiled modules are reused by the next counterexample
@@ -297,7 +297,7 @@ class _Context:
 
 
 def _model_counterexample(model: Model, elems: Sequence[_Element], inputs: list[np.ndarray], names: list[str],
-                          types: Sequence[TensorType], target: Target) -> tuple[Counterexample, _Element]:
+                          types: Sequence[TensorType], obligation: Obligation) -> tuple[Counterexample, _Element]:
     values = {}
     for name, arr, t in zip(names, inputs, types):
         kind = Kind.of(t)
@@ -310,18 +310,18 @@ def _model_counterexample(model: Model, elems: Sequence[_Element], inputs: list[
         if model.holds(T.negation(e.eq)):
             chosen = e
             break
-    cex = Counterexample(values, target.output, list(target.global_index(chosen.index)),
+    cex = Counterexample(values, obligation.output, list(obligation.global_index(chosen.index)),
                          T.element_value(chosen.ref, chosen.kind, model.value), T.element_value(chosen.other, chosen.kind, model.value),
                          chosen.uses_uf)
     return cex, chosen
 
 
-def _random_counterexample(elems: Sequence[tuple[tuple[int, ...], Any, Any]], target: Target,
+def _random_counterexample(elems: Sequence[tuple[tuple[int, ...], Any, Any]], obligation: Obligation,
                            numeric: list[tuple[np.ndarray, np.ndarray]], input_sets: list[list[np.ndarray]],
                            ctx: _Context) -> tuple[Counterexample, tuple[int, ...], Any, Any] | None:
     """An open element on which a random run already differs, checked exactly by evaluating
     its terms at the run's inputs (when they apply no approximated op)."""
-    kind = target.kind
+    kind = obligation.kind
     for run, concrete in enumerate(input_sets):
         r_out, o_out = numeric[run]
         env: dict[int, tuple[Any, Any]] | None = None
@@ -338,6 +338,6 @@ def _random_counterexample(elems: Sequence[tuple[tuple[int, ...], Any, Any]], ta
             else:
                 ref_v, other_v = _py(r_out[idx]), _py(o_out[idx])
             values = {name: py_list(arr) for name, arr in zip(ctx.names, concrete)}
-            cex = Counterexample(values, target.output, list(target.global_index(idx)), ref_v, other_v, uses_uf)
+            cex = Counterexample(values, obligation.output, list(obligation.global_index(idx)), ref_v, other_v, uses_uf)
             return cex, idx, a, b
     return None

@@ -27,7 +27,7 @@ from tv_mlir.options import Options
 from tv_mlir.witness.replay import py_value, values_differ, xla_replay
 from tv_mlir.prove import solve
 from tv_mlir.prove.cuts import CutStore
-from tv_mlir.prove.obligations import Target, build_targets
+from tv_mlir.prove.obligations import Obligation, build_obligations
 from tv_mlir.verdict import Counterexample, Replay
 
 MIN_CHECKS = 600  # difference checks spent on minimising one counterexample
@@ -46,10 +46,10 @@ class Witness:
 
     ref: Module
     other: Module
-    target: Target
-    index: tuple[int, ...]  # into the target's arrays (local, not global)
-    a: Any  # the reference side's element, at cut level
-    b: Any  # the other side's element
+    obligation: Obligation
+    index: tuple[int, ...]  # into the obligation's arrays (local, not global)
+    ref_element: Any  # the reference side's element, at cut level
+    other_element: Any  # the other side's element
     cuts: CutStore
     alg: Symbolic
     inputs: list[np.ndarray]  # symbolic inputs
@@ -103,7 +103,7 @@ def exact_values(cuts: CutStore, alg: Symbolic, a: Any, b: Any, kind: Kind,
 
 
 def exact_difference(w: Witness, arrays: list[np.ndarray]) -> Values | None:
-    return exact_values(w.cuts, w.alg, w.a, w.b, w.target.kind, environment(w.inputs, arrays, w.types))
+    return exact_values(w.cuts, w.alg, w.ref_element, w.other_element, w.obligation.kind, environment(w.inputs, arrays, w.types))
 
 
 class OutOfRange(Exception):
@@ -119,10 +119,10 @@ def numeric_difference(w: Witness, arrays: list[np.ndarray]) -> Values | None:
     within the f32 range: a difference that needs an overflow is not a difference of the
     real functions."""
     try:
-        t = numeric_target(w.ref, w.other, arrays, w.target, w.options, in_range=True)
+        t = numeric_obligation(w.ref, w.other, arrays, w.obligation, w.options, in_range=True)
     except (TvError, OutOfRange):
         return None
-    r, o = t.lhs[w.index], t.rhs[w.index]
+    r, o = t.ref[w.index], t.other[w.index]
     return (py_value(r), py_value(o)) if values_differ(r, o) else None
 
 
@@ -144,14 +144,14 @@ def _range_guard(op: Any, results: list[Any]) -> None:
             raise OutOfRange(f"{op.name} at {op.loc} overflows")
 
 
-def numeric_target(ref: Module, other: Module, arrays: list[np.ndarray], target: Target, options: Options,
-                   in_range: bool = False) -> Target:
+def numeric_obligation(ref: Module, other: Module, arrays: list[np.ndarray], obligation: Obligation, options: Options,
+                   in_range: bool = False) -> Obligation:
     guard = _range_guard if in_range else None
     ri = Interpreter(ref, NumericAlgebra(), options.max_unroll, observer=guard)
     oi = Interpreter(other, NumericAlgebra(), options.max_unroll, observer=guard)
     with np.errstate(all="ignore"):
         ro, oo = ri.run(arrays), oi.run(arrays)
-    return build_targets(ref, other, ro, oo, ri.replica_checks, oi.replica_checks)[target.position]
+    return build_obligations(ref, other, ro, oo, ri.replica_checks, oi.replica_checks)[obligation.position]
 
 
 # ---------------------------------------------------------------------------
@@ -159,11 +159,11 @@ def numeric_target(ref: Module, other: Module, arrays: list[np.ndarray], target:
 
 
 def settle(cex: Counterexample, w: Witness) -> tuple[str, str]:
-    """Minimise, replay, complete and locate the counterexample; the target's verdict and
+    """Minimise, replay, complete and locate the counterexample; the obligation's verdict and
     detail. A difference through an approximated op counts only when XLA reproduces it."""
-    cex.what = w.target.what
-    if w.target.devices is not None:
-        cex.devices, cex.side = list(w.target.devices), w.target.side
+    cex.what = w.obligation.what
+    if w.obligation.devices is not None:
+        cex.devices, cex.side = list(w.obligation.devices), w.obligation.side
     arrays = concrete_inputs(cex, w.types)
     uses_uf = cex.uses_approximation
     check: Callable[[list[np.ndarray]], Values | None] = numeric_difference if uses_uf else exact_difference
@@ -213,14 +213,14 @@ def replays(w: Witness, arrays: list[np.ndarray], in_range: bool = False) -> lis
     """Our float64 interpreter (within the f32 range when `in_range`), then XLA."""
     out = []
     try:
-        t = numeric_target(w.ref, w.other, arrays, w.target, w.options, in_range=in_range)
-        r, o = t.lhs[w.index], t.rhs[w.index]
+        t = numeric_obligation(w.ref, w.other, arrays, w.obligation, w.options, in_range=in_range)
+        r, o = t.ref[w.index], t.other[w.index]
         out.append(Replay("numeric", py_value(r), py_value(o), bool(values_differ(r, o))))
     except (TvError, IndexError, OutOfRange) as exc:
         out.append(Replay("numeric", None, None, False, str(exc)))
     if w.ref.text and w.other.text:
-        out.append(xla_replay(w.ref, w.other, arrays, w.target.output, w.target.global_index(w.index),
-                              w.target.side, w.target.devices, runner=w.runner))
+        out.append(xla_replay(w.ref, w.other, arrays, w.obligation.output, w.obligation.global_index(w.index),
+                              w.obligation.side, w.obligation.devices, runner=w.runner))
     return out
 
 
@@ -312,8 +312,8 @@ def _complete(cex: Counterexample, w: Witness, arrays: list[np.ndarray]) -> None
             continue
         # The interpreter already showed it (in range): only XLA is left to ask.
         got = [Replay("numeric", values[0], values[1], True),
-               xla_replay(w.ref, w.other, cand, w.target.output, w.target.global_index(w.index),
-                          w.target.side, w.target.devices, runner=w.runner)]
+               xla_replay(w.ref, w.other, cand, w.obligation.output, w.obligation.global_index(w.index),
+                          w.obligation.side, w.obligation.devices, runner=w.runner)]
         if _reproduced(got):
             _adopt(cex, w, cand, values)
             cex.replay, cex.completed = got, True
@@ -354,16 +354,16 @@ def first_divergence(w: Witness) -> dict[str, Any] | None:
     cone, was not merged with any reference value (and is not a partial sum awaiting a
     cross-device reduction). When the other side computes nothing of its own (its element
     is an input or a constant), the earliest reference op it lacks."""
-    side = "ref" if w.target.side == "ref" else "other"
+    side = "ref" if w.obligation.side == "ref" else "other"
     module = w.ref if side == "ref" else w.other
     pending = pending_values(module)
-    cone = w.cuts.cone([w.a, w.b])
+    cone = w.cuts.cone([w.ref_element, w.other_element])
     for cut in cone:
         o = cut.origin
         if o is not None and o.side == side and o.value not in pending:
             return _divergence(o, module.source)
-    if w.target.devices is None and not w.cuts.cone([w.b]):
-        for cut in w.cuts.cone([w.a]):
+    if w.obligation.devices is None and not w.cuts.cone([w.other_element]):
+        for cut in w.cuts.cone([w.ref_element]):
             if cut.origin is not None and cut.origin.side == "ref":
                 return _divergence(cut.origin, w.ref.source)
     moved = _moved(w, module.source)
@@ -380,7 +380,7 @@ def first_divergence(w: Witness) -> dict[str, Any] | None:
 def _moved(w: Witness, source: str) -> dict[str, Any] | None:
     """Every value on the way has a reference counterpart: the differing element is itself
     a reference value, taken from the wrong place (a permute in the wrong direction)."""
-    got, want = _own_cut(w, w.b), _own_cut(w, w.a)
+    got, want = _own_cut(w, w.other_element), _own_cut(w, w.ref_element)
     if got is None or got.origin is None or got.origin.side != "ref":
         return None
     out = {"program": source, "op": None, "moved": True, "holds": _where(got.origin)}
@@ -412,10 +412,10 @@ def _divergence(o: Any, source: str) -> dict[str, Any]:
 def unique(w: Witness, arrays: list[np.ndarray]) -> bool | None:
     """Whether the solver finds no other input on which the element differs (None: not
     asked, the element's cone is large, or the solver gave up)."""
-    if len(w.cuts.cone([w.a, w.b])) > UNIQUE_MAX_CONE:
+    if len(w.cuts.cone([w.ref_element, w.other_element])) > UNIQUE_MAX_CONE:
         return None
-    a, b = w.cuts.expand_element(w.a), w.cuts.expand_element(w.b)
-    eq = w.alg.element_equal(a, b, w.target.kind)
+    a, b = w.cuts.expand_element(w.ref_element), w.cuts.expand_element(w.other_element)
+    eq = w.alg.element_equal(a, b, w.obligation.kind)
     others = [T.differs_from(sym[idx], val[idx], Kind.of(t))
               for sym, val, t in zip(w.inputs, arrays, w.types) for idx in np.ndindex(*sym.shape)]
     found = solve.satisfiable([*w.constraints, T.negation(eq), T.any_of(others)], UNIQUE_TIMEOUT_S)
