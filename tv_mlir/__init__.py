@@ -11,5 +11,9 @@ from tv_mlir.options import Options
 from tv_mlir.verdict import Counterexample, OutputResult, Verdict
 from tv_mlir.api import verify
 
-__all__ = ["verify", "Options", "Verdict", "Counterexample", "OutputResult",
+# The one place the version is written: pyproject.toml reads it (setuptools dynamic version),
+# and `tv-mlir --version` reports the installed distribution's metadata, falling back to this.
+__version__ = "0.1.0"
+
+__all__ = ["__version__", "verify", "Options", "Verdict", "Counterexample", "OutputResult",
            "TvError", "ParseError", "UsageError", "ShapeError", "Unsupported"]

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 class Options:
     timeout_s: float = 60.0  # per solver query
     jobs: int = 1  # parallel solver processes
-    pipeline: str = "default"  # a name under passes/ or a pipeline file
+    pipeline: str = "default"  # a named pipeline (tv_mlir/passes/pipelines/NAME.txt) or a pipeline file
     shrink: bool = True
     max_unroll: int = 100_000  # while-loop iterations before `unknown`
-    replay: bool = True  # numeric replay of counterexamples
+    replay: bool = True  # replay counterexamples on the float64 interpreter and XLA (always when approximated)
     progress: bool = False  # phase lines on stderr
     sweep: bool = True  # cut points and merging of proven-equal intermediate values
     strict_dtypes: bool = False  # precision findings make the verdict not-equivalent

@@ -1,11 +1,15 @@
-"""Named pipelines: plain text files in the top-level passes/ folder, one pass per line
-with key=value options, so a user can read and write them."""
+"""Pipelines: plain text, one pass per line with key=value options, so a user can read
+and write them. The named ones (default, shrink, none) are package data in
+tv_mlir/passes/pipelines/NAME.txt; `--pipeline PATH` reads a user's own file."""
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
+from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from tv_mlir.errors import UsageError
 from tv_mlir.ir import Module
@@ -24,9 +28,16 @@ PASSES: dict[str, PassFn] = {
 # read, before the per-module passes, whatever their place in the file.
 PAIR_PASSES = frozenset({"shrink"})
 
-PIPELINE_DIR = Path(__file__).resolve().parents[2] / "passes"
-# Used when the package runs without its source tree (a wheel install).
-BUILTIN = {"default": "shrink\ninline\ndrop-noop-custom-calls\ndce\n", "none": ""}
+
+def _named() -> Traversable:
+    """The folder of named pipelines. They ship inside the package (package data in
+    pyproject.toml), so an installed wheel has them as well as a source checkout."""
+    return resources.files("tv_mlir.passes") / "pipelines"
+
+
+def pipeline_names() -> list[str]:
+    """The named pipelines that ship with the package."""
+    return sorted(p.name.removesuffix(".txt") for p in _named().iterdir() if p.name.endswith(".txt"))
 
 
 @dataclass(frozen=True)
@@ -67,17 +78,16 @@ def parse_pipeline(text: str, name: str) -> Pipeline:
 
 
 def load_pipeline(spec: str) -> Pipeline:
-    """A pipeline by name (passes/NAME.txt) or by file path."""
+    """A pipeline by file path (an existing file is always read as one), or by name
+    (tv_mlir/passes/pipelines/NAME.txt)."""
     path = Path(spec)
     if path.is_file():
-        return parse_pipeline(path.read_text(), str(path))
-    named = PIPELINE_DIR / f"{spec}.txt"
-    if named.is_file():
-        return parse_pipeline(named.read_text(), spec)
-    if spec in BUILTIN:
-        return parse_pipeline(BUILTIN[spec], spec)
-    known = sorted({p.stem for p in PIPELINE_DIR.glob("*.txt")} | set(BUILTIN)) if PIPELINE_DIR.is_dir() else sorted(BUILTIN)
-    raise UsageError(f"no pipeline '{spec}': not a file and not one of {', '.join(known)}")
+        return parse_pipeline(path.read_text(encoding="utf-8"), str(path))
+    if "/" not in spec and "\\" not in spec:
+        named = _named() / f"{spec}.txt"
+        if named.is_file():
+            return parse_pipeline(named.read_text(encoding="utf-8"), spec)
+    raise UsageError(f"no pipeline '{spec}': not a file and not one of {', '.join(pipeline_names())}")
 
 
 def run_pipeline(pipeline: Pipeline, module: Module) -> Module:
