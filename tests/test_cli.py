@@ -130,3 +130,24 @@ def test_replica_divergence_names_devices_in_text_and_json() -> None:
     assert v["verdict"] == "not-equivalent" and c["devices"] == [0, 3] and c["side"] == "other"
     assert [r["confirmed"] for r in c["replay"]] == [True, True]
     assert v["outputs"][0]["what"] == "output 0" and v["outputs"][0]["verdict"] == "equivalent"
+
+
+def test_version_and_bad_arguments() -> None:
+    import tv_mlir
+
+    p = run("--version")
+    assert p.returncode == 0 and p.stdout.decode().strip() == f"tv-mlir {tv_mlir.__version__}"
+    p = run("verify", str(GOOD))  # argparse's own exit code would be 2, which means `unknown`
+    assert p.returncode == 3 and b"required: other" in p.stderr
+
+
+def test_internal_error_is_one_line_exit_2(monkeypatch, capsys) -> None:
+    from tv_mlir import api, cli
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise KeyError("a bug of ours")
+
+    monkeypatch.setattr(api, "verify", broken)
+    assert cli.main(["verify", str(GOOD), str(GOOD)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("tv-mlir: internal error: KeyError") and len(err.splitlines()) == 1

@@ -1,28 +1,63 @@
-"""`tv-mlir verify REF OTHER` and `tv-mlir check-pass`: exit codes 0 equivalent,
-1 not-equivalent, 2 unknown, 3 input or usage error. Errors are one line on stderr."""
+"""`tv-mlir verify REF OTHER` and `tv-mlir check-pass`. Exit codes: 0 equivalent,
+1 not-equivalent, 2 unknown (also an unsupported form that stops the run, and an internal
+error: a bug of ours), 3 input or usage error (bad arguments included), 130 interrupted.
+Errors are one line on stderr."""
 from __future__ import annotations
 
 import argparse
 import os
 import sys
 import traceback
-from typing import Sequence
+from collections.abc import Sequence
+from typing import NoReturn
 
 from tv_mlir.errors import TvError
 from tv_mlir.options import Options
 
+EXIT_UNKNOWN = 2  # also an internal error: the question is left undecided
+EXIT_USAGE = 3
+EXIT_INTERRUPTED = 130
+
+
+def version() -> str:
+    """The installed distribution's version; the package's own when run from a source tree
+    that is not installed."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("tv-mlir")
+    except metadata.PackageNotFoundError:
+        from tv_mlir import __version__
+
+        return __version__
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse exits 2 on bad arguments; here 2 means `unknown`, so usage errors exit 3."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="tv-mlir", description="Prove two StableHLO programs equal, or find an input where they differ.")
+    p = _Parser(prog="tv-mlir", description="Prove two StableHLO programs equal, or find an input where they differ.")
+    p.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     sub = p.add_subparsers(dest="command", required=True)
 
     def common(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--json", action="store_true", help="print one JSON object on stdout")
         sp.add_argument("--timeout", type=float, default=Options.timeout_s, help="seconds per solver query")
         sp.add_argument("--jobs", type=int, default=Options.jobs, help="parallel solver processes")
-        sp.add_argument("--pipeline", default=Options.pipeline, help="pass pipeline: a name under passes/ or a file")
+        sp.add_argument("--pipeline", default=Options.pipeline,
+                        help="pass pipeline: a pipeline file, or the name of a built-in one "
+                             "(default, shrink, none; see tv_mlir/passes/pipelines/)")
         sp.add_argument("--no-shrink", action="store_true", help="verify at the programs' own sizes")
-        sp.add_argument("--no-replay", action="store_true", help="do not replay counterexamples numerically")
+        sp.add_argument("--no-replay", action="store_true",
+                        help="do not run a counterexample on our float64 interpreter and on XLA, nor carry a "
+                             "shrunk one back to the original sizes (faster; the counterexample is then "
+                             "unconfirmed). One that depends on an approximated op is still replayed: only "
+                             "the replay can confirm it")
         sp.add_argument("--strict-dtypes", action="store_true",
                         help="values computed at a different float type than the reference's make the verdict "
                              "not-equivalent (default: listed as precision findings)")
@@ -61,32 +96,33 @@ def main(argv: Sequence[str] | None = None) -> int:
             from tv_mlir.check_pass import check_pass
 
             verdict = check_pass(args.input, args.pass_pipeline, options)
-    except TvError as exc:
+        from tv_mlir.report import to_json, to_text
+
+        report = to_json(verdict) if args.json else to_text(verdict)
+    except TvError as exc:  # bad input (exit 3), or an unsupported form that stops the run (exit 2)
         if args.debug:
             traceback.print_exc()
         print(f"tv-mlir: error: {exc.one_line()}", file=sys.stderr)
-        return 3
+        return exc.exit_code
     except KeyboardInterrupt:
         print("tv-mlir: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except Exception as exc:  # a bug of ours: say so in one line, never a bare traceback
         if args.debug:
             traceback.print_exc()
         else:
             print(f"tv-mlir: internal error: {type(exc).__name__}: {' '.join(str(exc).split())[:300]} "
                   "(rerun with --debug for a traceback)", file=sys.stderr)
-        return 2
-    from tv_mlir.report import to_json, to_text
-
+        return EXIT_UNKNOWN
     try:
-        print(to_json(verdict) if args.json else to_text(verdict))
+        print(report)
         sys.stdout.flush()
     except BrokenPipeError:  # e.g. piped into `head`
         sys.stderr.close()
     return verdict.exit_code
 
 
-def raise_usage(msg: str) -> None:
+def raise_usage(msg: str) -> NoReturn:
     from tv_mlir.errors import UsageError
 
     raise UsageError(msg)
