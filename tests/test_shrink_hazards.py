@@ -8,7 +8,7 @@ import pytest
 import tv_mlir
 
 
-def _pair(n: int) -> tuple[str, str]:
+def newton_pair(n: int) -> tuple[str, str]:
     t = f"tensor<{n}xf32>"
     head = "module {\n func.func public @main(%x: " + t + ") -> tensor<f32> {\n"
     zero = "  %z = stablehlo.constant dense<0.0> : tensor<f32>\n"
@@ -37,5 +37,5 @@ def _pair(n: int) -> tuple[str, str]:
 
 @pytest.mark.parametrize("n,expect", [(2, "equivalent"), (3, "not-equivalent"), (4, "not-equivalent")])
 def test_newton_pair_needs_the_degree_not_two(n: int, expect: str) -> None:
-    p, q = _pair(n)
+    p, q = newton_pair(n)
     assert tv_mlir.verify(p, q).verdict == expect

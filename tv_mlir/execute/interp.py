@@ -12,6 +12,7 @@ from tv_mlir.algebra import Algebra
 from tv_mlir.errors import ShapeError, TvError, Unsupported
 from tv_mlir.ir import Block, Func, Module, Op, TensorType
 from tv_mlir.semantics import TABLE, OpContext
+from tv_mlir.semantics.reduction import simple_reducer
 
 # Sees every top-level op and its results; may return replacement results.
 Observer = Callable[[Op, list[np.ndarray]], "list[np.ndarray] | None"]
@@ -40,9 +41,7 @@ class SharedValues:
 
 
 def _commutative_body(op: Op) -> bool:
-    from tv_mlir.semantics.reduction import _simple_reducer
-
-    return op.name == "stablehlo.reduce" and len(op.regions) == 1 and _simple_reducer(op.regions[0]) is not None
+    return op.name == "stablehlo.reduce" and len(op.regions) == 1 and simple_reducer(op.regions[0]) is not None
 
 
 @dataclass
@@ -95,6 +94,10 @@ class Interpreter:
         # IEEE overflow, 0/0 and friends are values here, not warnings.
         with np.errstate(all="ignore"):
             return self.run_block(func.body, inputs)
+
+    def value(self, name: str) -> Any:
+        """The value bound to `name` in the current scope; KeyError when there is none."""
+        return self._env[name]
 
     def func(self, name: str, loc: str) -> Func:
         if name not in self.module.funcs:

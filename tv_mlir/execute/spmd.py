@@ -23,17 +23,22 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from tv_mlir.frontend import gspmd
-from tv_mlir.frontend.classify import parse_gspmd
 from tv_mlir.algebra import Kind
 from tv_mlir.errors import ParseError, ShapeError, Unsupported
+from tv_mlir.frontend import gspmd
+from tv_mlir.frontend.classify import parse_gspmd
 from tv_mlir.ir import Block, Mesh, Module, Op, Sharding, TensorType
 from tv_mlir.semantics.common import concrete_bool
-from tv_mlir.semantics.ops import COLLECTIVES, DEVICE_IDS, SHARD_CALLS, SPMD_OPS
-from tv_mlir.semantics.reduction import _simple_reducer
-
-_CONTROL = frozenset({"stablehlo.while", "stablehlo.if", "stablehlo.case", "func.call", "stablehlo.composite",
-                      "stablehlo.optimization_barrier"})
+from tv_mlir.semantics.ops import (
+    CALLS,
+    CHANNEL_PARTITION_COLLECTIVES,
+    COLLECTIVES,
+    CONTROL,
+    DEVICE_IDS,
+    SHARD_CALLS,
+    SPMD_OPS,
+)
+from tv_mlir.semantics.reduction import simple_reducer
 
 
 @dataclass(frozen=True, eq=False)
@@ -71,7 +76,7 @@ def involved(interp: Any, op: Op, args: list[Any]) -> bool:
         return True
     if any(isinstance(a, Local) for a in args):
         return True
-    if op.name in _CONTROL and interp.device is None:
+    if op.name in CONTROL and interp.device is None:
         if _regions_have_spmd_ops(op):
             return True
         # Per-device values reach a region only through its free values; a single-device
@@ -100,7 +105,7 @@ def step(interp: Any, op: Op, args: list[Any], types: tuple[TensorType, ...]) ->
             if any(p.shape != t.shape for p in r.parts):
                 raise ShapeError(f"{op.name} produced a per-device shape other than its type {t}", op.loc)
         return [Local(tuple(interp.alg.canonical(p) for p in r.parts)) for r in results]
-    if op.name in _CONTROL and _regions_have_spmd_ops(op):
+    if op.name in CONTROL and _regions_have_spmd_ops(op):
         return _lockstep(interp, op, args)
     # Ordinary op: each device on its own part, nested regions seeing that device's values.
     outs = [interp.view(d).apply(op, [a.parts[d] if isinstance(a, Local) else a for a in args], types)
@@ -297,7 +302,7 @@ def process_groups(op: Op, num_replicas: int, num_partitions: int) -> list[list[
     groups = _groups_attr(op)
     channel = _channel(op) > 0
     global_ids = "use_global_device_ids" in op.attrs and op.attrs["use_global_device_ids"] is not False
-    if op.name in ("stablehlo.all_to_all", "stablehlo.collective_broadcast"):
+    if op.name in CHANNEL_PARTITION_COLLECTIVES:
         mode = "cross_partition" if channel else "cross_replica"
     elif not channel:
         mode = "cross_replica"
@@ -330,7 +335,7 @@ def _reduce_group(interp: Any, op: Op, stacks: list[np.ndarray], kinds: list[Kin
     which combines two scalars and applies to every operand separately."""
     body: Block = op.regions[0]
     alg = interp.alg
-    fast = _simple_reducer(body)
+    fast = simple_reducer(body)
     out = []
     for stack, kind in zip(stacks, kinds):
         if fast == "add" and kind is not Kind.BOOL:
@@ -488,7 +493,7 @@ def _free_values(interp: Any, op: Op) -> list[Any]:
     for name in dict.fromkeys(used):
         if name not in defined:
             try:
-                out.append(interp._env[name])
+                out.append(interp.value(name))
             except KeyError:
                 pass
     return out
@@ -527,7 +532,7 @@ def _lockstep(interp: Any, op: Op, args: list[Any]) -> list[Any]:
         v = _uniform(interp, op, args[0], Kind.INT)
         n = len(op.regions)
         return interp.run_block(op.regions[v if 0 <= v < n else n - 1], [])
-    if op.name in ("func.call", "stablehlo.composite"):
+    if op.name in CALLS:
         callee = op.attrs.get("callee") or op.attrs.get("decomposition")
         return interp.run_block(interp.func(callee, op.loc).body, args)
     return list(args)  # optimization_barrier

@@ -6,10 +6,8 @@ from dataclasses import replace
 
 from tv_mlir.errors import Unsupported
 from tv_mlir.ir import Block, Module, Op
-from tv_mlir.semantics.control import NOOP_CUSTOM_CALLS
 from tv_mlir.passes.rename import fresh_copy, substitute
-
-_CALLS = ("func.call", "stablehlo.composite")
+from tv_mlir.semantics.ops import CALLS, NOOP_CUSTOM_CALLS
 
 
 def inline(module: Module, max_depth: int = 64) -> Module:
@@ -21,7 +19,7 @@ def inline(module: Module, max_depth: int = 64) -> Module:
         ops: list[Op] = []
         mapping: dict[str, str] = {}
         for op in block.ops:
-            if op.name in _CALLS:
+            if op.name in CALLS:
                 callee = op.attrs.get("callee") if op.name == "func.call" else op.attrs.get("decomposition")
                 if callee not in module.funcs:
                     raise Unsupported(f"call to unknown function @{callee}", op.loc, op.name)
@@ -91,7 +89,7 @@ def drop_unused_funcs(module: Module) -> Module:
     """After inlining only the entry (and anything still called) is needed."""
     keep = {module.entry}
     for op in module.main.body.walk():
-        if op.name in _CALLS:
+        if op.name in CALLS:
             keep.add(op.attrs.get("callee") or op.attrs.get("decomposition"))
     return replace(module, funcs={n: f for n, f in module.funcs.items() if n in keep})
 

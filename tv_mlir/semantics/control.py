@@ -6,10 +6,7 @@ import numpy as np
 from tv_mlir.algebra import Kind
 from tv_mlir.ir import Op
 from tv_mlir.semantics.common import OpContext, Rule, concrete_bool, unsupported
-
-# custom_call targets jax emits that do not change values on one device.
-NOOP_CUSTOM_CALLS = frozenset({"Sharding", "annotate_device_placement", "MoveToHost", "MoveToDevice",
-                               "LayoutConstraint"})
+from tv_mlir.semantics.ops import CALLS, NOOP_CUSTOM_CALLS, VALUE_IDENTITIES
 
 
 def _while(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
@@ -76,12 +73,7 @@ RULES: dict[str, Rule] = {
     "stablehlo.while": _while,
     "stablehlo.case": _case,
     "stablehlo.if": _if,
-    "func.call": _call,
-    "stablehlo.composite": _call,
-    "stablehlo.optimization_barrier": _identity,
-    # Layout and sharding hints: the value is unchanged.
-    "mhlo.copy": _identity,
-    "sdy.sharding_constraint": _identity,
-    "sdy.reshard": _identity,
+    **{name: _call for name in CALLS},
+    **{name: _identity for name in VALUE_IDENTITIES},
     "stablehlo.custom_call": _custom_call,
 }

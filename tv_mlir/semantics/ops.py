@@ -1,10 +1,92 @@
 """Op names that the stages other than the semantics table need to know by name: one place,
-so that a new collective or device-id op is added once."""
+so that a new op is classified once. Where the semantics table already says it (which ops
+are elementwise, which reducers fold in one step) the set is derived from the table rather
+than copied; the rest are facts of the StableHLO spec that no rule encodes."""
 from __future__ import annotations
 
-COLLECTIVES = frozenset({"stablehlo.all_reduce", "stablehlo.all_gather", "stablehlo.reduce_scatter",
-                         "stablehlo.all_to_all", "stablehlo.collective_permute",
-                         "stablehlo.collective_broadcast"})
-DEVICE_IDS = frozenset({"stablehlo.partition_id", "stablehlo.replica_id"})
+from tv_mlir.algebra.base import UNINTERPRETED
+from tv_mlir.semantics import elementwise, reduction
+
+
+def _hlo(*names: str) -> frozenset[str]:
+    return frozenset(f"stablehlo.{n}" for n in names)
+
+
+# --- SPMD: what the lockstep executor runs itself (the semantics table has no rules for these).
+COLLECTIVES = _hlo("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "collective_permute",
+                   "collective_broadcast")
+DEVICE_IDS = _hlo("partition_id", "replica_id")
 SPMD_OPS = COLLECTIVES | DEVICE_IDS | {"sdy.manual_computation"}
 SHARD_CALLS = frozenset({"SPMDFullToShardShape", "SPMDShardToFullShape"})
+# Collectives with a reducer body: their result combines the devices' values.
+REDUCING_COLLECTIVES = _hlo("all_reduce", "reduce_scatter")
+# Collectives whose results have their operands' shapes (they move or combine values
+# across devices, not along a dimension).
+SAME_SHAPE_COLLECTIVES = _hlo("all_reduce", "collective_permute", "collective_broadcast")
+# Collectives without `use_global_device_ids`: a channel id makes their process groups
+# cross-partition, its absence cross-replica (StableHLO spec).
+CHANNEL_PARTITION_COLLECTIVES = _hlo("all_to_all", "collective_broadcast")
+
+# --- Values.
+# Elementwise ops whose operands and results share one shape; the chlo.broadcast_* ops are
+# elementwise after a rank-aligning broadcast of their operands.
+ELEMENTWISE = frozenset(n for n in elementwise.RULES if not n.startswith("chlo.broadcast_"))
+BROADCASTING_ELEMENTWISE = frozenset(elementwise.RULES) - ELEMENTWISE
+# Applications of the functions the symbolic algebra leaves uninterpreted (an inf there may
+# be the function's own limit, not a bug). Includes names no rule reaches (stablehlo.erf).
+TRANSCENDENTAL_OPS = _hlo(*UNINTERPRETED) | {"chlo.erf", "chlo.tan"}
+# Layout and sharding hints and the barrier: each result is its operand, unchanged.
+VALUE_IDENTITIES = frozenset({"stablehlo.optimization_barrier", "mhlo.copy", "sdy.sharding_constraint",
+                              "sdy.reshard"})
+# custom_call targets jax emits that do not change values on one device.
+NOOP_CUSTOM_CALLS = frozenset({"Sharding", "annotate_device_placement", "MoveToHost", "MoveToDevice",
+                               "LayoutConstraint"})
+# Reducer bodies the semantics folds in one step: commutative and associative, so a reduce
+# with one of them does not depend on the order of the positions it combines.
+ASSOCIATIVE_REDUCERS = frozenset(reduction.FAST_REDUCERS)
+# A max/min reduction picks one of its elements; a product, and or or multiplies them.
+SELECTING_REDUCERS = _hlo("maximum", "minimum")
+MULTIPLYING_REDUCERS = _hlo("multiply", "and", "or")
+
+# --- Control flow.
+CALLS = frozenset({"func.call", "stablehlo.composite"})  # composite calls its `decomposition`
+BRANCHES = _hlo("if", "case")
+# Ops whose values pass through nested regions or a callee (and the barrier, which keeps
+# its operands together): SPMD runs them in lockstep when a region holds a collective.
+CONTROL = BRANCHES | CALLS | _hlo("while", "optimization_barrier")
+
+# --- Shapes.
+DOTS = _hlo("dot_general", "dot")
+DYNAMIC_SLICES = _hlo("dynamic_slice", "dynamic_update_slice")
+# A splat stays a splat of the same value through these.
+SPLAT_PRESERVING = _hlo("broadcast_in_dim", "convert", "reshape")
+
+# --- Summand degrees (shape shrinking, docs/shrinking.md).
+# The result's degree is the largest of its operands': values are moved, copied, combined
+# across devices, added, or converted, never multiplied.
+DEGREE_PRESERVING = VALUE_IDENTITIES | COLLECTIVES | DYNAMIC_SLICES | _hlo(
+    "convert", "negate", "reshape", "transpose", "broadcast_in_dim", "slice", "pad", "concatenate",
+    "reduce_precision", "custom_call", "real", "imag", "add", "subtract", "gather")
+# The result's degree is the sum of its operands'.
+DEGREE_ADDING = DOTS | {"stablehlo.multiply"}
+
+# --- Integer index arithmetic (shape shrinking).
+DIVISIONS = _hlo("divide", "remainder")
+# The steps of mesh-coordinate arithmetic ((axis_index + 4) % 4, pid / 1 % 4), and what a
+# device id flows through to become a coordinate.
+MESH_STEPS = DIVISIONS | _hlo("add", "subtract")
+MESH_ARITHMETIC = MESH_STEPS | SPLAT_PRESERVING
+# Binary arithmetic in which a constant meets a position (window bounds, shifts).
+POSITION_ARITH = _hlo("add", "subtract", "multiply", "divide", "remainder", "maximum", "minimum", "clamp",
+                      "compare", "and", "or", "xor", "shift_left", "shift_right_logical",
+                      "shift_right_arithmetic")
+# Ops through which a value computed from an iota still carries positions.
+POSITION_FLOW = POSITION_ARITH | _hlo("convert", "broadcast_in_dim", "reshape", "transpose", "negate", "abs",
+                                      "select", "not", "sign", "floor", "ceil", "round_nearest_even")
+
+__all__ = ["ASSOCIATIVE_REDUCERS", "BRANCHES", "BROADCASTING_ELEMENTWISE", "CALLS", "CHANNEL_PARTITION_COLLECTIVES",
+           "COLLECTIVES", "CONTROL", "DEGREE_ADDING", "DEGREE_PRESERVING", "DEVICE_IDS", "DIVISIONS", "DOTS",
+           "DYNAMIC_SLICES", "ELEMENTWISE", "MESH_ARITHMETIC", "MESH_STEPS", "MULTIPLYING_REDUCERS",
+           "NOOP_CUSTOM_CALLS", "POSITION_ARITH", "POSITION_FLOW", "REDUCING_COLLECTIVES", "SAME_SHAPE_COLLECTIVES",
+           "SELECTING_REDUCERS", "SHARD_CALLS", "SPLAT_PRESERVING", "SPMD_OPS", "TRANSCENDENTAL_OPS",
+           "VALUE_IDENTITIES"]

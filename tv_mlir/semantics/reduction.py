@@ -12,16 +12,18 @@ from tv_mlir.ir import Block, DotDims, Op
 from tv_mlir.semantics.common import OpContext, Rule
 
 # Reducer bodies recognised as a single op on the two block arguments.
-_FAST_REDUCERS = {"stablehlo.add": "add", "stablehlo.maximum": "max", "stablehlo.minimum": "min",
-                  "stablehlo.multiply": "mul", "stablehlo.and": "and", "stablehlo.or": "or"}
+FAST_REDUCERS = {"stablehlo.add": "add", "stablehlo.maximum": "max", "stablehlo.minimum": "min",
+                 "stablehlo.multiply": "mul", "stablehlo.and": "and", "stablehlo.or": "or"}
 
 
-def _simple_reducer(body: Block) -> str | None:
+def simple_reducer(body: Block) -> str | None:
+    """The algebra operation of a reducer body that is one of `FAST_REDUCERS` applied to
+    its two arguments, else None (a custom body runs element by element)."""
     if len(body.ops) != 1 or len(body.args) != 2:
         return None
     op = body.ops[0]
-    if op.name in _FAST_REDUCERS and set(op.operands) == set(body.args) and body.returns == op.results:
-        return _FAST_REDUCERS[op.name]
+    if op.name in FAST_REDUCERS and set(op.operands) == set(body.args) and body.returns == op.results:
+        return FAST_REDUCERS[op.name]
     return None
 
 
@@ -35,7 +37,7 @@ def _reduce(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     # The reduced length explicitly: reshape(..., -1) is ambiguous when a kept dim is empty.
     count = int(np.prod([inputs[0].shape[d] for d in dims], dtype=np.int64))
     moved = [np.moveaxis(x, dims, tuple(range(x.ndim - len(dims), x.ndim))).reshape(keep_shape + (count,)) for x in inputs]
-    fast = _simple_reducer(body) if n == 1 else None
+    fast = simple_reducer(body) if n == 1 else None
     alg = ctx.alg
     init_b = [np.broadcast_to(i.reshape(()), keep_shape).copy() if i.dtype != object else _fill(keep_shape, i.reshape(())[()]) for i in inits]
     if fast == "add" and kinds[0] is not Kind.BOOL:

@@ -6,10 +6,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from tv_mlir.semantics.ops import DYNAMIC_SLICES
 from tv_mlir.shrink.dims import DimAnalysis
-from tv_mlir.shrink.facts import (Constant, ProgramFacts, index_sources, int_cone_constants, only_device,
-                           position_constants, splat)
-
+from tv_mlir.shrink.facts import (
+    Constant,
+    ProgramFacts,
+    index_sources,
+    int_cone_constants,
+    only_device,
+    position_constants,
+    splat,
+)
 
 _TIE_MIN = 8  # constants below this are too common to be read as sizes
 
@@ -41,7 +48,7 @@ def sites(a: DimAnalysis, facts: list[ProgramFacts]) -> Sites:
                     out.literals.append((fa.program, op.results[0], float(abs(v))))
             elif op.name == "stablehlo.reduce" and len(op.attrs.get("dimensions", ())) > 1:
                 out.counts.append(tuple(a.class_of[(fa.program, op.operands[0], d)] for d in op.attrs["dimensions"]))
-            elif op.name in ("stablehlo.dynamic_slice", "stablehlo.dynamic_update_slice"):
+            elif op.name in DYNAMIC_SLICES:
                 # Block-aligned slices: offsets from device ids and tied constants only.
                 starts = op.operands[1:] if op.name == "stablehlo.dynamic_slice" else op.operands[2:]
                 for d, start in enumerate(starts):

@@ -5,22 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tv_mlir.shrink.dims import DimAnalysis
 from tv_mlir.ir import Block, Op
+from tv_mlir.semantics.ops import BRANCHES, DEGREE_ADDING, DEGREE_PRESERVING, DOTS
+from tv_mlir.shrink.dims import DimAnalysis
 from tv_mlir.shrink.facts import ProgramFacts
 
-
 UNBOUNDED = 1 << 20
-
-
-_SAME_DEGREE = frozenset({"stablehlo.convert", "stablehlo.negate", "stablehlo.reshape", "stablehlo.transpose",
-                          "stablehlo.broadcast_in_dim", "mhlo.copy", "sdy.sharding_constraint", "sdy.reshard",
-                          "stablehlo.all_reduce", "stablehlo.all_gather", "stablehlo.reduce_scatter",
-                          "stablehlo.all_to_all", "stablehlo.collective_permute", "stablehlo.collective_broadcast",
-                          "stablehlo.slice", "stablehlo.dynamic_slice", "stablehlo.pad", "stablehlo.concatenate",
-                          "stablehlo.optimization_barrier", "stablehlo.reduce_precision", "stablehlo.custom_call",
-                          "stablehlo.real", "stablehlo.imag", "stablehlo.add", "stablehlo.subtract",
-                          "stablehlo.dynamic_update_slice", "stablehlo.gather"})
 
 
 @dataclass
@@ -76,7 +66,7 @@ class Degrees:
         n = op.name
         if n == "stablehlo.constant" or n == "stablehlo.iota":
             return 0 if n == "stablehlo.constant" else 1
-        if n in ("stablehlo.multiply", "stablehlo.dot_general", "stablehlo.dot"):
+        if n in DEGREE_ADDING:
             return sum(ds)
         if n == "stablehlo.select":
             return ds[0] + max(ds[1:])
@@ -93,9 +83,9 @@ class Degrees:
             return self.of(op.regions[0].returns[idx])
         if n == "stablehlo.while":
             return self.of(op.regions[1].args[idx])
-        if n in ("stablehlo.case", "stablehlo.if"):
+        if n in BRANCHES:
             return max(self.of(r.returns[idx]) for r in op.regions)
-        if n in _SAME_DEGREE:
+        if n in DEGREE_PRESERVING:
             return max(ds, default=0)
         # Everything else (exp, max, compare, ...) is an atom of its arguments.
         return 1 if any(ds) else 0
@@ -167,7 +157,7 @@ def summand_degrees(facts: ProgramFacts, analysis: DimAnalysis, families: dict[i
             return context.get(frozenset(families[c])) or root(c)
 
         for op in block.walk():
-            if op.name in ("stablehlo.dot_general", "stablehlo.dot"):
+            if op.name in DOTS:
                 lhs, rhs = op.operands
                 dn = op.attrs.get("dot_dimension_numbers")
                 lt = analysis.types[(facts.program, lhs)]

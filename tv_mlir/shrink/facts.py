@@ -8,6 +8,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tv_mlir.ir import Module, Op
+from tv_mlir.semantics.ops import (
+    DEVICE_IDS,
+    DIVISIONS,
+    MESH_ARITHMETIC,
+    MESH_STEPS,
+    POSITION_ARITH,
+    POSITION_FLOW,
+    SPLAT_PRESERVING,
+)
 
 
 @dataclass
@@ -69,21 +78,20 @@ class ProgramFacts:
             return False
         seen.add(value)
         op, _ = self.defs[value]
-        if op.name in ("stablehlo.partition_id", "stablehlo.replica_id"):
+        if op.name in DEVICE_IDS:
             return True
         # Mesh-coordinate arithmetic only: a product with a size (shard * rows) is an
         # offset, whose constants are sizes.
-        if op.name in ("stablehlo.convert", "stablehlo.divide", "stablehlo.remainder", "stablehlo.reshape",
-                       "stablehlo.add", "stablehlo.subtract", "stablehlo.broadcast_in_dim"):
+        if op.name in MESH_ARITHMETIC:
             return any(self.device_derived(o, seen) for o in op.operands)
         return False
 
     def mesh_arithmetic(self, use: Op, pos: int) -> bool:
         """A constant at operand `pos` of `use` that only steps through mesh coordinates
         ((axis_index + 4) % 4, pid / 1 % 4)."""
-        if use.name not in ("stablehlo.divide", "stablehlo.remainder", "stablehlo.add", "stablehlo.subtract"):
+        if use.name not in MESH_STEPS:
             return False
-        if use.name in ("stablehlo.divide", "stablehlo.remainder") and pos != 1:
+        if use.name in DIVISIONS and pos != 1:
             return False
         return any(self.device_derived(o) for k, o in enumerate(use.operands) if k != pos)
 
@@ -143,7 +151,7 @@ def through_broadcasts(facts: ProgramFacts, value: str) -> list[tuple[Op, int]]:
             continue
         seen.add(v)
         for u in facts.uses.get(v, []):
-            if u.name in ("stablehlo.broadcast_in_dim", "stablehlo.convert", "stablehlo.reshape"):
+            if u.name in SPLAT_PRESERVING:
                 todo.extend(u.results)
             else:
                 out.extend((u, k) for k, o in enumerate(u.operands) if o == v)
@@ -184,7 +192,7 @@ def index_sources(fa: ProgramFacts, value: str) -> set[str]:
         op, _ = fa.defs[v]
         if op.name == "stablehlo.constant":
             out.add("constant")
-        elif op.name in ("stablehlo.partition_id", "stablehlo.replica_id"):
+        elif op.name in DEVICE_IDS:
             out.add("device")
         elif op.name == "stablehlo.iota":
             out.add("iota")
@@ -202,17 +210,6 @@ def _is_float(fa: ProgramFacts, value: str) -> bool:
     return False
 
 
-_POSITION_FLOW = frozenset(f"stablehlo.{n}" for n in (
-    "convert broadcast_in_dim reshape transpose add subtract multiply divide remainder negate abs maximum "
-    "minimum clamp compare select and or not xor sign floor ceil round_nearest_even shift_left "
-    "shift_right_logical shift_right_arithmetic").split())
-
-
-_POSITION_ARITH = frozenset(f"stablehlo.{n}" for n in (
-    "add subtract multiply divide remainder maximum minimum clamp compare and or xor shift_left "
-    "shift_right_logical shift_right_arithmetic").split())
-
-
 def position_constants(fa: ProgramFacts) -> list[tuple[str, int]]:
     """Constants (name, |value| rounded up) combined with values computed from an iota:
     window bounds, shifts. Non-integer floats and huge floats (mask fills) are not
@@ -223,12 +220,12 @@ def position_constants(fa: ProgramFacts) -> list[tuple[str, int]]:
         if op.name == "stablehlo.iota":
             derived.update(op.results)
             continue
-        if op.name not in _POSITION_FLOW or not any(o in derived for o in op.operands):
+        if op.name not in POSITION_FLOW or not any(o in derived for o in op.operands):
             continue
         derived.update(op.results)
         if op.name == "stablehlo.select" and not any(o in derived for o in op.operands[1:]):
             continue
-        if op.name not in _POSITION_ARITH and op.name != "stablehlo.select":
+        if op.name not in POSITION_ARITH and op.name != "stablehlo.select":
             continue
         for o in op.operands:
             found = _constant_behind(fa, o)
@@ -247,7 +244,7 @@ def _constant_behind(fa: ProgramFacts, value: str) -> tuple[str, float | int] | 
         if op.name == "stablehlo.constant":
             v = splat(op)
             return None if v is None else (value, v)
-        if op.name not in ("stablehlo.broadcast_in_dim", "stablehlo.convert", "stablehlo.reshape"):
+        if op.name not in SPLAT_PRESERVING:
             return None
         value = op.operands[0]
     return None
