@@ -26,12 +26,13 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-
-from tv_mlir.shrink.dims import DimAnalysis, analyse
 from tv_mlir.ir import Module
+from tv_mlir.semantics.ops import MULTIPLYING_REDUCERS, SELECTING_REDUCERS
 from tv_mlir.shrink.constants import collisions, sites, tie_constants
 from tv_mlir.shrink.degree import UNBOUNDED, summand_degrees
+from tv_mlir.shrink.dims import DimAnalysis, analyse
 from tv_mlir.shrink.facts import ProgramFacts, role_constants
+from tv_mlir.shrink.unionfind import UnionFind
 
 
 @dataclass
@@ -111,11 +112,11 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None) -> Shr
         mins[c] = max(mins[c], d)
         roles[c] = f"summed (degree {d})"
     for c, cls in enumerate(a.classes):
-        if cls.reduced_by & {"stablehlo.maximum", "stablehlo.minimum"}:
+        if cls.reduced_by & SELECTING_REDUCERS:
             mins[c] = max(mins[c], 2)
             if roles[c] == "free":
                 roles[c] = "max/min-reduced"
-        if cls.reduced_by & {"stablehlo.multiply", "stablehlo.and", "stablehlo.or"}:
+        if cls.reduced_by & MULTIPLYING_REDUCERS:
             pins.setdefault(c, "a product/and/or reduction over it")
         if cls.indexed:
             mins[c] = max(mins[c], 2)
@@ -222,17 +223,8 @@ def _where(members: list[tuple[str, str, int]], names: dict[tuple[str, str], str
 
 def _components(n: int, pairs: list[tuple[int, int]]) -> list[int]:
     """A representative per class, equal for classes the pairs connect."""
-    parent = list(range(n))
-
-    def root(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for x, y in pairs:
-        parent[root(x)] = root(y)
-    return [root(x) for x in range(n)]
+    uf = UnionFind.of(range(n), [(y, x) for x, y in pairs])
+    return [uf.find(c) for c in range(n)]
 
 
 def _solve(a: DimAnalysis, find: Callable[[int], int], mins: list[int], pins: dict[int, str]) -> list[int]:

@@ -1,0 +1,369 @@
+"""What each op does to dimension classes (`dims.py`), one rule per op name, in the spirit
+of the semantics table: `rule(walker, op, why)` joins the dims the op forces equal, records
+scale and product relations, and marks or pins classes. An op without a rule is pinned:
+`PINNING` lists the ops for which that is the decided answer, with the reason that goes
+into the pin; any other op is pinned as "not analysed". Every op of the semantics table
+is in one of the two (tests/test_dim_rules.py)."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from tv_mlir.frontend.classify import parse_gspmd
+from tv_mlir.ir import Op, Sharding, TensorType
+from tv_mlir.semantics.ops import (
+    ASSOCIATIVE_REDUCERS,
+    BRANCHES,
+    BROADCASTING_ELEMENTWISE,
+    DEVICE_IDS,
+    DOTS,
+    DYNAMIC_SLICES,
+    ELEMENTWISE,
+    SAME_SHAPE_COLLECTIVES,
+    SHARD_CALLS,
+    VALUE_IDENTITIES,
+)
+
+if TYPE_CHECKING:
+    from tv_mlir.shrink.dims import Walker
+
+DimRule = Callable[["Walker", Op, str], None]  # (walker, op, "op at loc")
+
+
+def _elementwise(w: Walker, op: Op, why: str) -> None:
+    # Lower-rank operands are scalars (select's predicate, clamp's bounds): no dims to join.
+    for o in op.results:
+        for i in op.operands:
+            if len(w.types[i].shape) == len(w.types[o].shape):
+                w.same(i, o, why)
+
+
+def _constant(w: Walker, op: Op, why: str) -> None:
+    # A splat is the same at every position; a table of distinct values is not.
+    value = op.attrs.get("value")
+    if value is not None and getattr(value, "size", 1) > 1 and len(set(value.reshape(-1).tolist())) > 1:
+        w.pin_all(op.results[0], f"non-splat constant at {op.loc}")
+
+
+def _iota(w: Walker, op: Op, why: str) -> None:
+    w.uf.mark(w.node(op.results[0], int(op.attrs.get("iota_dimension", 0))), "iota", op.loc)
+
+
+def _broadcast_in_dim(w: Walker, op: Op, why: str) -> None:
+    # A size-1 operand dim broadcast to a larger one is a new dim, not the operand's.
+    src, out = op.operands[0], op.results[0]
+    shape = w.types[src].shape
+    dims = list(op.attrs.get("broadcast_dimensions", ()))
+    w.same(src, out, why, [(j, d) for j, d in enumerate(dims) if shape[j] != 1 or w.types[out].shape[d] == 1])
+
+
+def _transpose(w: Walker, op: Op, why: str) -> None:
+    perm = list(op.attrs["permutation"])
+    w.same(op.operands[0], op.results[0], why, [(p, i) for i, p in enumerate(perm)])
+
+
+def _same_shape(w: Walker, op: Op, why: str) -> None:
+    # all_reduce sums across devices, not along a dimension: shapes are kept.
+    for i, o in zip(op.operands, op.results):
+        w.same(i, o, why)
+
+
+def _gather_or_scatter_collective(w: Walker, op: Op, why: str) -> None:
+    gathers = op.name.endswith("gather")
+    dim = int(op.attrs["all_gather_dim" if gathers else "scatter_dimension"])
+    for i, o in zip(op.operands, op.results):
+        w.same(i, o, why, [(d, d) for d in range(len(w.types[i].shape)) if d != dim])
+        big, small = (o, i) if gathers else (i, o)
+        k = max(1, w.types[big].shape[dim] // max(1, w.types[small].shape[dim]))
+        w.scale(w.node(big, dim), w.node(small, dim), k)
+
+
+def _all_to_all(w: Walker, op: Op, why: str) -> None:
+    sd, cd, k = int(op.attrs["split_dimension"]), int(op.attrs["concat_dimension"]), int(op.attrs["split_count"])
+    for i, o in zip(op.operands, op.results):
+        w.same(i, o, why, [(d, d) for d in range(len(w.types[i].shape)) if d not in (sd, cd)])
+        if sd != cd:
+            w.scale(w.node(i, sd), w.node(o, sd), k)
+            w.scale(w.node(o, cd), w.node(i, cd), k)
+        else:
+            w.same(i, o, why, [(sd, sd)])
+
+
+def _no_dims(w: Walker, op: Op, why: str) -> None:
+    """Device ids are scalars: nothing to join or pin."""
+
+
+def _pad(w: Walker, op: Op, why: str) -> None:
+    src, out = op.operands[0], op.results[0]
+    lo, hi, inner = (op.attrs.get(k, ()) for k in ("edge_padding_low", "edge_padding_high", "interior_padding"))
+    for d in range(len(w.types[src].shape)):
+        if lo[d] == hi[d] == inner[d] == 0:
+            w.same(src, out, why, [(d, d)])
+        else:
+            w.uf.pin(w.node(src, d), f"pad at {op.loc}")
+            w.uf.pin(w.node(out, d), f"pad at {op.loc}")
+
+
+def _concatenate(w: Walker, op: Op, why: str) -> None:
+    out = op.results[0]
+    dim = int(op.attrs["dimension"])
+    for i in op.operands:
+        w.same(i, out, why, [(d, d) for d in range(len(w.types[i].shape)) if d != dim])
+        w.uf.pin(w.node(i, dim), f"concatenate at {op.loc}")
+    w.uf.pin(w.node(out, dim), f"concatenate at {op.loc}")
+
+
+def _custom_call(w: Walker, op: Op, why: str) -> None:
+    target = op.attrs.get("call_target_name")
+    ins, outs = op.operands, op.results
+    if target == "Sharding" and ins and outs:
+        w.same(ins[0], outs[0], why)
+    elif target in SHARD_CALLS:
+        to_shard = target == "SPMDFullToShardShape"
+        text = op.attrs.get("tv.full_sharding" if to_shard else "mhlo.sharding")
+        g, loc = (ins[0], outs[0]) if to_shard else (outs[0], ins[0])
+        s = parse_gspmd(text, len(w.types[g].shape), w.module.num_devices, op.loc) if text else None
+        w.sharded(g, loc, s if isinstance(s, Sharding) else None, why)
+    else:
+        for v in ins + outs:
+            w.pin_all(v, f"custom_call @{target} at {op.loc}")
+
+
+def _manual_computation(w: Walker, op: Op, why: str) -> None:
+    body = op.regions[0]
+    w.bind(body.args, body.arg_types)
+    for g, loc, s in zip(op.operands, body.args, op.attrs.get("in_shardings", ())):
+        w.sharded(g, loc, s, why)
+    w.ops(body)
+    for g, loc, s in zip(op.results, body.returns, op.attrs.get("out_shardings", ())):
+        w.sharded(g, loc, s, why)
+
+
+def _while(w: Walker, op: Op, why: str) -> None:
+    ins, outs = op.operands, op.results
+    for r in op.regions:
+        w.bind(r.args, r.arg_types)
+        for a, i in zip(r.args, ins):
+            w.same(a, i, why)
+        w.ops(r)
+    for ret, i, o in zip(op.regions[1].returns, ins, outs):
+        w.same(ret, o, why)
+        w.same(i, o, why)
+
+
+def _branches(w: Walker, op: Op, why: str) -> None:
+    for r in op.regions:
+        w.ops(r)
+        for ret, o in zip(r.returns, op.results):
+            w.same(ret, o, why)
+
+
+def _call(w: Walker, op: Op, why: str) -> None:
+    # The callee's body is walked once, as a function of the module: a call joins its
+    # arguments and results with the call's operands and results.
+    ins, outs = op.operands, op.results
+    callee = w.module.funcs.get(op.attrs.get("callee", ""))
+    if callee is None:
+        for v in ins + outs:
+            w.pin_all(v, f"call to an unknown function at {op.loc}")
+        return
+    for a, i in zip(callee.body.args, ins):
+        w.same(a, i, why)
+    for ret, o in zip(callee.body.returns, outs):
+        w.same(ret, o, why)
+
+
+def _reduce(w: Walker, op: Op, why: str) -> None:
+    ins, outs = op.operands, op.results
+    n = len(ins) // 2
+    dims = set(op.attrs["dimensions"])
+    body = op.regions[0].ops
+    by = body[0].name if len(body) == 1 else "a custom reducer"
+    for i in ins[:n]:
+        kept = [d for d in range(len(w.types[i].shape)) if d not in dims]
+        for o in outs:
+            w.same(i, o, why, list(zip(kept, range(len(kept)))))
+        for d in dims:
+            w.uf.mark(w.node(i, d), "reduced", by)
+            if by not in ASSOCIATIVE_REDUCERS:
+                w.uf.pin(w.node(i, d), f"reduce with {by} at {op.loc}")
+
+
+def _dot(w: Walker, op: Op, why: str) -> None:
+    lhs, rhs = op.operands
+    out = op.results[0]
+    dn = op.attrs.get("dot_dimension_numbers")
+    rl, rr = len(w.types[lhs].shape), len(w.types[rhs].shape)
+    lb, rb = (list(dn.lhs_batch), list(dn.rhs_batch)) if dn else ([], [])
+    lc, rc = (list(dn.lhs_contracting), list(dn.rhs_contracting)) if dn else ([rl - 1], [0])
+    for a, b in zip(lb, rb):
+        w.uf.union(w.node(lhs, a), w.node(rhs, b), why)
+    for a, b in zip(lc, rc):
+        w.uf.union(w.node(lhs, a), w.node(rhs, b), why)
+        w.uf.mark(w.node(lhs, a), "reduced", "stablehlo.dot_general")
+    lf = [d for d in range(rl) if d not in lb and d not in lc]
+    rf = [d for d in range(rr) if d not in rb and d not in rc]
+    result_axes = [(lhs, d) for d in lb] + [(lhs, d) for d in lf] + [(rhs, d) for d in rf]
+    for k, (v, d) in enumerate(result_axes):
+        w.uf.union(w.node(v, d), w.node(out, k), why)
+
+
+def _slice(w: Walker, op: Op, why: str) -> None:
+    src, dst = op.operands[0], op.results[0]
+    starts, limits = op.attrs["start_indices"], op.attrs["limit_indices"]
+    strides = op.attrs.get("strides") or (1,) * len(starts)
+    for d, n in enumerate(w.types[src].shape):
+        if starts[d] == 0 and limits[d] == n and strides[d] == 1:
+            w.same(src, dst, why, [(d, d)])
+        else:
+            w.uf.pin(w.node(src, d), f"slice [{starts[d]}:{limits[d]}] at {op.loc}")
+            w.uf.pin(w.node(dst, d), f"slice [{starts[d]}:{limits[d]}] at {op.loc}")
+
+
+def _dynamic_slice(w: Walker, op: Op, why: str) -> None:
+    """Full-size dims keep their class; a block of a dim that the block size divides is
+    a scale relation, with the start offsets tied to the block size (shrink.constants
+    checks them); anything else pins."""
+    if op.name == "stablehlo.dynamic_slice":
+        big, small, also = op.operands[0], op.results[0], None
+    else:
+        big, small, also = op.operands[0], op.operands[1], op.results[0]
+    if also is not None:
+        w.same(big, also, why)
+    for d, n in enumerate(w.types[big].shape):
+        m = w.types[small].shape[d]
+        if m == n:
+            w.same(big, small, why, [(d, d)])
+        elif m > 0 and n % m == 0:
+            w.scale(w.node(big, d), w.node(small, d), n // m)
+            w.uf.mark(w.node(big, d), "blocked", op.loc)
+        else:
+            w.uf.pin(w.node(big, d), f"{op.name} at {op.loc}")
+            w.uf.pin(w.node(small, d), f"{op.name} at {op.loc}")
+
+
+def _gather(w: Walker, op: Op, why: str) -> None:
+    """The data-indexed take (take_along_axis, an embedding lookup): collapsed dims of
+    slice size 1 are indexed by data; dims taken whole keep their class; batching
+    dims pair with the indices'. Other gathers pin."""
+    operand, indices = op.operands[:2]
+    out = op.results[0]
+    g = op.attrs.get("dimension_numbers")
+    sizes = tuple(op.attrs.get("slice_sizes", ()))
+    ot, it = w.types[operand], w.types[indices]
+    if g is None or len(sizes) != len(ot.shape):
+        for v in (operand, indices, out):
+            w.pin_all(v, f"gather at {op.loc}")
+        return
+    index_dims = [d for d in range(len(it.shape)) if d != g.index_vector_dim]
+    batch_out = [d for d in range(len(w.types[out].shape)) if d not in g.offset_dims]
+    for d_in, d_out in zip(index_dims, batch_out):
+        w.same(indices, out, why, [(d_in, d_out)])
+    for a, b in zip(g.operand_batching_dims, g.start_indices_batching_dims):
+        w.same(operand, indices, why, [(a, b)])
+    window = [d for d in range(len(ot.shape)) if d not in g.collapsed_slice_dims and d not in g.operand_batching_dims]
+    for d, d_out in zip(window, g.offset_dims):
+        if sizes[d] == ot.shape[d] and d not in g.start_index_map:
+            w.same(operand, out, why, [(d, d_out)])
+        else:
+            w.uf.pin(w.node(operand, d), f"gather window at {op.loc}")
+            w.uf.pin(w.node(out, d_out), f"gather window at {op.loc}")
+    for d in g.start_index_map:
+        if d in g.collapsed_slice_dims and sizes[d] == 1:
+            w.uf.mark(w.node(operand, d), "indexed", op.loc)
+        elif sizes[d] != ot.shape[d]:
+            w.uf.pin(w.node(operand, d), f"gather at {op.loc}")
+
+
+def _reshape(w: Walker, op: Op, why: str) -> None:
+    """Both shapes are cut at the union of their running products into atoms (row-major
+    order makes every dim a product of consecutive atoms): a dim of one atom joins the
+    atom's class, a dim of several is a product relation (hidden = heads x head_dim).
+    When the cuts do not nest into whole atoms the dims involved are pinned."""
+    src, dst = op.operands[0], op.results[0]
+    a, b = w.types[src].shape, w.types[dst].shape
+    if 0 in a or 0 in b:
+        return
+    cuts = sorted(set(_prefix_products(a)) | set(_prefix_products(b)))
+    sizes, prev = [], 1
+    for c in cuts:
+        if c % prev:
+            for v in (src, dst):
+                w.pin_all(v, f"reshape regroups dims at {why}")
+            return
+        sizes.append(c // prev)
+        prev = c
+    atoms = [f"{dst}~atom{k}" for k in range(len(sizes))]
+    for name, size in zip(atoms, sizes):
+        w.bind((name,), (TensorType((size,), "atom"),))
+    for value, shape in ((src, a), (dst, b)):
+        lo = 0
+        for d, n in enumerate(shape):
+            if n == 1:
+                continue
+            hi, p = lo, 1
+            while p < n:
+                p *= sizes[hi]
+                hi += 1
+            parts = [w.node(atoms[k], 0) for k in range(lo, hi)]
+            if len(parts) == 1:
+                w.uf.union(w.node(value, d), parts[0], why)
+            else:
+                w.products.append((w.node(value, d), tuple(parts)))
+            lo = hi
+
+
+def _prefix_products(shape: tuple[int, ...]) -> list[int]:
+    out, p = [], 1
+    for n in shape:
+        p *= n
+        if n != 1:
+            out.append(p)
+    return out
+
+
+RULES: dict[str, DimRule] = {
+    **{name: _elementwise for name in ELEMENTWISE | VALUE_IDENTITIES},
+    "stablehlo.constant": _constant,
+    "stablehlo.iota": _iota,
+    "stablehlo.broadcast_in_dim": _broadcast_in_dim,
+    "stablehlo.transpose": _transpose,
+    "stablehlo.reshape": _reshape,
+    **{name: _dot for name in DOTS},
+    "stablehlo.reduce": _reduce,
+    **{name: _same_shape for name in SAME_SHAPE_COLLECTIVES},
+    "stablehlo.all_gather": _gather_or_scatter_collective,
+    "stablehlo.reduce_scatter": _gather_or_scatter_collective,
+    "stablehlo.all_to_all": _all_to_all,
+    **{name: _no_dims for name in DEVICE_IDS},
+    "stablehlo.slice": _slice,
+    "stablehlo.pad": _pad,
+    "stablehlo.concatenate": _concatenate,
+    **{name: _dynamic_slice for name in DYNAMIC_SLICES},
+    "stablehlo.gather": _gather,
+    "stablehlo.custom_call": _custom_call,
+    "sdy.manual_computation": _manual_computation,
+    "stablehlo.while": _while,
+    **{name: _branches for name in BRANCHES},
+    "func.call": _call,
+}
+
+# Ops pinned on purpose, with the reason the pin records. The shrinking argument covers ops
+# that treat every position of a class alike (docs/shrinking.md); these do not.
+PINNING: dict[str, str] = {
+    "stablehlo.reverse": "reads positions",  # element i comes from n - 1 - i
+    "stablehlo.sort": "reads positions",  # an element's rank is a position
+    "chlo.top_k": "reads positions",  # k counts positions of the sorted dim
+    "stablehlo.scatter": "reads positions",  # data-valued indices address positions
+    "stablehlo.reduce_window": "reads positions",  # windows, strides and padding in positions
+    "stablehlo.select_and_scatter": "reads positions",  # windows and strides in positions
+    "stablehlo.fft": "reads positions",  # the twiddle factors depend on the length
+    "stablehlo.convolution": "reads positions",  # windows, strides and padding in positions
+    "stablehlo.rng": "reads positions",  # the random stream is laid out by position
+    "stablehlo.rng_bit_generator": "reads positions",  # the random stream is laid out by position
+    # The calls' rule follows `callee` only; a composite's `decomposition` is not entered.
+    "stablehlo.composite": "is not analysed (a call through its decomposition)",
+    **{name: "is not analysed (broadcasts its operands by rank)" for name in BROADCASTING_ELEMENTWISE},
+}
+
+__all__ = ["PINNING", "RULES", "DimRule"]
