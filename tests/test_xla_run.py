@@ -1,4 +1,4 @@
-"""Tests for tv_mlir.xla_run: StableHLO modules executed on XLA's CPU backend."""
+"""Tests for tv_mlir.execute.xla: StableHLO modules executed on XLA's CPU backend."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from tv_mlir.errors import ParseError
 from tv_mlir.execute.xla import XlaRunError, XlaRunner
 
 ADD = """
@@ -203,6 +204,56 @@ def test_bad_module_raises(runner: XlaRunner, bad: str) -> None:
         runner.run(bad, [np.zeros(3)])
     message = str(info.value)
     assert message and "\n" not in message and "Traceback" not in message
+
+
+# A private @main beside one public function: the public one is the entry, for the verifier
+# as for XLA (which would otherwise drop the private @main and find no main at all).
+PRIVATE_MAIN = """
+module @m {
+  func.func private @main(%a: tensor<3xf32>) -> tensor<3xf32> {
+    %0 = stablehlo.add %a, %a : tensor<3xf32>
+    return %0 : tensor<3xf32>
+  }
+  func.func public @square_plus_double(%a: tensor<3xf32>) -> tensor<3xf32> {
+    %0 = stablehlo.multiply %a, %a : tensor<3xf32>
+    %1 = func.call @main(%a) : (tensor<3xf32>) -> tensor<3xf32>
+    %2 = stablehlo.add %0, %1 : tensor<3xf32>
+    return %2 : tensor<3xf32>
+  }
+}
+"""
+
+
+def test_one_entry_rule_private_main(runner: XlaRunner) -> None:
+    from tv_mlir.algebra import NumericAlgebra
+    from tv_mlir.execute.interp import Interpreter
+    from tv_mlir.frontend.read import load_module, np_dtype
+
+    module = load_module(PRIVATE_MAIN)
+    assert module.entry == "square_plus_double"
+    x = np.array([1.0, -2.0, 3.0])
+    (xla_out,) = runner.run(PRIVATE_MAIN, [x])
+    (ours,) = Interpreter(module, NumericAlgebra()).run([x])
+    np.testing.assert_allclose(xla_out, x * x + 2 * x)
+    np.testing.assert_allclose(np.asarray(ours, dtype=np.float64), x * x + 2 * x)
+    assert xla_out.dtype == np_dtype("f32")
+    two_public = PRIVATE_MAIN.replace("func.func private @main", "func.func public @helper") \
+        .replace("@main(%a)", "@helper(%a)")
+    with pytest.raises(ParseError, match="2 public functions"):
+        load_module(two_public)
+    with pytest.raises(XlaRunError, match="2 public functions"):
+        runner.run(two_public, [x])
+
+
+def test_one_dtype_table(runner: XlaRunner) -> None:
+    from tv_mlir.frontend.read import NP_DTYPES
+
+    text = """module { func.func public @main(%a: tensor<2xbf16>, %b: tensor<2xui8>) -> (tensor<2xbf16>, tensor<2xui8>) {
+      return %a, %b : tensor<2xbf16>, tensor<2xui8> } }"""
+    a, b = runner.run(text, [np.array([1.5, -2.0]), np.array([3, 255])])
+    assert a.dtype == NP_DTYPES["bf16"] == ml_dtypes.bfloat16 and b.dtype == NP_DTYPES["ui8"]
+    with pytest.raises(XlaRunError, match="parameter 0: unsupported element type f8E4M3"):
+        runner.run(text.replace("bf16", "f8E4M3"), [np.zeros(2), np.zeros(2)])
 
 
 def test_wrong_inputs_raise(runner: XlaRunner) -> None:

@@ -20,10 +20,15 @@ jaxlib names used (checked against jax/jaxlib 0.10.2):
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 import numpy as np
+
+from tv_mlir.errors import ParseError, Unsupported
+from tv_mlir.frontend.read import asm_text, entry_func, func_name, named_attrs, np_dtype
 
 # How the module maps onto devices:
 #   "single":      one device, one partition.
@@ -34,6 +39,9 @@ import numpy as np
 _Mode = Literal["single", "partitioned", "per_device"]
 
 _SHARDING_ATTRS = ("mhlo.sharding", "sdy.sharding")
+
+# Per output, per device: the block of the global value that device holds, and its buffer.
+Blocks = list[list[tuple[tuple[slice, ...], np.ndarray]]]
 
 
 class XlaRunError(Exception):
@@ -141,7 +149,7 @@ class XlaRunner:
             [] for _ in compiled.devices]
 
     def run_global(self, module: str | bytes, inputs: Sequence[np.ndarray], num_devices: int,
-                   result_shapes: Sequence[tuple[int, ...]]) -> tuple[list[np.ndarray], list[list[tuple[tuple[slice, ...], np.ndarray]]]]:
+                   result_shapes: Sequence[tuple[int, ...]]) -> tuple[list[np.ndarray], Blocks]:
         """Runs a global program with sharding annotations or manual regions (a shard_map
         export) partitioned over `num_devices` CPU devices, from global inputs.
 
@@ -217,15 +225,14 @@ class XlaRunner:
             num_partitions = _int_attr(parsed.operation, "mhlo.num_partitions", num_devices)
             num_replicas = _int_attr(parsed.operation, "mhlo.num_replicas", 1)
             rewritten = False
-            if ir.StringAttr(entry.attributes["sym_name"]).value != "main":
-                # XLA only compiles a function called main.
+            if func_name(entry) != "main":
                 _rename_entry_to_main(parsed, entry)
                 rewritten = True
             if mode == "per_device":
                 _make_shardings_manual(parsed, entry)
                 rewritten = True
             if rewritten:
-                module = parsed.operation.get_asm(enable_debug_info=True)
+                module = asm_text(parsed)
 
         if num_replicas != 1:
             raise XlaRunError(f"mhlo.num_replicas = {num_replicas} is not supported (only 1)")
@@ -323,25 +330,6 @@ def _cast(x: Any, param: _Param, index: int, *, local: bool = False) -> np.ndarr
     return arr.astype(param.dtype, copy=False)
 
 
-def _numpy_dtype(element_type: str) -> np.dtype:
-    import ml_dtypes
-
-    simple = {
-        "i1": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
-        "ui8": np.uint8, "ui16": np.uint16, "ui32": np.uint32, "ui64": np.uint64,
-        "f16": np.float16, "f32": np.float32, "f64": np.float64,
-        "complex<f32>": np.complex64, "complex<f64>": np.complex128,
-        "bf16": ml_dtypes.bfloat16,
-        "i4": ml_dtypes.int4, "ui4": ml_dtypes.uint4,
-        "f8E4M3FN": ml_dtypes.float8_e4m3fn, "f8E5M2": ml_dtypes.float8_e5m2,
-        "f8E4M3FNUZ": ml_dtypes.float8_e4m3fnuz, "f8E5M2FNUZ": ml_dtypes.float8_e5m2fnuz,
-        "f8E4M3B11FNUZ": ml_dtypes.float8_e4m3b11fnuz,
-    }
-    if element_type not in simple:
-        raise XlaRunError(f"unsupported parameter element type {element_type}")
-    return np.dtype(simple[element_type])
-
-
 def _one_line(exc: BaseException, limit: int = 500) -> str:
     text = str(exc)
     # XLA appends the Python caller's location, which is noise here.
@@ -359,28 +347,12 @@ def _int_attr(op: Any, name: str, default: int) -> int:
     return ir.IntegerAttr(op.attributes[name]).value
 
 
-def _functions(module: Any) -> list[Any]:
-    return [op for op in module.body.operations if op.operation.name == "func.func"]
-
-
-def _is_public(func: Any) -> bool:
-    from jaxlib.mlir import ir
-
-    attrs = func.attributes
-    return "sym_visibility" not in attrs or ir.StringAttr(attrs["sym_visibility"]).value == "public"
-
-
 def _entry_function(module: Any) -> Any:
-    from jaxlib.mlir import ir
-
-    public = [f for f in _functions(module) if _is_public(f)]
-    for func in public:
-        if ir.StringAttr(func.attributes["sym_name"]).value == "main":
-            return func
-    if len(public) == 1:
-        return public[0]
-    raise XlaRunError(
-        f"no entry function: expected a public @main or exactly one public func, found {len(public)}")
+    """The frontend's entry rule, so XLA runs the function the verifier reads."""
+    try:
+        return entry_func(module, "module")
+    except ParseError as e:
+        raise XlaRunError(e.one_line()) from e
 
 
 def _entry_params(func: Any) -> tuple[_Param, ...]:
@@ -393,19 +365,31 @@ def _entry_params(func: Any) -> tuple[_Param, ...]:
             raise XlaRunError(f"parameter {i} has type {t}; only ranked tensors are supported")
         if not t.has_static_shape:
             raise XlaRunError(f"parameter {i} has dynamic shape {t}; refine shapes first")
-        params.append(_Param(tuple(t.shape), _numpy_dtype(str(t.element_type))))
+        try:
+            dtype = np_dtype(str(t.element_type))
+        except Unsupported as e:
+            raise XlaRunError(f"parameter {i}: unsupported {e.message}") from e
+        params.append(_Param(tuple(t.shape), dtype))
     return tuple(params)
 
 
 def _rename_entry_to_main(module: Any, entry: Any) -> None:
+    """XLA compiles the function called main. A private @main (not the entry: see
+    `entry_func`) first moves aside to a fresh name, with its callers."""
     from jaxlib.mlir import ir
 
     table = ir.SymbolTable(module.operation)
     if "main" in table:
-        raise XlaRunError("entry function is not @main but a private @main exists")
-    old = ir.StringAttr(entry.attributes["sym_name"]).value
-    ir.SymbolTable.set_symbol_name(entry, "main")
-    ir.SymbolTable.replace_all_symbol_uses(old, "main", module.operation)
+        fresh = next(n for n in (f"main_{k}" for k in itertools.count()) if n not in table)
+        _rename(module, table["main"], "main", fresh)
+    _rename(module, entry, func_name(entry), "main")
+
+
+def _rename(module: Any, func: Any, old: str, new: str) -> None:
+    from jaxlib.mlir import ir
+
+    ir.SymbolTable.set_symbol_name(func, new)
+    ir.SymbolTable.replace_all_symbol_uses(old, new, module.operation)
 
 
 def _make_shardings_manual(module: Any, entry: Any) -> None:
@@ -432,7 +416,7 @@ def _make_shardings_manual(module: Any, entry: Any) -> None:
             else [ir.DictAttr.get({})] * count
         new = []
         for d in old:
-            entries = {a.name: a.attr for a in ir.DictAttr(d) if a.name not in _SHARDING_ATTRS}
+            entries = {a.name: a.attr for a in named_attrs(ir.DictAttr(d)) if a.name not in _SHARDING_ATTRS}
             entries["mhlo.sharding"] = manual
             new.append(ir.DictAttr.get(entries))
         entry.attributes[attr_name] = ir.ArrayAttr.get(new)

@@ -21,9 +21,6 @@ def parse_gspmd(text: str, rank: int, n: int, loc: str) -> Sharding | str:
     return s
 
 
-
-
-
 def classify(module: Module, expected: tuple[TensorType, ...] | None = None) -> None:
     """Decide whether the entry function is a per-device program and read its argument
     and result shardings. A module with collectives or device ids outside any manual
@@ -57,7 +54,7 @@ def attr_sharding(attrs: dict[str, Any], t: TensorType, n: int, loc: str) -> Sha
     s = attrs.get("mhlo.sharding")
     if isinstance(s, str):
         parsed = parse_gspmd(s, len(t.shape), n, loc)
-        return None if parsed == gspmd.MANUAL else parsed
+        return parsed if isinstance(parsed, Sharding) else None  # MANUAL: no sharding to read
     return None
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from tv_mlir import ir as tir
@@ -28,7 +29,8 @@ def read_source(spec: str | bytes | Path, name: str | None = None) -> Source:
     """A path, '-' for stdin, or module text/bytes given directly."""
     if isinstance(spec, bytes):
         return Source(spec, name or "<bytes>")
-    if isinstance(spec, Path) or (isinstance(spec, str) and "\n" not in spec and not spec.lstrip().startswith(("module", "func", "#"))):
+    looks_like_text = isinstance(spec, str) and ("\n" in spec or spec.lstrip().startswith(("module", "func", "#")))
+    if isinstance(spec, Path) or (isinstance(spec, str) and not looks_like_text):
         path = str(spec)
         if path == "-":
             return Source(sys.stdin.buffer.read(), name or "<stdin>")
@@ -119,29 +121,32 @@ def load_module_mlir(spec: str | bytes | Path, name: str | None = None) -> Loade
     return Loaded(converted, ctx, module, {n: v for v, n in conv.names.items()})
 
 
-def _func_name(op: Any) -> str:
+def func_name(op: Any) -> str:
     from jaxlib.mlir import ir
 
     return ir.StringAttr(op.attributes["sym_name"]).value
 
 
-def _is_public(op: Any) -> bool:
+def is_public(op: Any) -> bool:
     from jaxlib.mlir import ir
 
     return "sym_visibility" not in op.attributes or ir.StringAttr(op.attributes["sym_visibility"]).value == "public"
 
 
 def entry_func(module: Any, name: str) -> Any:
-    """The entry function of an MLIR module: @main, or the single public function."""
+    """The one entry-function rule (the verifier, shape instantiation and XLA replay all use
+    it): the public @main, else the single public function. A private function is never the
+    entry, not even a private @main: nothing outside the module can call it, and XLA drops
+    it before it looks for @main."""
     funcs = [op.operation for op in module.body.operations if op.operation.name == "func.func"]
     if not funcs:
         raise ParseError(f"{name}: no func.func in the module")
-    for f in funcs:
-        if _func_name(f) == "main":
+    public = [f for f in funcs if is_public(f)]
+    for f in public:
+        if func_name(f) == "main":
             return f
-    public = [f for f in funcs if _is_public(f)]
     if len(public) != 1:
-        raise ParseError(f"{name}: no @main and {len(public)} public functions; cannot pick an entry")
+        raise ParseError(f"{name}: no public @main and {len(public)} public functions; cannot pick an entry")
     return public[0]
 
 
@@ -186,7 +191,7 @@ class _Converter:
             if o.name == "sdy.mesh":
                 name = str(o.attributes["sym_name"]).strip('"')
                 self.meshes[name] = self.mesh(o.attributes["mesh"], short_loc(o.location, self.source_name))
-        entry = _func_name(entry_func(module, self.source_name))
+        entry = func_name(entry_func(module, self.source_name))
         for op in module.body.operations:
             o = op.operation
             if o.name == "func.func":
@@ -318,6 +323,18 @@ def _arg_name(loc: Any, index: int) -> str:
 
 
 
+def named_attrs(d: Any) -> list[Any]:
+    """The NamedAttributes of a DictAttr (iterable at run time, not in jaxlib's stubs)."""
+    return [d[i] for i in range(len(d))]
+
+
+def asm_text(module: Any) -> str:
+    """A module's text with its locations, as the verifier and XLA read it back."""
+    text = module.operation.get_asm(enable_debug_info=True)
+    assert isinstance(text, str)
+    return text
+
+
 def convert_attr(a: Any) -> Any:
     """Builtin attributes to Python values; StableHLO structs to `tv_mlir.ir` dataclasses;
     anything else to its text."""
@@ -342,7 +359,7 @@ def convert_attr(a: Any) -> Any:
     if isinstance(a, ir.ArrayAttr):
         return tuple(convert_attr(x) for x in a)
     if isinstance(a, ir.DictAttr):
-        return {n.name: convert_attr(n.attr) for n in a}
+        return {n.name: convert_attr(n.attr) for n in named_attrs(a)}
     text = str(a)
     if text.startswith("#stablehlo.dot<"):
         d = shlo.DotDimensionNumbers(a)
@@ -363,21 +380,26 @@ def convert_attr(a: Any) -> Any:
     return text
 
 
-_NP_DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "i1": np.bool_,
-              "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
-              "ui8": np.uint8, "ui16": np.uint16, "ui32": np.uint32, "ui64": np.uint64}
+# The one table of element types: StableHLO's name -> the numpy dtype that holds its values
+# exactly (ml_dtypes for bf16, the f8 types and int4).
+NP_DTYPES: dict[str, np.dtype] = {name: np.dtype(t) for name, t in {
+    "i1": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
+    "ui8": np.uint8, "ui16": np.uint16, "ui32": np.uint32, "ui64": np.uint64,
+    "f16": np.float16, "f32": np.float32, "f64": np.float64,
+    "complex<f32>": np.complex64, "complex<f64>": np.complex128,
+    "bf16": ml_dtypes.bfloat16, "i4": ml_dtypes.int4, "ui4": ml_dtypes.uint4,
+    "f8E4M3FN": ml_dtypes.float8_e4m3fn, "f8E5M2": ml_dtypes.float8_e5m2,
+    "f8E4M3FNUZ": ml_dtypes.float8_e4m3fnuz, "f8E5M2FNUZ": ml_dtypes.float8_e5m2fnuz,
+    "f8E4M3B11FNUZ": ml_dtypes.float8_e4m3b11fnuz,
+}.items()}
 
 
-def np_dtype(dtype: str) -> Any:
-    if dtype in _NP_DTYPES:
-        return _NP_DTYPES[dtype]
-    import ml_dtypes
-
-    names = {"bf16": "bfloat16", "f8E4M3FN": "float8_e4m3fn", "f8E5M2": "float8_e5m2",
-             "f8E4M3FNUZ": "float8_e4m3fnuz", "f8E5M2FNUZ": "float8_e5m2fnuz", "f8E4M3B11FNUZ": "float8_e4m3b11fnuz"}
-    if dtype in names:
-        return getattr(ml_dtypes, names[dtype])
-    raise Unsupported(f"element type {dtype}", None, dtype)
+def np_dtype(element_type: str) -> np.dtype:
+    """The numpy dtype of a StableHLO element type (`f32`, `bf16`, `ui8`, ...)."""
+    try:
+        return NP_DTYPES[element_type]
+    except KeyError:
+        raise Unsupported(f"element type {element_type}", None, element_type) from None
 
 
 def dense_to_numpy(a: Any) -> np.ndarray:

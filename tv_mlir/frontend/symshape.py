@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import io
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from tv_mlir.errors import Unsupported, UsageError
-from tv_mlir.frontend.read import Source, entry_func, parse_mlir, short_loc
+from tv_mlir.frontend.read import Source, asm_text, entry_func, parse_mlir, short_loc
 
 # (entry argument index, dimension index)
 Dim = tuple[int, int]
@@ -67,7 +68,7 @@ def instantiate(text: bytes, sizes: Mapping[Dim, int], name: str) -> bytes:
             raise _classify_failure(str(exc), static, shardy, name) from None
         result = ir.Module.parse(refined)
         _drop_identity_converts(entry_func(result, name))
-        return result.operation.get_asm(enable_debug_info=True).encode()
+        return asm_text(result).encode()
 
 
 # ---------------------------------------------------------------------------
