@@ -13,8 +13,8 @@ A seeded random DAG of "nodes" over four 8x8 f32 inputs is built. Every node has
 an a-form and a b-form that are equal over the reals but lowered to different
 StableHLO (commuted operands, reassociated sums, transpose-of-dot identities,
 distributivity, head + v*X_k and head + v@w with polynomial v, w, x*2 vs x+x,
-min/max/select identities, transpose / reshape / broadcast round trips). Nodes are threaded through three strands whose heads are
-the three outputs, so every node reaches an output; strand 2 uses no
+min/max/select identities, transpose / reshape / broadcast round trips). Nodes are
+threaded through three strands whose heads are the three outputs, so every node reaches an output; strand 2 uses no
 max/min/select and feeds the others deeper polynomials. The bug variant replaces the
 b-form of one node deep in the chain (70-85% of the way, the first whose effect
 shows on every random input) by a wrong rewrite.
@@ -464,7 +464,8 @@ def main() -> int:
               f"monomials/element <= {st[h].mono}")
     for label, text in (("a", ta), ("b", tb), ("bug.b", tbug)):
         c = op_counts(text)
-        print(f"{label:6s} {sum(c.values()):4d} ops: " + ", ".join(f"{k.split('.')[1]}={v}" for k, v in sorted(c.items())))
+        counts = ", ".join(f"{k.split('.')[1]}={v}" for k, v in sorted(c.items()))
+        print(f"{label:6s} {sum(c.values()):4d} ops: {counts}")
     return 0
 
 

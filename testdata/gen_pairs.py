@@ -30,9 +30,10 @@ import functools
 import json
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
@@ -248,7 +249,8 @@ def pairs() -> list[Pair]:
         lambda x, idx: x.at[idx].add(2.0),
         [f32(8, 4), i32(3, lo=-10, hi=10)],
         "equivalent",
-        "two scatter-adds of 1 = one scatter-add of 2 (same index normalization, duplicates accumulate, OOB dropped on both)",
+        "two scatter-adds of 1 = one scatter-add of 2 "
+        "(same index normalization, duplicates accumulate, OOB dropped on both)",
         special=[(np.zeros((8, 4), np.float32), np.array([1, 1, 3], np.int32)),
                  (np.zeros((8, 4), np.float32), np.array([-1, 9, -9], np.int32))],
     ))
@@ -349,7 +351,8 @@ def pairs() -> list[Pair]:
         lambda i: i // 3,
         lambda i: lax.div(i, jnp.int32(3)),
         [i32(8, lo=-100, hi=100)],
-        "not-equivalent", "floor division vs truncating division differ for negative non-multiples (e.g. -1//3 = -1, div(-1,3) = 0)",
+        "not-equivalent",
+        "floor division vs truncating division differ for negative non-multiples (e.g. -1//3 = -1, div(-1,3) = 0)",
         special=[(np.array([-1, -2, -3, -4, 1, 2, 3, 4], np.int32),)],
         must_differ_on_special=True,
         rtol=0, atol=0,
@@ -379,7 +382,8 @@ def pairs() -> list[Pair]:
         _softmax_noshift,
         [f32(4, 8)],
         "unknown",
-        "equal as real functions (exp(x-m) = exp(x)/exp(m)) but not provable with exp uninterpreted; must never be not-equivalent",
+        "equal as real functions (exp(x-m) = exp(x)/exp(m)) but not provable with exp uninterpreted; "
+        "must never be not-equivalent",
         agree=True,
         rtol=1e-5, atol=1e-6,
     ))

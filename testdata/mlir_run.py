@@ -13,7 +13,8 @@ from __future__ import annotations
 import functools
 import os
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

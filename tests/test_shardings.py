@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from conftest import prepared
-from tv_mlir.frontend import gspmd
-from tv_mlir.execute import spmd
 from tv_mlir.algebra import NumericAlgebra
 from tv_mlir.errors import Unsupported
+from tv_mlir.execute import spmd
+from tv_mlir.frontend import gspmd
 from tv_mlir.ir import Mesh, Sharding, TensorType
 
 STRINGS = [

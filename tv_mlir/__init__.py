@@ -6,10 +6,10 @@
 """
 from __future__ import annotations
 
+from tv_mlir.api import verify
 from tv_mlir.errors import ParseError, ShapeError, TvError, Unsupported, UsageError
 from tv_mlir.options import Options
 from tv_mlir.verdict import Counterexample, OutputResult, Verdict
-from tv_mlir.api import verify
 
 # The one place the version is written: pyproject.toml reads it (setuptools dynamic version),
 # and `tv-mlir --version` reports the installed distribution's metadata, falling back to this.

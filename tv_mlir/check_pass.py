@@ -26,7 +26,8 @@ def apply_mlir_passes(spec: str | bytes | Path, pipeline: str) -> tuple[str, str
         try:
             pm.run(module.operation)
         except ir.MLIRError as exc:
-            raise UsageError(f"pass pipeline '{pipeline}' failed on {source.name}: {' '.join(str(exc).split())[:200]}") from None
+            message = " ".join(str(exc).split())[:200]
+            raise UsageError(f"pass pipeline '{pipeline}' failed on {source.name}: {message}") from None
         return before, str(module)
 
 

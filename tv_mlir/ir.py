@@ -3,12 +3,14 @@ objects: these dataclasses are small, typed and picklable so that whole regions 
 travel to worker processes."""
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
-FLOAT_DTYPES = frozenset({"f16", "bf16", "f32", "f64", "f8E4M3FN", "f8E5M2", "f8E4M3FNUZ", "f8E5M2FNUZ", "f8E4M3B11FNUZ"})
+FLOAT_DTYPES = frozenset({"f16", "bf16", "f32", "f64",
+                          "f8E4M3FN", "f8E5M2", "f8E4M3FNUZ", "f8E5M2FNUZ", "f8E4M3B11FNUZ"})
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,7 @@ class Op:
     results: tuple[str, ...]
     result_types: tuple[TensorType, ...]
     attrs: dict[str, Any] = field(default_factory=dict)
-    regions: tuple["Block", ...] = ()
+    regions: tuple[Block, ...] = ()
     loc: str = ""
 
 
@@ -99,13 +101,13 @@ class Module:
     attrs: dict[str, Any] = field(default_factory=dict)
     source: str = ""  # file name, for messages
     text: bytes = b""  # the module as read (text or bytecode), for replay on XLA
-    meshes: dict[str, "Mesh"] = field(default_factory=dict)  # sdy.mesh symbols
+    meshes: dict[str, Mesh] = field(default_factory=dict)  # sdy.mesh symbols
     # True when the entry function is one device's program (XLA's SPMD partitioner
     # output): its arguments are local shards of the global inputs named by
     # `arg_shardings`. False for global programs, with or without manual regions.
     per_device: bool = False
-    arg_shardings: tuple["Sharding | None", ...] = ()
-    result_shardings: tuple["Sharding | None", ...] = ()
+    arg_shardings: tuple[Sharding | None, ...] = ()
+    result_shardings: tuple[Sharding | None, ...] = ()
 
     @property
     def main(self) -> Func:

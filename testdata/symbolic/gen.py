@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 

@@ -66,7 +66,8 @@ def parse_pipeline(text: str, name: str) -> Pipeline:
             continue
         pass_name, *opts = line.split()
         if pass_name not in PASSES and pass_name not in PAIR_PASSES:
-            raise UsageError(f"pipeline {name}, line {lineno}: unknown pass '{pass_name}' (known: {', '.join(sorted(set(PASSES) | PAIR_PASSES))})")
+            known = ", ".join(sorted(set(PASSES) | PAIR_PASSES))
+            raise UsageError(f"pipeline {name}, line {lineno}: unknown pass '{pass_name}' (known: {known})")
         kv = []
         for opt in opts:
             if "=" not in opt:

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import copy
 import itertools
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import Mapping
 
 from tv_mlir.ir import Block
 
