@@ -4,7 +4,9 @@ obligation compared."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
@@ -20,7 +22,7 @@ from tv_mlir.progress import progress
 from tv_mlir.witness.replay import py_value as _py
 from tv_mlir.witness.replay import values_differ
 from tv_mlir.prove.solve import Model, Query, solve_all
-from tv_mlir.prove.fingerprints import numeric_trace, random_inputs
+from tv_mlir.prove.fingerprints import Trace, numeric_trace, random_inputs
 from tv_mlir.prove.sweep import Sweeper
 from tv_mlir.prove.obligations import Obligation, build_obligations
 from tv_mlir.verdict import Counterexample, OutputResult, Verdict
@@ -70,183 +72,272 @@ def _too_large(ref: Module, other: Module, options: Options) -> str:
     return ""
 
 
+class _Stop(Exception):
+    """A phase reached the verdict early (an unsupported op, outputs of another shape)."""
+
+    def __init__(self, verdict: Verdict) -> None:
+        super().__init__(verdict.reason)
+        self.verdict = verdict
+
+
+@dataclass
+class _Proof:
+    """The state the phases of one proof share, filled in phase by phase."""
+
+    ref: Module
+    other: Module
+    options: Options
+    stats: dict[str, Any]
+    alg: SymbolicAlgebra = field(default_factory=SymbolicAlgebra)
+    input_sets: list[list[np.ndarray]] = field(default_factory=list)
+    ref_trace: Trace | None = None
+    other_trace: Trace | None = None
+    inputs: list[np.ndarray] = field(default_factory=list)
+    constraints: list[Any] = field(default_factory=list)
+    sweeper: Sweeper | None = None
+    obligations: list[Obligation] = field(default_factory=list)
+    runs: list[list[Obligation]] = field(default_factory=list)  # the obligations per random run
+    results: list[OutputResult] = field(default_factory=list)
+    open_: dict[int, list[tuple[tuple[int, ...], Any, Any]]] = field(default_factory=dict)
+    pending: dict[int, list[_Element]] = field(default_factory=dict)
+    precision: list[str] = field(default_factory=list)
+    counterexample: Counterexample | None = None
+    ctx: "_Context | None" = None
+
+    @property
+    def types(self) -> tuple[TensorType, ...]:
+        return self.ref.global_arg_types()
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.ref.main.arg_names) or [f"arg{i}" for i in range(len(self.types))]
+
+    def stop(self, verdict: str, reason: str, **fields: Any) -> _Stop:
+        return _Stop(Verdict(verdict, reason, stats=self.stats, approximations=sorted(self.alg.approximations),
+                             **fields))
+
+    def unsupported(self, exc: Unsupported) -> _Stop:
+        return self.stop("unknown", f"unsupported: {exc.one_line()}",
+                         unsupported=[{"op": exc.op or "", "loc": exc.loc or "", "message": exc.message}])
+
+    def found(self, cex: Counterexample, res: OutputResult) -> None:
+        if self.counterexample is None and res.verdict == "not-equivalent":
+            self.counterexample = cex
+
+
+@contextmanager
+def _timed(p: _Proof, key: str) -> Iterator[None]:
+    """Time a phase into stats[key] (seconds)."""
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        p.stats[key] = round(time.perf_counter() - t0, 4)
+
+
 def prove_pair(ref: Module, other: Module, options: Options) -> Verdict:
+    """The verdict for two prepared programs of the same global signature: numeric runs,
+    symbolic runs with sweeping, the obligations, counterexamples from the random runs,
+    local proofs at the cut points, full expansion, the solver."""
     stats: dict[str, Any] = {"pipeline": options.pipeline, "ops_ref": sum(1 for _ in ref.main.body.walk()),
                              "ops_other": sum(1 for _ in other.main.body.walk())}
-    types = ref.global_arg_types()
-    names = list(ref.main.arg_names) or [f"arg{i}" for i in range(len(types))]
-    alg = SymbolicAlgebra()
     too_big = _too_large(ref, other, options)
     if too_big:
         return Verdict("unknown", too_big, stats=stats)
-
-    def unsupported(exc: Unsupported) -> Verdict:
-        return Verdict("unknown", f"unsupported: {exc.one_line()}", stats=stats,
-                       unsupported=[{"op": exc.op or "", "loc": exc.loc or "", "message": exc.message}],
-                       approximations=sorted(alg.approximations))
-
-    # Numeric runs on random inputs: fingerprints for sweeping, and a cheap first search
-    # for a counterexample.
-    t_num = time.perf_counter()
-    input_sets = random_inputs(types)
+    p = _Proof(ref, other, options, stats)
     try:
-        ref_trace = numeric_trace(ref, input_sets, options.max_unroll)
-        other_trace = numeric_trace(other, input_sets, options.max_unroll)
-    except Unsupported as exc:
-        return unsupported(exc)
-    stats["numeric_s"] = round(time.perf_counter() - t_num, 4)
-    progress(options, f"numeric runs on {len(input_sets)} random inputs: {stats['numeric_s']:.2f} s")
+        _numeric_runs(p)
+        ref_out, other_out, ref_checks, other_checks = _symbolic_runs(p)
+        _compare_output_types(p)
+        _build_obligations(p, ref_out, other_out, ref_checks, other_checks)
+        _random_counterexamples(p)
+        _local_proofs(p)
+        _expand(p)
+        _solve(p)
+    except _Stop as stop:
+        return stop.verdict
+    return _verdict(p)
 
-    inputs, constraints = [], []
-    for name, t in zip(names, types):
-        arr, cons = alg.inputs(name, t.shape, Kind.of(t), t.is_unsigned)
-        inputs.append(arr)
-        constraints += cons
-    sweeper = Sweeper(alg, ref_trace, other_trace, timeout_s=min(options.timeout_s, 0.5))
-    sweeper.record_inputs(inputs, input_sets, types)
-    t_exec = time.perf_counter()
-    try:
-        shared = SharedValues()
-        ref_interp = Interpreter(ref, alg, options.max_unroll, observer=sweeper.record_ref if options.sweep else None,
-                                 shared=shared)
-        ref_out = ref_interp.run(inputs)
-        other_interp = Interpreter(other, alg, options.max_unroll,
-                                   observer=sweeper.merge_other if options.sweep else None, shared=shared)
-        other_out = other_interp.run(inputs)
-        stats["shared_ops"] = shared.hits
-    except Unsupported as exc:
-        return unsupported(exc)
-    stats["symbolic_s"] = round(time.perf_counter() - t_exec, 4)
-    stats.update(merged=sweeper.merged, cut_points=sweeper.store.count, failed_merges=sweeper.local.failed)
-    progress(options, f"symbolic execution of {stats['ops_ref']} + {stats['ops_other']} ops, "
-                       f"{sweeper.merged} values merged: {stats['symbolic_s']:.2f} s")
-    approximations = sorted(alg.approximations)
 
-    rtypes, otypes = ref.global_result_types(), other.global_result_types()
+def _numeric_runs(p: _Proof) -> None:
+    """Both programs on random inputs: fingerprints for sweeping, and a cheap first search
+    for a counterexample."""
+    with _timed(p, "numeric_s"):
+        p.input_sets = random_inputs(p.types)
+        try:
+            p.ref_trace = numeric_trace(p.ref, p.input_sets, p.options.max_unroll)
+            p.other_trace = numeric_trace(p.other, p.input_sets, p.options.max_unroll)
+        except Unsupported as exc:
+            raise p.unsupported(exc) from None
+    progress(p.options, f"numeric runs on {len(p.input_sets)} random inputs: {p.stats['numeric_s']:.2f} s")
+
+
+def _symbolic_runs(p: _Proof) -> tuple[list[np.ndarray], list[np.ndarray], list[Any], list[Any]]:
+    """Both programs on symbolic inputs, the other program's values merged into the
+    reference's where they are proved equal (the sweep)."""
+    for name, t in zip(p.names, p.types):
+        arr, cons = p.alg.inputs(name, t.shape, Kind.of(t), t.is_unsigned)
+        p.inputs.append(arr)
+        p.constraints += cons
+    assert p.ref_trace is not None and p.other_trace is not None
+    sweeper = p.sweeper = Sweeper(p.alg, p.ref_trace, p.other_trace, timeout_s=min(p.options.timeout_s, 0.5))
+    sweeper.record_inputs(p.inputs, p.input_sets, p.types)
+    sweep = p.options.sweep
+    with _timed(p, "symbolic_s"):
+        try:
+            shared = SharedValues()
+            ref_interp = Interpreter(p.ref, p.alg, p.options.max_unroll,
+                                     observer=sweeper.record_ref if sweep else None, shared=shared)
+            ref_out = ref_interp.run(p.inputs)
+            other_interp = Interpreter(p.other, p.alg, p.options.max_unroll,
+                                       observer=sweeper.merge_other if sweep else None, shared=shared)
+            other_out = other_interp.run(p.inputs)
+            p.stats["shared_ops"] = shared.hits
+        except Unsupported as exc:
+            raise p.unsupported(exc) from None
+    p.stats.update(merged=sweeper.merged, cut_points=sweeper.store.count, failed_merges=sweeper.local.failed)
+    progress(p.options, f"symbolic execution of {p.stats['ops_ref']} + {p.stats['ops_other']} ops, "
+                        f"{sweeper.merged} values merged: {p.stats['symbolic_s']:.2f} s")
+    p.ctx = _Context(p.ref, p.other, sweeper, p.alg, p.inputs, p.constraints, p.types, p.names, p.options)
+    return ref_out, other_out, ref_interp.replica_checks, other_interp.replica_checks
+
+
+def _compare_output_types(p: _Proof) -> None:
+    """Outputs of another number, shape or element class differ whatever the values; a
+    float type of another width is a precision finding."""
+    rtypes, otypes = p.ref.global_result_types(), p.other.global_result_types()
     if len(rtypes) != len(otypes):
-        return Verdict("not-equivalent", f"{ref.source} has {len(rtypes)} outputs, {other.source} has {len(otypes)}",
-                       stats=stats, approximations=approximations)
-    precision = []
+        raise p.stop("not-equivalent", f"{p.ref.source} has {len(rtypes)} outputs, {p.other.source} has {len(otypes)}")
     for i, (rt, ot) in enumerate(zip(rtypes, otypes)):
         if rt.shape != ot.shape:
-            return Verdict("not-equivalent", f"output {i} shapes differ: {rt} vs {ot}", stats=stats,
-                           approximations=approximations,
-                           outputs=[OutputResult(i, "not-equivalent", detail=f"shape {rt} vs {ot}")])
+            raise p.stop("not-equivalent", f"output {i} shapes differ: {rt} vs {ot}",
+                         outputs=[OutputResult(i, "not-equivalent", detail=f"shape {rt} vs {ot}")])
         if Kind.of(rt) is not Kind.of(ot):
-            return Verdict("not-equivalent", f"output {i} element types differ: {rt} vs {ot}", stats=stats,
-                           approximations=approximations,
-                           outputs=[OutputResult(i, "not-equivalent", detail=f"type {rt} vs {ot}")])
+            raise p.stop("not-equivalent", f"output {i} element types differ: {rt} vs {ot}",
+                         outputs=[OutputResult(i, "not-equivalent", detail=f"type {rt} vs {ot}")])
         if rt.dtype != ot.dtype:
-            precision.append(f"output {i}: {rt.dtype} in {ref.source}, {ot.dtype} in {other.source}")
+            p.precision.append(f"output {i}: {rt.dtype} in {p.ref.source}, {ot.dtype} in {p.other.source}")
 
-    obligations = build_obligations(ref, other, ref_out, other_out, ref_interp.replica_checks, other_interp.replica_checks)
-    runs = [build_obligations(ref, other, ro, oo, rc, oc) for ro, oo, rc, oc in
-            zip(ref_trace.outputs, other_trace.outputs, ref_trace.checks, other_trace.checks)]
-    if any(len(r) != len(obligations) for r in runs):
-        return Verdict("unknown", "the numeric and symbolic runs disagree on the replica obligations", stats=stats,
-                       approximations=approximations)
-    stats["replica_obligations"] = len(obligations) - len(rtypes)
 
-    # Per element: identical terms are done (the sweep makes that the common case).
-    results: list[OutputResult] = []
-    open_: dict[int, list[tuple[tuple[int, ...], Any, Any]]] = {}
-    for i, ob in enumerate(obligations):
+def _build_obligations(p: _Proof, ref_out: list[np.ndarray], other_out: list[np.ndarray],
+                       ref_checks: list[Any], other_checks: list[Any]) -> None:
+    """Outputs and replica obligations, symbolic and per random run; identical elements
+    are done at once (the sweep makes that the common case)."""
+    assert p.ref_trace is not None and p.other_trace is not None
+    p.obligations = build_obligations(p.ref, p.other, ref_out, other_out, ref_checks, other_checks)
+    p.runs = [build_obligations(p.ref, p.other, ro, oo, rc, oc) for ro, oo, rc, oc in
+              zip(p.ref_trace.outputs, p.other_trace.outputs, p.ref_trace.checks, p.other_trace.checks)]
+    if any(len(r) != len(p.obligations) for r in p.runs):
+        raise p.stop("unknown", "the numeric and symbolic runs disagree on the replica obligations")
+    p.stats["replica_obligations"] = len(p.obligations) - len(p.ref.global_result_types())
+    for i, ob in enumerate(p.obligations):
         res = OutputResult(i, "equivalent", elements=int(ob.ref.size), what=ob.what)
         for idx in np.ndindex(*ob.ref.shape):
             a, b = ob.ref[idx], ob.other[idx]
             if T.identical(a, b):
                 res.syntactic += 1
             else:
-                open_.setdefault(i, []).append((idx, a, b))
-        results.append(res)
+                p.open_.setdefault(i, []).append((idx, a, b))
+        p.results.append(res)
 
-    # The random runs may already show a difference: check it exactly (evaluating the cut
-    # point definitions at the run's inputs), no solver needed.
-    counterexample: Counterexample | None = None
-    unknown_reasons: list[str] = []
-    ctx = _Context(ref, other, sweeper, alg, inputs, constraints, types, names, options)
-    t_cex = time.perf_counter()
-    for i in list(open_):
-        numeric = [(r[i].ref, r[i].other) for r in runs]
-        found = _random_counterexample(open_[i], obligations[i], numeric, input_sets, ctx)
-        if found is not None:
-            cex, idx, a0, b0 = found
-            del open_[i]
-            _settle(cex, results[i], obligations[i], idx, a0, b0, ctx)
-            if counterexample is None and results[i].verdict == "not-equivalent":
-                counterexample = cex
-    stats["counterexample_s"] = round(time.perf_counter() - t_cex, 4)
 
-    # Local proofs at the cut points (unfolding newest first, as during the sweep), before
-    # any full expansion: where the programs agree up to a few ops this is small.
-    t_local = time.perf_counter()
+def _random_counterexamples(p: _Proof) -> None:
+    """The random runs may already show a difference: check it exactly (evaluating the cut
+    point definitions at the run's inputs), no solver needed."""
+    assert p.ctx is not None
+    with _timed(p, "counterexample_s"):
+        for i in list(p.open_):
+            numeric = [(r[i].ref, r[i].other) for r in p.runs]
+            found = _random_counterexample(p.open_[i], p.obligations[i], numeric, p.input_sets, p.ctx)
+            if found is not None:
+                cex, idx, a0, b0 = found
+                del p.open_[i]
+                _settle(cex, p.results[i], p.obligations[i], idx, a0, b0, p.ctx)
+                p.found(cex, p.results[i])
+
+
+def _local_proofs(p: _Proof) -> None:
+    """Local proofs at the cut points (unfolding newest first, as during the sweep), before
+    any full expansion: where the programs agree up to a few ops this is small."""
+    assert p.sweeper is not None
     local = 0
-    for i in list(open_):
-        kind = obligations[i].kind
-        status = sweeper.local.prove_pairs([(a, b) for _, a, b in open_[i]], kind, min(options.timeout_s, LOCAL_TIMEOUT),
-                                     steps=LOCAL_STEPS, max_unfold=LOCAL_UNFOLD, deep=LOCAL_DEEP,
-                                     solve_inputs_only=False)
-        results[i].syntactic += sum(1 for how in status if how in ("simplified", "lattice"))
-        local += sum(1 for how in status if how is not None)
-        open_[i] = [e for e, how in zip(open_[i], status) if how is None]
-        if not open_[i]:
-            del open_[i]
-    stats.update(local_proofs=local, local_s=round(time.perf_counter() - t_local, 4))
+    with _timed(p, "local_s"):
+        for i in list(p.open_):
+            status = p.sweeper.local.prove_pairs([(a, b) for _, a, b in p.open_[i]], p.obligations[i].kind,
+                                                 min(p.options.timeout_s, LOCAL_TIMEOUT), steps=LOCAL_STEPS,
+                                                 max_unfold=LOCAL_UNFOLD, deep=LOCAL_DEEP, solve_inputs_only=False)
+            p.results[i].syntactic += sum(1 for how in status if how in ("simplified", "lattice"))
+            local += sum(1 for how in status if how is not None)
+            p.open_[i] = [e for e, how in zip(p.open_[i], status) if how is None]
+            if not p.open_[i]:
+                del p.open_[i]
+    p.stats["local_proofs"] = local
 
-    # The rest: full expansion to the inputs, polynomial normal form, then the solver.
-    pending: dict[int, list[_Element]] = {}
-    for i, elems in open_.items():
-        kind = obligations[i].kind
+
+def _expand(p: _Proof) -> None:
+    """The rest: full expansion to the inputs and the polynomial normal form; what is
+    still open goes to the solver."""
+    assert p.sweeper is not None
+    store = p.sweeper.store
+    for i, elems in p.open_.items():
+        kind = p.obligations[i].kind
         for idx, a0, b0 in elems:
-            a, b = sweeper.store.expand_element(a0), sweeper.store.expand_element(b0)
+            a, b = store.expand_element(a0), store.expand_element(b0)
             if T.finite_float(a) and T.finite_float(b) and \
                     difference_is_zero(T.element_terms(a)[0], T.element_terms(b)[0]):
-                results[i].syntactic += 1
+                p.results[i].syntactic += 1
                 continue
-            eq = alg.element_equal(a, b, kind)
+            eq = p.alg.element_equal(a, b, kind)
             if kind is not Kind.FLOAT and trivially_equal(eq):
-                results[i].syntactic += 1
+                p.results[i].syntactic += 1
                 continue
-            uses_uf = sweeper.store.uses_uf(a0) or sweeper.store.uses_uf(b0)
-            pending.setdefault(i, []).append(_Element(i, idx, a, b, kind, eq, uses_uf, a0, b0))
-    stats.update(elements=sum(r.elements for r in results), syntactic=sum(r.syntactic for r in results))
+            uses_uf = store.uses_uf(a0) or store.uses_uf(b0)
+            p.pending.setdefault(i, []).append(_Element(i, idx, a, b, kind, eq, uses_uf, a0, b0))
+    p.stats.update(elements=sum(r.elements for r in p.results), syntactic=sum(r.syntactic for r in p.results))
 
-    queries = [Query(i, T.any_of(T.negation(e.eq) for e in elems), constraints)
-               for i, elems in pending.items()]
-    t_solve = time.perf_counter()
+
+def _solve(p: _Proof) -> None:
+    """One query per obligation: 'some element differs'; a model is a counterexample."""
+    assert p.ctx is not None
+    queries = [Query(i, T.any_of(T.negation(e.eq) for e in elems), p.constraints)
+               for i, elems in p.pending.items()]
     if queries:
-        progress(options, f"solving {len(queries)} quer{'y' if len(queries) == 1 else 'ies'} "
-                           f"(timeout {options.timeout_s:g} s each, {options.jobs} job(s))")
-    outcomes = solve_all(queries, options.timeout_s, options.jobs)
-    stats.update(solver_queries=len(queries), solve_s=round(time.perf_counter() - t_solve, 4))
-
+        progress(p.options, f"solving {len(queries)} quer{'y' if len(queries) == 1 else 'ies'} "
+                            f"(timeout {p.options.timeout_s:g} s each, {p.options.jobs} job(s))")
+    with _timed(p, "solve_s"):
+        outcomes = solve_all(queries, p.options.timeout_s, p.options.jobs)
+    p.stats["solver_queries"] = len(queries)
     for outcome in outcomes:
-        res = results[outcome.output]
+        res = p.results[outcome.output]
         if outcome.status == "unsat":
             continue
-        if outcome.status == "unknown":
+        if outcome.status == "unknown" or outcome.model is None:
             res.verdict, res.detail = "unknown", f"solver: {outcome.reason or 'unknown'}"
             continue
-        ob = obligations[outcome.output]
-        cex, chosen = _model_counterexample(outcome.model, pending[outcome.output], inputs, names, types, ob)
-        _settle(cex, res, ob, chosen.index, chosen.ref_cut, chosen.other_cut, ctx)
-        if counterexample is None and res.verdict == "not-equivalent":
-            counterexample = cex
+        ob = p.obligations[outcome.output]
+        cex, chosen = _model_counterexample(outcome.model, p.pending[outcome.output], p.inputs, p.names, p.types, ob)
+        _settle(cex, res, ob, chosen.index, chosen.ref_cut, chosen.other_cut, p.ctx)
+        p.found(cex, res)
 
+
+def _verdict(p: _Proof) -> Verdict:
+    assert p.sweeper is not None
+    stats, ref, other = p.stats, p.ref, p.other
+    approximations = sorted(p.alg.approximations)
     # One line per distinct reason: an unknown output usually takes its replicas along.
     by_detail: dict[str, list[str]] = {}
-    for res in results:
+    for res in p.results:
         if res.verdict == "unknown":
             by_detail.setdefault(res.detail, []).append(res.what)
-    for detail, whats in by_detail.items():
-        more = f" (and {len(whats) - 1} more)" if len(whats) > 1 else ""
-        unknown_reasons.append(f"{whats[0]}{more}: {detail}")
+    unknown_reasons = [f"{whats[0]}{f' (and {len(whats) - 1} more)' if len(whats) > 1 else ''}: {detail}"
+                       for detail, whats in by_detail.items()]
     # Values of the other program merged with reference values computed at another float
     # type (a bf16 all-reduce where the reference sums in f32): equal over the reals.
-    precision += [f.describe(ref.source, other.source) for f in sweeper.precision.values()]
-    common = dict(time_s=0.0, outputs=results, approximations=approximations, precision=precision, stats=stats)
-    if counterexample is not None:
-        c = counterexample
+    precision = p.precision + [f.describe(ref.source, other.source) for f in p.sweeper.precision.values()]
+    common: dict[str, Any] = dict(time_s=0.0, outputs=p.results, approximations=approximations,
+                                  precision=precision, stats=stats)
+    if p.counterexample is not None:
+        c = p.counterexample
         if c.devices:
             reason = (f"{c.what} differ at index {c.index}: device {c.devices[0]} holds {c.ref_value}, "
                       f"device {c.devices[1]} holds {c.other_value}")
@@ -254,13 +345,14 @@ def prove_pair(ref: Module, other: Module, options: Options) -> Verdict:
             reason = (f"output {c.output} differs at index {c.index}: {ref.source} gives {c.ref_value}, "
                       f"{other.source} gives {c.other_value}")
         return Verdict("not-equivalent", reason, counterexample=c, **common)
-    if options.strict_dtypes and precision:
+    if p.options.strict_dtypes and precision:
         more = f" (and {len(precision) - 1} more)" if len(precision) > 1 else ""
         return Verdict("not-equivalent", f"--strict-dtypes: {precision[0]}{more}", **common)
     if unknown_reasons:
         return Verdict("unknown", "; ".join(unknown_reasons), **common)
     n = stats["elements"]
-    outs = f"all {len(rtypes)} outputs equal" if len(rtypes) != 1 else "the output is equal"
+    n_out = len(ref.global_result_types())
+    outs = f"all {n_out} outputs equal" if n_out != 1 else "the output is equal"
     if stats["replica_obligations"]:
         outs += f" and all {stats['replica_obligations']} replica obligations hold"
     reason = f"{outs} ({n} elements: {stats['syntactic']} by simplification, {n - stats['syntactic']} by the solver)"

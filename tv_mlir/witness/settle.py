@@ -19,11 +19,11 @@ import numpy as np
 
 from tv_mlir.algebra import Kind, NumericAlgebra, Symbolic
 from tv_mlir.algebra import terms as T
-from tv_mlir.algebra.base import UNINTERPRETED
 from tv_mlir.errors import TvError
 from tv_mlir.execute.interp import Interpreter
 from tv_mlir.ir import Module, TensorType
 from tv_mlir.options import Options
+from tv_mlir.semantics.ops import REDUCING_COLLECTIVES, TRANSCENDENTAL_OPS
 from tv_mlir.witness.replay import py_value, values_differ, xla_replay
 from tv_mlir.prove import solve
 from tv_mlir.prove.cuts import CutStore
@@ -35,7 +35,6 @@ MIN_SECONDS = 5.0
 NEARBY_CANDIDATES = 24  # inputs tried around a witness that XLA does not reproduce
 UNIQUE_TIMEOUT_S = 2.0
 UNIQUE_MAX_CONE = 400  # larger cones are not expanded just to ask for a second witness
-REDUCING_COLLECTIVES = frozenset({"stablehlo.all_reduce", "stablehlo.reduce_scatter"})
 
 Values = tuple[Any, Any]
 
@@ -126,7 +125,6 @@ def numeric_difference(w: Witness, arrays: list[np.ndarray]) -> Values | None:
     return (py_value(r), py_value(o)) if values_differ(r, o) else None
 
 
-_TRANSCENDENTAL_OPS = frozenset(f"stablehlo.{name}" for name in UNINTERPRETED) | {"chlo.erf", "chlo.tan"}
 
 
 def _range_guard(op: Any, results: list[Any]) -> None:
@@ -140,7 +138,7 @@ def _range_guard(op: Any, results: list[Any]) -> None:
         finite = a[np.isfinite(a)]
         if finite.size and np.abs(finite).max() > F32_MAX:
             raise OutOfRange(f"{op.name} at {op.loc} leaves the f32 range")
-        if op.name in _TRANSCENDENTAL_OPS and np.isinf(a).any():
+        if op.name in TRANSCENDENTAL_OPS and np.isinf(a).any():
             raise OutOfRange(f"{op.name} at {op.loc} overflows")
 
 
