@@ -18,7 +18,7 @@ import pytest
 import z3
 
 from tv_mlir.algebra import Kind, NumericAlgebra, SymbolicAlgebra
-from tv_mlir.algebra.numeric import _FUNCS
+from tv_mlir.algebra.numeric import FUNCS
 from tv_mlir.algebra.symbolic import FIN, NAN, NEG, POS
 from tv_mlir.frontend.read import load_module
 from tv_mlir.frontend.classify import classify
@@ -111,7 +111,7 @@ def _ieee_value(v: Any, k: int) -> float:
 
 def _call(name: str, xs: Sequence[float]) -> float:
     with np.errstate(all="ignore"):
-        return float(np.asarray(_FUNCS[name](*[np.float64(x) for x in xs])))
+        return float(np.asarray(FUNCS[name](*[np.float64(x) for x in xs])))
 
 
 def apply_uf(decl: str, args: Sequence[Any]) -> Any:
@@ -120,7 +120,7 @@ def apply_uf(decl: str, args: Sequence[Any]) -> Any:
     result, `f.special(v.., k..)` / `f.class(v.., k..)` value and class of f on IEEE inputs
     given as (value, class) pairs."""
     base, _, suffix = decl.partition(".")
-    if base not in _FUNCS:
+    if base not in FUNCS:
         raise AssertionError(f"uninterpreted function {decl} has no numeric counterpart")
     if any(a is UNDEF for a in args):
         return UNDEF

@@ -181,10 +181,10 @@ def test_mutation_all_gather_order_is_caught(xla, monkeypatch) -> None:
     from tv_mlir.execute import spmd
 
     def reversed_gather(interp, op, args, types):
-        out = spmd._all_gather(interp, op, args, types)
+        out = spmd.all_gather(interp, op, args, types)
         return [spmd.Local(tuple(np.flip(p, axis=int(op.attrs["all_gather_dim"])) for p in o.parts)) for o in out]
 
-    monkeypatch.setitem(spmd._COLLECTIVE_RULES, "stablehlo.all_gather", reversed_gather)
+    monkeypatch.setitem(spmd.COLLECTIVE_RULES, "stablehlo.all_gather", reversed_gather)
     with pytest.raises(AssertionError):
         test_collective_matches_xla(xla, "all_gather_dim1")
 

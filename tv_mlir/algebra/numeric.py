@@ -20,7 +20,7 @@ def _logistic(x: np.ndarray) -> np.ndarray:
     return 0.5 * (np.tanh(0.5 * x) + 1.0)  # overflow-free form of 1/(1+exp(-x))
 
 
-_FUNCS = {
+FUNCS = {
     "exponential": np.exp, "log": np.log, "log_plus_one": np.log1p, "exponential_minus_one": np.expm1,
     "tanh": np.tanh, "logistic": _logistic, "sqrt": np.sqrt, "rsqrt": lambda x: 1.0 / np.sqrt(x),
     "cbrt": np.cbrt, "sine": np.sin, "cosine": np.cos, "tan": np.tan, "erf": _erf,
@@ -141,7 +141,7 @@ class NumericAlgebra:
 
     def uf(self, name, args):
         with np.errstate(all="ignore"):
-            return _FUNCS[name](*args)
+            return FUNCS[name](*args)
 
     def dot(self, a, b, kind):
         if kind is Kind.BOOL:

@@ -98,7 +98,7 @@ def step(interp: Any, op: Op, args: list[Any], types: tuple[TensorType, ...]) ->
     if op.name in COLLECTIVES:
         local = [_as_local(a, n) for a in args]
         try:
-            results = _COLLECTIVE_RULES[op.name](interp, op, local, types)
+            results = COLLECTIVE_RULES[op.name](interp, op, local, types)
         except (ValueError, IndexError, KeyError, TypeError) as exc:
             raise ShapeError(f"{op.name}: {' '.join(str(exc).split())}", op.loc) from None
         for r, t in zip(results, op.result_types):
@@ -369,7 +369,7 @@ def _all_reduce(interp: Any, op: Op, args: list[Local], types: tuple[TensorType,
     return [Local(tuple(o)) for o in out]
 
 
-def _all_gather(interp: Any, op: Op, args: list[Local], types: tuple[TensorType, ...]) -> list[Local]:
+def all_gather(interp: Any, op: Op, args: list[Local], types: tuple[TensorType, ...]) -> list[Local]:
     dim = int(op.attrs["all_gather_dim"])
     out: list[list[Any]] = [list(a.parts) for a in args]
     for g in _groups(interp, op):
@@ -437,9 +437,9 @@ def _collective_broadcast(interp: Any, op: Op, args: list[Local], types: tuple[T
     return [Local(tuple(o)) for o in out]
 
 
-_COLLECTIVE_RULES = {
+COLLECTIVE_RULES = {
     "stablehlo.all_reduce": _all_reduce,
-    "stablehlo.all_gather": _all_gather,
+    "stablehlo.all_gather": all_gather,
     "stablehlo.reduce_scatter": _reduce_scatter,
     "stablehlo.all_to_all": _all_to_all,
     "stablehlo.collective_permute": _collective_permute,

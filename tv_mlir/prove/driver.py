@@ -19,7 +19,7 @@ from tv_mlir.execute.interp import Interpreter, SharedValues
 from tv_mlir.ir import Module, TensorType
 from tv_mlir.options import Options
 from tv_mlir.progress import progress
-from tv_mlir.witness.replay import py_value as _py
+from tv_mlir.witness.replay import py_value
 from tv_mlir.witness.replay import values_differ
 from tv_mlir.prove.solve import Model, Query, solve_all
 from tv_mlir.prove.fingerprints import Trace, numeric_trace, random_inputs
@@ -428,7 +428,7 @@ def _random_counterexample(elems: Sequence[tuple[tuple[int, ...], Any, Any]], ob
                     continue  # float rounding, not a real difference
                 ref_v, other_v = exact
             else:
-                ref_v, other_v = _py(r_out[idx]), _py(o_out[idx])
+                ref_v, other_v = py_value(r_out[idx]), py_value(o_out[idx])
             values = {name: py_list(arr) for name, arr in zip(ctx.names, concrete)}
             cex = Counterexample(values, obligation.output, list(obligation.global_index(idx)), ref_v, other_v, uses_uf)
             return cex, idx, a, b
