@@ -3,8 +3,9 @@ arrays of equal shape (already broadcast by the caller), except `dot` and `reduc
 which exist so that the numeric side can use BLAS and the symbolic side flat n-ary sums."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import Enum
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -19,7 +20,7 @@ class Kind(str, Enum):
     BOOL = "bool"
 
     @staticmethod
-    def of(t: TensorType) -> "Kind":
+    def of(t: TensorType) -> Kind:
         if t.is_float:
             return Kind.FLOAT
         if t.is_bool:

@@ -3,7 +3,8 @@ if-then-else read as indicator polynomials) and min/max networks by the 0-1 prin
 These run on every merge of the sweep and every output element before a query is built."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import z3

@@ -3,13 +3,14 @@ counterexamples and cross-checking the symbolic rules against XLA."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
-from tv_mlir.ir import TensorType
 from tv_mlir.algebra.base import Kind
+from tv_mlir.ir import TensorType
 
 _NP = {Kind.FLOAT: np.float64, Kind.INT: np.int64, Kind.BOOL: np.bool_}
 
@@ -20,7 +21,7 @@ def _logistic(x: np.ndarray) -> np.ndarray:
     return 0.5 * (np.tanh(0.5 * x) + 1.0)  # overflow-free form of 1/(1+exp(-x))
 
 
-FUNCS = {
+FUNCS: dict[str, Callable[..., np.ndarray]] = {
     "exponential": np.exp, "log": np.log, "log_plus_one": np.log1p, "exponential_minus_one": np.expm1,
     "tanh": np.tanh, "logistic": _logistic, "sqrt": np.sqrt, "rsqrt": lambda x: 1.0 / np.sqrt(x),
     "cbrt": np.cbrt, "sine": np.sin, "cosine": np.cos, "tan": np.tan, "erf": _erf,
@@ -45,58 +46,58 @@ class NumericAlgebra:
     def full(self, shape: Sequence[int], value: Any, kind: Kind) -> np.ndarray:
         return np.full(tuple(shape), value, dtype=_NP[kind])
 
-    def add(self, a, b, kind):
+    def add(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         return (a | b) if kind is Kind.BOOL else a + b
 
-    def sub(self, a, b, kind):
+    def sub(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         return a - b
 
-    def mul(self, a, b, kind):
+    def mul(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         return (a & b) if kind is Kind.BOOL else a * b
 
-    def div(self, a, b, kind):
+    def div(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         if kind is Kind.FLOAT:
             with np.errstate(all="ignore"):
                 return a / b
         return _trunc_div(a, b)
 
-    def rem(self, a, b, kind):
+    def rem(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         if kind is Kind.FLOAT:
             with np.errstate(all="ignore"):
                 return np.fmod(a, b)
         return np.where(b == 0, a, a - b * _trunc_div(a, b))
 
-    def neg(self, a, kind):
+    def neg(self, a: np.ndarray, kind: Kind) -> np.ndarray:
         return -a
 
-    def abs(self, a, kind):
+    def abs(self, a: np.ndarray, kind: Kind) -> np.ndarray:
         return np.abs(a)
 
-    def sign(self, a, kind):
+    def sign(self, a: np.ndarray, kind: Kind) -> np.ndarray:
         return np.sign(a)
 
-    def max(self, a, b, kind):
+    def max(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         return np.maximum(a, b)
 
-    def min(self, a, b, kind):
+    def min(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         return np.minimum(a, b)
 
-    def floor(self, a):
+    def floor(self, a: np.ndarray) -> np.ndarray:
         return np.floor(a)
 
-    def ceil(self, a):
+    def ceil(self, a: np.ndarray) -> np.ndarray:
         return np.ceil(a)
 
-    def round_even(self, a):
+    def round_even(self, a: np.ndarray) -> np.ndarray:
         return np.round(a)
 
-    def round_afz(self, a):
+    def round_afz(self, a: np.ndarray) -> np.ndarray:
         return np.sign(a) * np.floor(np.abs(a) + 0.5)
 
-    def is_finite(self, a):
+    def is_finite(self, a: np.ndarray) -> np.ndarray:
         return np.isfinite(a)
 
-    def compare(self, direction, a, b, kind, total_order):
+    def compare(self, direction: str, a: np.ndarray, b: np.ndarray, kind: Kind, total_order: bool) -> np.ndarray:
         if kind is Kind.FLOAT and total_order:
             # XLA's total order reads the sign bit: -NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN.
             # numpy's NaNs carry the platform's sign (x86: 0/0 is -NaN), as XLA's do.
@@ -113,20 +114,21 @@ class NumericAlgebra:
             return {"EQ": np.equal, "NE": np.not_equal, "LT": np.less, "LE": np.less_equal,
                     "GT": np.greater, "GE": np.greater_equal}[direction](a, b)
 
-    def select(self, pred, a, b, kind):
+    def select(self, pred: np.ndarray, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         return np.where(pred, a, b)
 
-    def logic(self, op, a, b, t: TensorType):
+    def logic(self, op: str, a: np.ndarray, b: np.ndarray | None, t: TensorType) -> np.ndarray:
         if op == "not":
             if t.is_bool:
                 return ~a
             out = ~a.astype(np.int64)
             # Unsigned values are non-negative: keep the type's bits (~0 : ui8 is 255, not -1).
             return out & ((1 << t.bit_width) - 1) if t.is_unsigned and t.bit_width < 64 else out
+        assert b is not None, f"{op} takes two operands"
         fn = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[op]
         return fn(a, b)
 
-    def convert(self, a, src: TensorType, dst: TensorType):
+    def convert(self, a: np.ndarray, src: TensorType, dst: TensorType) -> np.ndarray:
         if dst.is_bool:
             return a != 0
         if dst.is_float:
@@ -139,43 +141,43 @@ class NumericAlgebra:
             return np.clip(out, info.min, info.max).astype(np.int64)
         return a.astype(np.int64)
 
-    def uf(self, name, args):
+    def uf(self, name: str, args: Sequence[np.ndarray]) -> np.ndarray:
         with np.errstate(all="ignore"):
             return FUNCS[name](*args)
 
-    def dot(self, a, b, kind):
+    def dot(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         if kind is Kind.BOOL:
             return np.einsum("bmk,bnk->bmn", a.astype(np.int64), b.astype(np.int64)) != 0
         return np.einsum("bmk,bnk->bmn", a, b)
 
-    def reduce_sum(self, a, axes, kind):
+    def reduce_sum(self, a: np.ndarray, axes: tuple[int, ...], kind: Kind) -> np.ndarray:
         if kind is Kind.BOOL:
             return np.any(a, axis=axes)
         return np.sum(a, axis=axes)
 
-    def index_value(self, x):
+    def index_value(self, x: Any) -> int | None:
         return int(x)
 
-    def positions(self, s, hi, clamp):
+    def positions(self, s: Any, hi: int, clamp: bool) -> list[tuple[int, Any]]:
         v = int(s)
         if clamp:
             return [(min(max(v, 0), hi), True)]
         return [(v, True)] if 0 <= v <= hi else []
 
-    def choose(self, options, kind):
+    def choose(self, options: Sequence[tuple[Any, Any]], kind: Kind) -> Any:
         for cond, val in options:
             if cond:
                 return val
         raise ValueError("no option holds")
 
-    def all_of(self, conds):
+    def all_of(self, conds: Sequence[Any]) -> Any:
         return all(bool(c) for c in conds)
 
-    def constant_value(self, x, kind):
+    def constant_value(self, x: Any, kind: Kind) -> float | int | bool | None:
         return x.item() if hasattr(x, "item") else x
 
-    def scalar(self, x):
+    def scalar(self, x: Any) -> np.ndarray:
         return np.asarray(x)
 
-    def canonical(self, arr):
+    def canonical(self, arr: np.ndarray) -> np.ndarray:
         return arr

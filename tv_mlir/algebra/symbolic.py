@@ -11,15 +11,16 @@ or z3 Bools. Python values fold statically, which keeps index arithmetic, loop c
 and the class of most floats out of the solver entirely."""
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import z3
 
-from tv_mlir.ir import TensorType
 from tv_mlir.algebra.base import UNINTERPRETED, Kind
+from tv_mlir.ir import TensorType
 
 FIN, POS, NEG, NAN = 0, 1, 2, 3  # IEEE classes of a float element
 
@@ -473,13 +474,14 @@ class SymbolicAlgebra:
             return _vec(lambda x: bool(x), values)
         return _vec(lambda x: int(x), values)
 
-    def full(self, shape, value, kind):
+    def full(self, shape: Sequence[int], value: Any, kind: Kind) -> np.ndarray:
         out = np.empty(tuple(shape), dtype=object)
         item = sf_const(float(value)) if kind is Kind.FLOAT else (bool(value) if kind is Kind.BOOL else int(value))
         out.fill(item)
         return out
 
-    def inputs(self, name: str, shape: tuple[int, ...], kind: Kind, unsigned: bool = False) -> tuple[np.ndarray, list[Any]]:
+    def inputs(self, name: str, shape: tuple[int, ...], kind: Kind,
+               unsigned: bool = False) -> tuple[np.ndarray, list[Any]]:
         """Fresh symbols for a program input; returns the array and its domain constraints."""
         out = np.empty(shape, dtype=object)
         constraints: list[Any] = []
@@ -496,46 +498,46 @@ class SymbolicAlgebra:
         return out, constraints
 
     # -- arithmetic ---------------------------------------------------------
-    def add(self, a, b, kind):
+    def add(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         if kind is Kind.FLOAT:
             return _vec(sf_add, a, b)
         if kind is Kind.BOOL:
             return _vec(Or, a, b)
         return _vec(lambda x, y: _int_binop(x, y, "+"), a, b)
 
-    def sub(self, a, b, kind):
+    def sub(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         if kind is Kind.FLOAT:
             return _vec(lambda x, y: sf_add(x, sf_neg(y)), a, b)
         return _vec(lambda x, y: _int_binop(x, y, "-"), a, b)
 
-    def mul(self, a, b, kind):
+    def mul(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         if kind is Kind.FLOAT:
             return _vec(sf_mul, a, b)
         if kind is Kind.BOOL:
             return _vec(And, a, b)
         return _vec(lambda x, y: _int_binop(x, y, "*"), a, b)
 
-    def div(self, a, b, kind):
+    def div(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         if kind is Kind.FLOAT:
             return _vec(sf_div, a, b)
         return _vec(_int_trunc_div, a, b)
 
-    def rem(self, a, b, kind):
+    def rem(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         if kind is Kind.FLOAT:
             return _vec(sf_rem, a, b)
         return _vec(_int_rem, a, b)
 
-    def neg(self, a, kind):
+    def neg(self, a: np.ndarray, kind: Kind) -> np.ndarray:
         if kind is Kind.FLOAT:
             return _vec(sf_neg, a)
         return _vec(lambda x: -x, a)
 
-    def abs(self, a, kind):
+    def abs(self, a: np.ndarray, kind: Kind) -> np.ndarray:
         if kind is Kind.FLOAT:
             return _vec(lambda x: sf_select(x.negative, sf_neg(x), x), a)
         return _vec(lambda x: abs(x) if isinstance(x, int) else z3.If(x < 0, -x, x), a)
 
-    def sign(self, a, kind):
+    def sign(self, a: np.ndarray, kind: Kind) -> np.ndarray:
         if kind is Kind.FLOAT:
             def f(x: SF) -> SF:
                 s = If(x.nan, NAN, FIN)
@@ -544,34 +546,34 @@ class SymbolicAlgebra:
             return _vec(f, a)
         return _vec(lambda x: (x > 0) - (x < 0) if isinstance(x, int) else z3.If(x > 0, 1, z3.If(x < 0, -1, 0)), a)
 
-    def max(self, a, b, kind):
+    def max(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         return self._minmax(a, b, kind, True)
 
-    def min(self, a, b, kind):
+    def min(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         return self._minmax(a, b, kind, False)
 
-    def _minmax(self, a, b, kind, is_max):
+    def _minmax(self, a: np.ndarray, b: np.ndarray, kind: Kind, is_max: bool) -> np.ndarray:
         if kind is Kind.FLOAT:
             return _vec(lambda x, y: sf_max(x, y, is_max), a, b)
         if kind is Kind.BOOL:
             return _vec(Or if is_max else And, a, b)
-        def pick(x, y):
+        def pick(x: Any, y: Any) -> Any:
             if not isinstance(x, int) and not isinstance(y, int) and x.get_id() > y.get_id():
                 x, y = y, x
             return If(_int_cmp("GE" if is_max else "LE", x, y), x, y)
         return _vec(pick, a, b)
 
-    def _rounding(self, a, fn):
+    def _rounding(self, a: np.ndarray, fn: Callable[[Any], Any]) -> np.ndarray:
         return _vec(lambda x: SF(fn(x.v), x.k) if x.k == FIN else SF(If(x.fin, fn(x.v), x.v), x.k), a)
 
-    def floor(self, a):
+    def floor(self, a: np.ndarray) -> np.ndarray:
         return self._rounding(a, _floor_real)
 
-    def ceil(self, a):
+    def ceil(self, a: np.ndarray) -> np.ndarray:
         return self._rounding(a, lambda v: -_floor_real(-v))
 
-    def round_even(self, a):
-        def f(v):
+    def round_even(self, a: np.ndarray) -> np.ndarray:
+        def f(v: Any) -> Any:
             r = _rational(v)
             if r is not None:
                 return z3.RealVal(round(r))  # Python rounds half to even
@@ -582,15 +584,15 @@ class SymbolicAlgebra:
             return z3.ToReal(z3.If(up, fl + 1, fl))
         return self._rounding(a, f)
 
-    def round_afz(self, a):
-        def f(v):
+    def round_afz(self, a: np.ndarray) -> np.ndarray:
+        def f(v: Any) -> Any:
             return If(_fold_cmp(v, ">=", 0), _floor_real(v + Fraction(1, 2)), -_floor_real(-v + Fraction(1, 2)))
         return self._rounding(a, f)
 
-    def is_finite(self, a):
+    def is_finite(self, a: np.ndarray) -> np.ndarray:
         return _vec(lambda x: x.fin, a)
 
-    def compare(self, direction, a, b, kind, total_order):
+    def compare(self, direction: str, a: np.ndarray, b: np.ndarray, kind: Kind, total_order: bool) -> np.ndarray:
         if kind is Kind.FLOAT:
             if total_order:
                 return _vec(lambda x, y: self._total_compare(direction, x, y), a, b)
@@ -599,27 +601,28 @@ class SymbolicAlgebra:
             return _vec(lambda x, y: _bool_cmp(direction, x, y), a, b)
         return _vec(lambda x, y: _int_cmp(direction, x, y), a, b)
 
-    def select(self, pred, a, b, kind):
+    def select(self, pred: np.ndarray, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         if kind is Kind.FLOAT:
             return _vec(sf_select, pred, a, b)
         return _vec(If, pred, a, b)
 
-    def logic(self, op, a, b, t: TensorType):
+    def logic(self, op: str, a: np.ndarray, b: np.ndarray | None, t: TensorType) -> np.ndarray:
         if t.is_bool:
             if op == "not":
                 return _vec(Not, a)
+            assert b is not None, f"{op} takes two operands"
             return _vec({"and": And, "or": Or, "xor": Xor}[op], a, b)
         width = t.bit_width
         signed = not t.is_unsigned
 
-        def bv(x):
+        def bv(x: Any) -> Any:
             return z3.Int2BV(lift_int(x), width)
 
-        def back(x):
+        def back(x: Any) -> Any:
             return z3.BV2Int(x, is_signed=signed)
 
-        def fold(fn_py, fn_bv):
-            def g(*xs):
+        def fold(fn_py: Callable[..., Any], fn_bv: Callable[..., Any]) -> Callable[..., Any]:
+            def g(*xs: Any) -> Any:
                 if all(isinstance(x, int) for x in xs):
                     r = fn_py(*xs) & ((1 << width) - 1)
                     return r - (1 << width) if signed and r >= 1 << (width - 1) else r
@@ -628,10 +631,11 @@ class SymbolicAlgebra:
 
         if op == "not":
             return _vec(fold(lambda x: ~x, lambda x: ~x), a)
+        assert b is not None, f"{op} takes two operands"
         py = {"and": lambda x, y: x & y, "or": lambda x, y: x | y, "xor": lambda x, y: x ^ y}[op]
         return _vec(fold(py, py), a, b)
 
-    def convert(self, a, src: TensorType, dst: TensorType):
+    def convert(self, a: np.ndarray, src: TensorType, dst: TensorType) -> np.ndarray:
         if src.is_float:
             if dst.is_float:
                 return a
@@ -653,7 +657,10 @@ class SymbolicAlgebra:
             return _vec(to_int, a)
         if src.is_bool:
             if dst.is_float:
-                return _vec(lambda x: SF(_real(If(x, Fraction(1), Fraction(0))) if isinstance(x, bool) else z3.If(x, z3.RealVal(1), ZERO), FIN), a)
+                def as_real(x: Any) -> Any:
+                    return _real(If(x, Fraction(1), Fraction(0))) if isinstance(x, bool) else \
+                        z3.If(x, z3.RealVal(1), ZERO)
+                return _vec(lambda x: SF(as_real(x), FIN), a)
             if dst.is_bool:
                 return a
             return _vec(lambda x: If(x, 1, 0), a)
@@ -686,7 +693,7 @@ class SymbolicAlgebra:
             self._funcs[name] = z3.Function(name, *domain, rng)
         return self._funcs[name]
 
-    def uf(self, name, args):
+    def uf(self, name: str, args: Sequence[np.ndarray]) -> np.ndarray:
         arity = UNINTERPRETED[name]
         self.approximations.add(name)
         R, I = z3.RealSort(), z3.IntSort()
@@ -709,17 +716,18 @@ class SymbolicAlgebra:
         return _vec(apply, *args)
 
     # -- contractions -------------------------------------------------------
-    def dot(self, a, b, kind):
+    def dot(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         B, M, K = a.shape
         N = b.shape[1]
         out = np.empty((B, M, N), dtype=object)
         for bi in range(B):
             for m in range(M):
                 for n in range(N):
-                    out[bi, m, n] = self._sum([self.mul(a[bi, m, k:k + 1], b[bi, n, k:k + 1], kind)[0] for k in range(K)], kind)
+                    products = [self.mul(a[bi, m, k:k + 1], b[bi, n, k:k + 1], kind)[0] for k in range(K)]
+                    out[bi, m, n] = self._sum(products, kind)
         return out
 
-    def reduce_sum(self, a, axes, kind):
+    def reduce_sum(self, a: np.ndarray, axes: tuple[int, ...], kind: Kind) -> np.ndarray:
         moved = np.moveaxis(a, axes, tuple(range(a.ndim - len(axes), a.ndim)))
         keep = moved.shape[: a.ndim - len(axes)]
         flat = moved.reshape(keep + (int(np.prod(moved.shape[len(keep):], dtype=np.int64)),))
@@ -778,14 +786,14 @@ class SymbolicAlgebra:
             self._keep.append(t)  # keeps the id from being reused
         return hit
 
-    def index_value(self, x):
+    def index_value(self, x: Any) -> int | None:
         if isinstance(x, int):
             return x
         if z3.is_int_value(x):
             return x.as_long()
         return None
 
-    def positions(self, s, hi, clamp):
+    def positions(self, s: Any, hi: int, clamp: bool) -> list[tuple[int, Any]]:
         v = self.index_value(s)
         if v is not None:
             if clamp:
@@ -799,16 +807,16 @@ class SymbolicAlgebra:
             return [(0, s <= 0)] + [(p, s == p) for p in range(1, hi)] + [(hi, s >= hi)]
         return [(p, s == p) for p in range(hi + 1)]
 
-    def choose(self, options, kind):
+    def choose(self, options: Sequence[tuple[Any, Any]], kind: Kind) -> Any:
         acc = options[-1][1]
         for cond, val in reversed(options[:-1]):
             acc = sf_select(cond, val, acc) if kind is Kind.FLOAT else If(cond, val, acc)
         return acc
 
-    def all_of(self, conds):
+    def all_of(self, conds: Sequence[Any]) -> Any:
         return And(*conds)
 
-    def constant_value(self, x, kind):
+    def constant_value(self, x: Any, kind: Kind) -> float | int | bool | None:
         if kind is Kind.FLOAT:
             if x.k == FIN:
                 r = _rational(x.v)
@@ -823,7 +831,7 @@ class SymbolicAlgebra:
             return x.as_long()
         return None
 
-    def scalar(self, x):
+    def scalar(self, x: Any) -> np.ndarray:
         return _scalar_array(x)
 
     def element_equal(self, a: Any, b: Any, kind: Kind) -> Any:

@@ -5,8 +5,9 @@ definition by definition, so that a full expansion to the inputs is built only w
 proof needs it."""
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 

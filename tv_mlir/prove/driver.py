@@ -4,10 +4,10 @@ obligation compared."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -16,16 +16,15 @@ from tv_mlir.algebra import terms as T
 from tv_mlir.algebra.checks import difference_is_zero, trivially_equal
 from tv_mlir.errors import Unsupported
 from tv_mlir.execute.interp import Interpreter, SharedValues
-from tv_mlir.ir import Module, TensorType
+from tv_mlir.ir import Module, Op, TensorType
 from tv_mlir.options import Options
 from tv_mlir.progress import progress
-from tv_mlir.witness.replay import py_value
-from tv_mlir.witness.replay import values_differ
-from tv_mlir.prove.solve import Model, Query, solve_all
 from tv_mlir.prove.fingerprints import Trace, numeric_trace, random_inputs
-from tv_mlir.prove.sweep import Sweeper
 from tv_mlir.prove.obligations import Obligation, build_obligations
+from tv_mlir.prove.solve import Model, Query, solve_all
+from tv_mlir.prove.sweep import Sweeper
 from tv_mlir.verdict import Counterexample, OutputResult, Verdict
+from tv_mlir.witness.replay import py_value, values_differ
 from tv_mlir.witness.settle import Witness, environment, exact_values, py_list, settle
 
 # Local proofs of output elements at the cut points: per output, one solver call.
@@ -56,14 +55,15 @@ MAX_ELEMENTS = 4_000_000
 def _too_large(ref: Module, other: Module, options: Options) -> str:
     for m in (ref, other):
         devices = m.num_devices if m.per_device else 1
-        total, biggest = 0, None
+        total = 0
+        biggest: tuple[TensorType, Op] | None = None
         for f in m.funcs.values():
             for op in f.body.walk():
                 for t in op.result_types:
                     total += t.size * devices
                     if biggest is None or t.size > biggest[0].size:
                         biggest = (t, op)
-        if total > MAX_ELEMENTS:
+        if total > MAX_ELEMENTS and biggest is not None:
             hint = "; shape shrinking is off (--no-shrink)" if not options.shrink else \
                 "; the shrink map shows which dimensions kept their size and why"
             t, op = biggest
@@ -102,7 +102,7 @@ class _Proof:
     pending: dict[int, list[_Element]] = field(default_factory=dict)
     precision: list[str] = field(default_factory=list)
     counterexample: Counterexample | None = None
-    ctx: "_Context | None" = None
+    ctx: _Context | None = None
 
     @property
     def types(self) -> tuple[TensorType, ...]:
@@ -362,7 +362,7 @@ def _verdict(p: _Proof) -> Verdict:
 
 
 def _settle(cex: Counterexample, res: OutputResult, obligation: Obligation, index: tuple[int, ...], a0: Any, b0: Any,
-            ctx: "_Context") -> None:
+            ctx: _Context) -> None:
     """Minimise, replay and locate the counterexample, and decide the obligation from it."""
     w = Witness(ctx.ref, ctx.other, obligation, index, a0, b0, ctx.sweeper.store, ctx.alg, ctx.inputs, ctx.constraints,
                 ctx.types, ctx.names, ctx.options, ctx.runner)
@@ -403,7 +403,8 @@ def _model_counterexample(model: Model, elems: Sequence[_Element], inputs: list[
             chosen = e
             break
     cex = Counterexample(values, obligation.output, list(obligation.global_index(chosen.index)),
-                         T.element_value(chosen.ref, chosen.kind, model.value), T.element_value(chosen.other, chosen.kind, model.value),
+                         T.element_value(chosen.ref, chosen.kind, model.value),
+                         T.element_value(chosen.other, chosen.kind, model.value),
                          chosen.uses_uf)
     return cex, chosen
 

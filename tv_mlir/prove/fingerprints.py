@@ -3,8 +3,9 @@ equal fingerprints nominate a reference value as the counterpart of another prog
 value, which the sweep then proves (a fingerprint is evidence, never a proof)."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -24,7 +25,7 @@ def random_inputs(types: Sequence[TensorType], seed: int = 0) -> list[list[np.nd
     rng = np.random.default_rng(seed)
     sets = []
     for run in range(RUNS):
-        arrays = []
+        arrays: list[np.ndarray] = []
         for t in types:
             kind = Kind.of(t)
             if kind is Kind.BOOL:

@@ -5,8 +5,9 @@ result. Common cut points stay free constants, a sound abstraction: an identity 
 their values holds for the values they take."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from tv_mlir.algebra import Kind, Symbolic
 from tv_mlir.algebra import terms as T
@@ -66,8 +67,8 @@ class LocalProver:
                     status[i] = "simplified"
                 elif att.result is not False:
                     attempts[i] = att
-            networks = [i for i, att in attempts.items() if att.value_pair is not None]
-            for i, ok in zip(networks, lattice_equal([attempts[i].value_pair for i in networks])):
+            networks = [(i, att.value_pair) for i, att in attempts.items() if att.value_pair is not None]
+            for (i, _), ok in zip(networks, lattice_equal([pair for _, pair in networks])):
                 if ok:
                     status[i] = "lattice"
             open_ = [(i, att.result) for i, att in attempts.items()

@@ -1,5 +1,5 @@
 """What the two programs must agree on: each output, and each extra copy of a value one
-program declares replicated (spmd.ReplicaCheck)."""
+program declares replicated (`ReplicaCheck`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tv_mlir.algebra import Kind
+from tv_mlir.execute.spmd import ReplicaCheck
 from tv_mlir.ir import Module
 
 
@@ -33,7 +34,7 @@ class Obligation:
 
 
 def build_obligations(ref: Module, other: Module, ref_out: list[np.ndarray], other_out: list[np.ndarray],
-                  ref_checks: list, other_checks: list) -> list[Obligation]:
+                      ref_checks: list[ReplicaCheck], other_checks: list[ReplicaCheck]) -> list[Obligation]:
     """Outputs first (in order), then every replica obligation of either program."""
     out = [Obligation(f"output {i}", Kind.of(t), a, b, i) for i, (t, a, b) in
            enumerate(zip(ref.global_result_types(), ref_out, other_out))]

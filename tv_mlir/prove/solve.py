@@ -4,9 +4,10 @@ and reading values out of a model. Checks that need no solver live in `algebra.c
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import z3
 
@@ -31,7 +32,7 @@ class Outcome:
     output: int
     status: str  # "unsat" (proved), "sat" (differs), "unknown"
     reason: str = ""
-    model: "Model | None" = None  # only when solved in this process
+    model: Model | None = None  # only when solved in this process
 
 
 def _solver(timeout_s: float) -> z3.Solver:

@@ -22,8 +22,9 @@ and the cut definitions evaluate a random run's difference exactly without a ful
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
