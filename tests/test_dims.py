@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from conftest import TESTDATA
-from tv_mlir.shrink.dims import analyse
 from tv_mlir.api import prepare
 from tv_mlir.frontend.classify import check_signatures
 from tv_mlir.options import Options
+from tv_mlir.shrink.dims import analyse
 
 SHARDED = TESTDATA / "sharded"
 

@@ -19,8 +19,8 @@ committed under testdata/ops/ (made by testdata/ops/gen_ops.py)."""
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import ml_dtypes
 import numpy as np

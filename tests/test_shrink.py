@@ -8,8 +8,8 @@ import pytest
 
 import tv_mlir
 from conftest import TESTDATA
-from tv_mlir.cli import main as cli_main
 from tv_mlir.api import prepare
+from tv_mlir.cli import main as cli_main
 from tv_mlir.frontend.classify import check_signatures
 from tv_mlir.frontend.read import load_module_mlir
 from tv_mlir.options import Options
@@ -277,9 +277,9 @@ def test_a_literal_the_shrunk_size_would_equal_does_not_hide_a_bug(op: str, lite
 def test_shrunk_modules_agree_on_xla(name: str, form: str, xla) -> None:
     import numpy as np
 
+    from tv_mlir.prove.fingerprints import random_inputs
     from tv_mlir.shrink.pair import shrink_pair
     from tv_mlir.witness.replay import run_on_xla
-    from tv_mlir.prove.fingerprints import random_inputs
 
     e = _MANIFEST[name]
     ref, other = BIG / e["ref"], BIG / e[form]
@@ -308,9 +308,8 @@ def _sequence_parallel_positions(bug: bool, seq: int = 2048) -> tuple[str, str]:
     position offset is off by one past local position 4 when `bug`."""
     import jax
     import jax.numpy as jnp
-    from jax.sharding import PartitionSpec as P
-
     import numpy as np
+    from jax.sharding import PartitionSpec as P
 
     mesh = jax.sharding.Mesh(np.array(jax.devices()[:4]), ("sp",))
     local_n = seq // 4

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import z3
 
-from tv_mlir.algebra.symbolic import POSITIVE_CUT_PREFIX, known_positive
 from tv_mlir.algebra.checks import MAX_ITE_NESTING, difference_is_zero, indicator_form, ite_difference_is_zero
+from tv_mlir.algebra.symbolic import POSITIVE_CUT_PREFIX, known_positive
 
 x, y, z = z3.Reals("x y z")
 c, d = x > 0, y > 0

@@ -8,10 +8,10 @@ import pytest
 
 import tv_mlir
 from conftest import TESTDATA
-from tv_mlir.prove import driver as engine
 from tv_mlir import report
-from tv_mlir.witness import settle as witness
+from tv_mlir.prove import driver as engine
 from tv_mlir.verdict import Counterexample
+from tv_mlir.witness import settle as witness
 
 SHARDED = TESTDATA / "sharded"
 

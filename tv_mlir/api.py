@@ -20,14 +20,14 @@ from tv_mlir.progress import progress
 from tv_mlir.prove.driver import prove_pair
 from tv_mlir.shrink.embed import LAYOUTS, embed_inputs
 from tv_mlir.shrink.pair import shrink_pair
+from tv_mlir.verdict import Verdict
 from tv_mlir.witness.replay import xla_replay
 from tv_mlir.witness.settle import concrete_inputs, py_list
-from tv_mlir.verdict import Verdict
 
 ModuleLike = str | bytes | Path | Module
 
 
-def prepare(spec: "ModuleLike | Loaded", options: Options, name: str | None = None) -> Module:
+def prepare(spec: ModuleLike | Loaded, options: Options, name: str | None = None) -> Module:
     if isinstance(spec, Loaded):
         spec = spec.module
     module = spec if isinstance(spec, Module) else load_module(spec, name)
@@ -41,14 +41,14 @@ def verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, *
     t0 = time.perf_counter()
     # Each input is read and parsed once: the passes copy rather than edit, so the module
     # as read (with its MLIR) is still there for the shrink pass.
-    ref, ref_sym = _read(ref)
-    other, other_sym = _read(other)
-    ref_m = prepare(ref, options)
-    other_m = prepare(other, options)
+    ref_read, ref_sym = _read(ref)
+    other_read, other_sym = _read(other)
+    ref_m = prepare(ref_read, options)
+    other_m = prepare(other_read, options)
     check_signatures(ref_m, other_m)
     shrink, embedding, originals = None, None, (ref_m, other_m)
     if options.shrink and load_pipeline(options.pipeline).has("shrink"):
-        ref_m, other_m, shrink, embedding = _shrink(ref, other, ref_m, other_m, options)
+        ref_m, other_m, shrink, embedding = _shrink(ref_read, other_read, ref_m, other_m, options)
     if ref_sym or other_sym:
         shrink = dict(shrink or {"applied": False, "reason": "off (--no-shrink, or no shrink in the pipeline)"})
         shrink["symbolic"] = {"instantiated_at": SYMBOLIC_SIZE, "ref": ref_sym, "other": other_sym}
@@ -66,7 +66,7 @@ def verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, *
 SYMBOLIC_SIZE = 840
 
 
-def _read(spec: ModuleLike) -> "tuple[Loaded | Module, list[list[int]]]":
+def _read(spec: ModuleLike) -> tuple[Loaded | Module, list[list[int]]]:
     """The module as read (stdin is read once), instantiated at SYMBOLIC_SIZE when its
     entry has dynamic dims; and those dims. A Module given by the caller stays as it is."""
     if isinstance(spec, Module):
@@ -84,7 +84,7 @@ def _read(spec: ModuleLike) -> "tuple[Loaded | Module, list[list[int]]]":
 def _embed(verdict: Verdict, e: Any, small_ref: Module, ref: Module, other: Module) -> None:
     """Place a shrunk witness into the original sizes and replay it there on XLA."""
     c = verdict.counterexample
-
+    assert c is not None  # verify embeds only a verdict that has a counterexample
     c.shrunk_index = list(c.index)
     if c.devices or not e.fits():
         return
@@ -106,7 +106,7 @@ def _embed(verdict: Verdict, e: Any, small_ref: Module, ref: Module, other: Modu
                           f"{other.source} gives {c.other_value}")
 
 
-def _shrink(ref: "Loaded | Module", other: "Loaded | Module", ref_m: Module, other_m: Module,
+def _shrink(ref: Loaded | Module, other: Loaded | Module, ref_m: Module, other_m: Module,
             options: Options) -> tuple[Module, Module, dict[str, Any], Any]:
     """Both programs at their shrunk sizes, or as they are when nothing shrinks (or the
     rewrite is refused: then the verdict is still sound, only slower)."""

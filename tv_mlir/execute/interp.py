@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from collections import ChainMap
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -61,7 +61,7 @@ class Interpreter:
     _types: ChainMap = field(default_factory=ChainMap)
     _depth: int = 0
     _batched: int = 0
-    _views: dict[int, "Interpreter"] = field(default_factory=dict)
+    _views: dict[int, Interpreter] = field(default_factory=dict)
 
     def run(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         if self.module.per_device:
@@ -77,7 +77,7 @@ class Interpreter:
     def num_devices(self) -> int:
         return self.module.num_devices
 
-    def view(self, device: int) -> "Interpreter":
+    def view(self, device: int) -> Interpreter:
         """This run as seen by one device: SPMD values read as that device's part. Used to
         run an op (and its nested regions) on one device at a time."""
         v = self._views.get(device)
@@ -135,10 +135,11 @@ class Interpreter:
             types = tuple(self._types[o] for o in op.operands)
         except KeyError as exc:
             raise ShapeError(f"{op.name} uses an undefined value {exc.args[0]}", op.loc) from None
-        key = SharedValues.key(op, args) if self.shared is not None and self._depth == 1 else None
-        if key is not None and key in self.shared.table:
-            self.shared.hits += 1
-            for name, t, value in zip(op.results, op.result_types, self.shared.table[key]):
+        shared = self.shared if self._depth == 1 else None
+        key = SharedValues.key(op, args) if shared is not None else None
+        if shared is not None and key is not None and key in shared.table:
+            shared.hits += 1
+            for name, t, value in zip(op.results, op.result_types, shared.table[key]):
                 self._env[name] = value
                 self._types[name] = t
             return
@@ -148,8 +149,8 @@ class Interpreter:
             results = self.apply(op, args, types)
         if self.observer is not None and self._depth == 1:
             results = self._observe(op, results)
-        if key is not None:
-            self.shared.remember(key, args, results)
+        if shared is not None and key is not None:
+            shared.remember(key, args, results)
         for name, t, value in zip(op.results, op.result_types, results):
             self._env[name] = value
             self._types[name] = t
@@ -174,21 +175,34 @@ class Interpreter:
     def _observe(self, op: Op, results: list[Any]) -> list[Any]:
         from tv_mlir.execute.spmd import Local
 
+        observer = self.observer
+        assert observer is not None  # _step observes only when there is an observer
         if not any(isinstance(r, Local) for r in results):
-            return self.observer(op, results) or results
+            return observer(op, results) or results
         # Per device, under device-qualified value names (the numeric traces use the same).
         n = self.num_devices
         parts = [r.parts if isinstance(r, Local) else (r,) * n for r in results]
         new_parts: list[list[np.ndarray]] = [[] for _ in results]
         for d in range(n):
             op_d = replace(op, results=tuple(f"{name}@{d}" for name in op.results))
-            got = self.observer(op_d, [p[d] for p in parts]) or [p[d] for p in parts]
+            got = observer(op_d, [p[d] for p in parts]) or [p[d] for p in parts]
             for k, g in enumerate(got):
                 new_parts[k].append(g)
         return [Local(tuple(p)) for p in new_parts]
 
 
-class _DeviceProjection(Mapping):
+class _ReadOnly(MutableMapping[str, Any]):
+    """The bottom map of a view's ChainMap: run_block pushes a child before any value is
+    bound, so nothing is ever written here."""
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        raise TypeError(f"{type(self).__name__} is read-only")
+
+    def __delitem__(self, key: str) -> None:
+        raise TypeError(f"{type(self).__name__} is read-only")
+
+
+class _DeviceProjection(_ReadOnly):
     """The live environment of an SPMD run, with per-device values read as one device's."""
 
     def __init__(self, owner: Interpreter, device: int) -> None:
@@ -207,7 +221,7 @@ class _DeviceProjection(Mapping):
         return len(self.owner._env)
 
 
-class _TypesProjection(Mapping):
+class _TypesProjection(_ReadOnly):
     def __init__(self, owner: Interpreter) -> None:
         self.owner = owner
 

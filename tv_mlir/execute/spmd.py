@@ -18,8 +18,9 @@ Assembling a result whose sharding replicates it over some axes records a `Repli
 per extra copy: the copies must be equal, which the verifier proves like an output."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -260,10 +261,12 @@ def _shard_call(interp: Any, op: Op, args: list[Any]) -> list[Any]:
         s = parse_gspmd(text, len(op.result_types[0].shape), n, op.loc)
         if s == gspmd.MANUAL:
             raise Unsupported("@SPMDFullToShardShape of a manual value", op.loc, "stablehlo.custom_call")
+        assert isinstance(s, Sharding)  # MANUAL is the only string parse_gspmd returns
         return [scatter(args[0], s, n, op.loc)]
     s = parse_gspmd(op.attrs.get("mhlo.sharding", "{replicated}"), len(op.result_types[0].shape), n, op.loc)
     if s == gspmd.MANUAL:
         raise Unsupported("@SPMDShardToFullShape to a manual sharding", op.loc, "stablehlo.custom_call")
+    assert isinstance(s, Sharding)  # MANUAL is the only string parse_gspmd returns
     return [gather(interp, args[0], s, op.result_types[0], "result of @SPMDShardToFullShape", op.loc,
                    op.results[0])]
 

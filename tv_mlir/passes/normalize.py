@@ -24,7 +24,8 @@ def inline(module: Module, max_depth: int = 64) -> Module:
                 if callee not in module.funcs:
                     raise Unsupported(f"call to unknown function @{callee}", op.loc, op.name)
                 if depth >= max_depth:
-                    raise Unsupported(f"calls nested deeper than {max_depth} (recursion?) at @{callee}", op.loc, op.name)
+                    raise Unsupported(f"calls nested deeper than {max_depth} (recursion?) at @{callee}",
+                                      op.loc, op.name)
                 body, _ = fresh_copy(module.funcs[callee].body, "%i", counter)
                 body = substitute(body, dict(zip(body.args, op.operands)))
                 body = expand(body, depth + 1)
@@ -90,7 +91,9 @@ def drop_unused_funcs(module: Module) -> Module:
     keep = {module.entry}
     for op in module.main.body.walk():
         if op.name in CALLS:
-            keep.add(op.attrs.get("callee") or op.attrs.get("decomposition"))
+            callee = op.attrs.get("callee") or op.attrs.get("decomposition")
+            if callee is not None:
+                keep.add(callee)
     return replace(module, funcs={n: f for n, f in module.funcs.items() if n in keep})
 
 

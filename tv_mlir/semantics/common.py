@@ -1,8 +1,9 @@
 """What a rule sees: the algebra, the operand types, and a way to run nested regions."""
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 

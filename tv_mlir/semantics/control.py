@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from tv_mlir.algebra import Kind
+from tv_mlir.errors import Unsupported
 from tv_mlir.ir import Op
 from tv_mlir.semantics.common import OpContext, Rule, concrete_bool, unsupported
 from tv_mlir.semantics.ops import CALLS, NOOP_CUSTOM_CALLS, VALUE_IDENTITIES
@@ -55,6 +56,8 @@ def _if(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
 
 def _call(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     callee = op.attrs.get("callee") or op.attrs.get("decomposition")
+    if not isinstance(callee, str):  # the error RegionRunner.func raises for a name it does not know
+        raise Unsupported(f"call to unknown function @{callee}", op.loc, "func.call")
     return ctx.runner.run_block(ctx.runner.func(callee, op.loc).body, args)
 
 

@@ -126,10 +126,11 @@ def _power(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     a, b = _same_shape(args)
     kind = ctx.kind(0)
     exps = [ctx.alg.index_value(e) if kind is Kind.INT else _const_exponent(ctx, e) for e in b.reshape(-1)]
-    if all(e is not None and abs(e) <= 64 for e in exps):
+    small = [e for e in exps if e is not None and abs(e) <= 64]
+    if len(small) == len(exps):
         # Integer exponents are exact products; only a truly real exponent is approximated.
         flat_a = a.reshape(-1)
-        out = [_int_pow(ctx, flat_a[i:i + 1], e, kind, op) for i, e in enumerate(exps)]
+        out = [_int_pow(ctx, flat_a[i:i + 1], e, kind, op) for i, e in enumerate(small)]
         res = np.concatenate(out) if out else flat_a
         return [res.reshape(a.shape)]
     if kind is not Kind.FLOAT:

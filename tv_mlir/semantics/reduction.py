@@ -1,13 +1,12 @@
 """Contractions and orderings: reduce, dot_general, sort, chlo.top_k."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from tv_mlir.algebra import Kind
-from dataclasses import replace
-
 from tv_mlir.ir import Block, DotDims, Op
 from tv_mlir.semantics.common import OpContext, Rule
 
@@ -36,10 +35,12 @@ def _reduce(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     kinds = [ctx.kind(i) for i in range(n)]
     # The reduced length explicitly: reshape(..., -1) is ambiguous when a kept dim is empty.
     count = int(np.prod([inputs[0].shape[d] for d in dims], dtype=np.int64))
-    moved = [np.moveaxis(x, dims, tuple(range(x.ndim - len(dims), x.ndim))).reshape(keep_shape + (count,)) for x in inputs]
+    moved = [np.moveaxis(x, dims, tuple(range(x.ndim - len(dims), x.ndim))).reshape(keep_shape + (count,))
+             for x in inputs]
     fast = simple_reducer(body) if n == 1 else None
     alg = ctx.alg
-    init_b = [np.broadcast_to(i.reshape(()), keep_shape).copy() if i.dtype != object else _fill(keep_shape, i.reshape(())[()]) for i in inits]
+    init_b = [np.broadcast_to(i.reshape(()), keep_shape).copy() if i.dtype != object
+              else _fill(keep_shape, i.reshape(())[()]) for i in inits]
     if fast == "add" and kinds[0] is not Kind.BOOL:
         total = alg.reduce_sum(moved[0], (moved[0].ndim - 1,), kinds[0]) if count else alg.full(keep_shape, 0, kinds[0])
         return [alg.add(init_b[0], total, kinds[0])]

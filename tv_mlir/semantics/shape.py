@@ -4,7 +4,8 @@ the algebra: a symbolic position becomes a chain of selects over the admissible 
 from __future__ import annotations
 
 import itertools
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -112,7 +113,8 @@ def _dynamic_slice(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.nd
     out = np.empty(tuple(sizes), dtype=object)
     kind = ctx.kind(0)
     for idx in np.ndindex(*sizes):
-        out[idx] = _select_chain(ctx.alg, kind, [(c, x[tuple(s + i for s, i in zip(start, idx))]) for start, c in combos])
+        out[idx] = _select_chain(ctx.alg, kind,
+                                 [(c, x[tuple(s + i for s, i in zip(start, idx))]) for start, c in combos])
     return [out]
 
 
@@ -151,7 +153,8 @@ def _gather(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     slice_sizes = op.attrs["slice_sizes"]
     out_shape = op.result_types[0].shape
     batch_dims = [d for d in range(len(out_shape)) if d not in dn.offset_dims]
-    window_operand_dims = [d for d in range(x.ndim) if d not in dn.collapsed_slice_dims and d not in dn.operand_batching_dims]
+    window_operand_dims = [d for d in range(x.ndim)
+                           if d not in dn.collapsed_slice_dims and d not in dn.operand_batching_dims]
     out = np.empty(out_shape, dtype=x.dtype)
     kind = ctx.kind(0)
     cache: dict[tuple[int, ...], list[tuple[tuple[int, ...], Any]]] = {}
@@ -185,7 +188,8 @@ def _scatter(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]
     shape = results[0].shape
     upd_shape = updates[0].shape
     scatter_dims = [d for d in range(len(upd_shape)) if d not in dn.update_window_dims]
-    window_input_dims = [d for d in range(len(shape)) if d not in dn.inserted_window_dims and d not in dn.input_batching_dims]
+    window_input_dims = [d for d in range(len(shape))
+                         if d not in dn.inserted_window_dims and d not in dn.input_batching_dims]
     window_sizes = [upd_shape[d] for d in dn.update_window_dims]
     full_window = [1] * len(shape)
     for d_in, size in zip(window_input_dims, window_sizes):

@@ -66,17 +66,18 @@ def sites(a: DimAnalysis, facts: list[ProgramFacts]) -> Sites:
 
 
 def tie_constants(a: DimAnalysis, where: Sites, constants: list[Constant], sizes: list[int]) \
-        -> tuple[dict[tuple[str, str], float | int], dict[int, str], dict[int, int], dict[tuple[str, str], tuple[int, ...]]]:
+        -> tuple[dict[tuple[str, str], float | int], dict[int, str], dict[int, int],
+                 dict[tuple[str, str], tuple[int, ...]]]:
     """-> (constant rewrites, classes to pin with the reason, iota lower bounds, the
     classes each rewritten constant names)."""
     n = len(a.classes)
     exprs: list[tuple[float, float, tuple[int, ...], str]] = []  # (original, new, classes, kind)
     for c in range(n):
-        o, s = a.classes[c].size, sizes[c]
-        if o <= 1:
+        size, small = a.classes[c].size, sizes[c]
+        if size <= 1:
             continue
-        exprs.append((o, s, (c,), "size"))
-        exprs.append((o - 1, s - 1, (c,), "size - 1"))
+        exprs.append((size, small, (c,), "size"))
+        exprs.append((size - 1, small - 1, (c,), "size - 1"))
     for cs in where.counts:
         exprs.append((math.prod(a.classes[c].size for c in cs), math.prod(sizes[c] for c in cs), cs, "element count"))
     tied: dict[tuple[str, str], float | int] = {}
@@ -84,7 +85,7 @@ def tie_constants(a: DimAnalysis, where: Sites, constants: list[Constant], sizes
     pins: dict[int, str] = {}
     untied_index: dict[str, int] = {}
     for k in constants:
-        hits = []
+        hits: list[tuple[float | None, float, tuple[int, ...]]] = []  # (new, original, classes)
         for o, s, cs, kind in exprs:
             if k.role == "reciprocal":
                 if o > 1 and abs(k.value - 1.0 / o) <= 1e-6 * abs(k.value):
@@ -100,12 +101,14 @@ def tie_constants(a: DimAnalysis, where: Sites, constants: list[Constant], sizes
         magnitude = abs(1.0 / k.value) if k.role == "reciprocal" else abs(k.value)
         if len(new_values) > 1 or magnitude < _TIE_MIN or None in new_values:
             why = (f"constant {_fmt(k.value)} at {k.loc} could be the size of more than one dimension"
-                   if len(new_values) > 1 else f"constant {_fmt(k.value)} at {k.loc} may be its size (too small to tell)")
+                   if len(new_values) > 1
+                   else f"constant {_fmt(k.value)} at {k.loc} may be its size (too small to tell)")
             for _, _, cs in shrunk:
                 for c in cs:
                     pins.setdefault(c, why)
             continue
         v = new_values.pop()
+        assert v is not None  # a None new value was pinned just above
         tied[(k.program, k.value_name)] = int(v) if k.is_int else float(v)
         tied_classes[(k.program, k.value_name)] = tuple(c for _, _, cs in shrunk for c in cs)
     for program, name, value in where.positions:
@@ -122,9 +125,9 @@ def tie_constants(a: DimAnalysis, where: Sites, constants: list[Constant], sizes
             continue
         if bad:
             pins.setdefault(c, f"{site}: offsets computed from {' and '.join(sorted(bad))} values")
-        for program, name, value, mesh_step in consts:
-            if (program, name) not in tied and value not in (0, 1) and not mesh_step:
-                pins.setdefault(c, f"{site}: start offset uses constant {value}")
+        for program, name, offset, mesh_step in consts:
+            if (program, name) not in tied and offset not in (0, 1) and not mesh_step:
+                pins.setdefault(c, f"{site}: start offset uses constant {offset}")
     return tied, pins, bounds, tied_classes
 
 

@@ -90,7 +90,7 @@ class Degrees:
         # Everything else (exp, max, compare, ...) is an atom of its arguments.
         return 1 if any(ds) else 0
 
-    def callee(self, op: Op, arg_degrees: list[int]) -> "Degrees | None":
+    def callee(self, op: Op, arg_degrees: list[int]) -> Degrees | None:
         """The called function's degrees with its arguments bound to this call's (calls
         are evaluated per distinct argument degrees, so a function called at several
         depths is not one summary)."""

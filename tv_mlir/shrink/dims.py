@@ -221,8 +221,8 @@ def analyse(ref: Module, other: Module) -> DimAnalysis:
             w.bind(f.body.args, f.body.arg_types)
             for inner in f.body.walk():
                 w.bind(inner.results, inner.result_types)
-                for r in inner.regions:
-                    w.bind(r.args, r.arg_types)
+                for region in inner.regions:
+                    w.bind(region.args, region.arg_types)
         for f in module.funcs.values():
             w.ops(f.body)
         walkers[program] = w

@@ -6,8 +6,8 @@ with its shard), so it is replayed on XLA at the original sizes and reported as
 confirmed only then."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 

@@ -32,7 +32,7 @@ class ProgramFacts:
     unreachable: set[str] = field(default_factory=set)  # values of functions nothing calls
 
     @classmethod
-    def of(cls, program: str, module: Module) -> "ProgramFacts":
+    def of(cls, program: str, module: Module) -> ProgramFacts:
         f = cls(program, module)
         f.entry_args = set(module.main.body.args)
         reachable, todo = set(), [module.entry]
@@ -144,7 +144,8 @@ def role_constants(facts: ProgramFacts) -> list[Constant]:
 
 def through_broadcasts(facts: ProgramFacts, value: str) -> list[tuple[Op, int]]:
     """Uses of a value, looking through broadcasts/converts/reshapes: (op, operand position)."""
-    out, todo, seen = [], [value], set()
+    out: list[tuple[Op, int]] = []
+    todo, seen = [value], set()
     while todo:
         v = todo.pop()
         if v in seen:
@@ -255,4 +256,5 @@ def only_device(fa: ProgramFacts, name: str) -> bool:
     return bool(uses) and all(fa.mesh_arithmetic(u, pos) for u, pos in uses)
 
 
-__all__ = ['Constant', 'ProgramFacts', 'index_sources', 'int_cone_constants', 'only_device', 'position_constants', 'role_constants', 'splat', 'through_broadcasts']
+__all__ = ['Constant', 'ProgramFacts', 'index_sources', 'int_cone_constants', 'only_device', 'position_constants',
+           'role_constants', 'splat', 'through_broadcasts']

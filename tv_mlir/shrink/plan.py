@@ -23,8 +23,9 @@ reason recorded. Pinning changes sizes, so planning repeats until nothing change
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from tv_mlir.ir import Module
 from tv_mlir.semantics.ops import MULTIPLYING_REDUCERS, SELECTING_REDUCERS
@@ -152,13 +153,13 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None) -> Shr
     for c, cls in enumerate(a.classes):
         if cls.size <= 1 or c in dead:
             continue
-        where = _where(cls.members, names, facts)
+        member = _where(cls.members, names, facts)
         role = "pinned" if c in pins else roles[c]
         reason = pins.get(c, "")
         if not reason and sizes[c] == cls.size and cls.size > 1:
             reason = "already at its smallest admissible size" if mins[c] >= cls.size else \
                 "sizes of its relations leave no smaller divisor"
-        entries.append(ClassEntry(cls.size, sizes[c], where, role, reason))
+        entries.append(ClassEntry(cls.size, sizes[c], member, role, reason))
     blocks = {}
     comps: dict[int, list[int]] = {}
     for c in range(n):
@@ -184,7 +185,7 @@ def _signature_classes(a: DimAnalysis, ref: Module, other: Module) -> set[int]:
     return out
 
 
-def _dead_classes(a: DimAnalysis, facts: list["ProgramFacts"]) -> set[int]:
+def _dead_classes(a: DimAnalysis, facts: list[ProgramFacts]) -> set[int]:
     """Classes whose every member is a value nothing uses (dead code DCE removes later)."""
     live: set[int] = set()
     by_program = {f.program: f for f in facts}
@@ -201,7 +202,7 @@ def _dead_classes(a: DimAnalysis, facts: list["ProgramFacts"]) -> set[int]:
 
 
 def _where(members: list[tuple[str, str, int]], names: dict[tuple[str, str], str],
-           facts: list["ProgramFacts"] | None = None) -> str:
+           facts: list[ProgramFacts] | None = None) -> str:
     """A member dim people can find: a reference argument or result, else the result of
     an op with a source location (reference program first)."""
     for prog, value, axis in members:
@@ -304,7 +305,7 @@ def _admissible(a: DimAnalysis, members: list[int], mins: list[int], pins: dict[
 
 
 def _divisors(g: int) -> list[int]:
-    out = []
+    out: list[int] = []
     for k in range(1, int(math.isqrt(g)) + 1):
         if g % k == 0:
             out.extend({k, g // k})

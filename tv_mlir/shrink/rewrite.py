@@ -62,10 +62,11 @@ def _attrs(o: Any, program: str, plan: ShrinkPlan, names: dict[Any, str],
         name = names.get(o.results[0])
         new_t = o.results[0].type
         old = ir.DenseElementsAttr(o.attributes["value"])
-        tied = plan.constants.get((program, name))
+        tied = plan.constants.get((program, name)) if name is not None else None
         if tied is not None:
             elt = ir.RankedTensorType(new_t).element_type
-            scalar = ir.IntegerAttr.get(elt, int(tied)) if isinstance(elt, ir.IntegerType) else ir.FloatAttr.get(elt, float(tied))
+            scalar = (ir.IntegerAttr.get(elt, int(tied)) if isinstance(elt, ir.IntegerType)
+                      else ir.FloatAttr.get(elt, float(tied)))
             o.attributes["value"] = ir.DenseElementsAttr.get_splat(new_t, scalar)
         elif old.type != new_t:
             if not old.is_splat:
@@ -74,7 +75,7 @@ def _attrs(o: Any, program: str, plan: ShrinkPlan, names: dict[Any, str],
         return
     if o.name == "stablehlo.slice":
         src = names.get(o.operands[0])
-        before = old_shapes.get(src)
+        before = old_shapes.get(src) if src is not None else None
         after = tuple(ir.RankedTensorType(o.operands[0].type).shape)
         if before is None or before == after:
             return
@@ -92,7 +93,7 @@ def _attrs(o: Any, program: str, plan: ShrinkPlan, names: dict[Any, str],
         return
     if o.name == "stablehlo.gather":
         src = names.get(o.operands[0])
-        before = old_shapes.get(src)
+        before = old_shapes.get(src) if src is not None else None
         after = tuple(ir.RankedTensorType(o.operands[0].type).shape)
         sizes = list(ir.DenseI64ArrayAttr(o.attributes["slice_sizes"]))
         if before is not None and before != after:

@@ -2,14 +2,15 @@
 own dtypes on the witness, single-device, partitioned over host devices, or per device."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
-from tv_mlir.execute import spmd
 from tv_mlir.algebra import NumericAlgebra
 from tv_mlir.errors import TvError
+from tv_mlir.execute import spmd
 from tv_mlir.ir import Module
 from tv_mlir.verdict import Replay
 
@@ -77,7 +78,7 @@ def xla_replay(ref: Module, other: Module, arrays: list[np.ndarray], output: int
 
 def _element_of(block: tuple[tuple[slice, ...], np.ndarray], index: tuple[int, ...]) -> Any:
     slices, arr = block
-    local = []
+    local: list[int] = []
     for i, s in zip(index, slices):
         start = s.start or 0
         stop = s.stop if s.stop is not None else start + arr.shape[len(local)]

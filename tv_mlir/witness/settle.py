@@ -11,9 +11,9 @@ finally on XLA."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -23,12 +23,12 @@ from tv_mlir.errors import TvError
 from tv_mlir.execute.interp import Interpreter
 from tv_mlir.ir import Module, TensorType
 from tv_mlir.options import Options
-from tv_mlir.semantics.ops import REDUCING_COLLECTIVES, TRANSCENDENTAL_OPS
-from tv_mlir.witness.replay import py_value, values_differ, xla_replay
 from tv_mlir.prove import solve
 from tv_mlir.prove.cuts import CutStore
 from tv_mlir.prove.obligations import Obligation, build_obligations
+from tv_mlir.semantics.ops import REDUCING_COLLECTIVES, TRANSCENDENTAL_OPS
 from tv_mlir.verdict import Counterexample, Replay
+from tv_mlir.witness.replay import py_value, values_differ, xla_replay
 
 MIN_CHECKS = 600  # difference checks spent on minimising one counterexample
 MIN_SECONDS = 5.0
@@ -102,7 +102,8 @@ def exact_values(cuts: CutStore, alg: Symbolic, a: Any, b: Any, kind: Kind,
 
 
 def exact_difference(w: Witness, arrays: list[np.ndarray]) -> Values | None:
-    return exact_values(w.cuts, w.alg, w.ref_element, w.other_element, w.obligation.kind, environment(w.inputs, arrays, w.types))
+    return exact_values(w.cuts, w.alg, w.ref_element, w.other_element, w.obligation.kind,
+                        environment(w.inputs, arrays, w.types))
 
 
 class OutOfRange(Exception):
@@ -164,7 +165,7 @@ def settle(cex: Counterexample, w: Witness) -> tuple[str, str]:
         cex.devices, cex.side = list(w.obligation.devices), w.obligation.side
     arrays = concrete_inputs(cex, w.types)
     uses_uf = cex.uses_approximation
-    check: Callable[[list[np.ndarray]], Values | None] = numeric_difference if uses_uf else exact_difference
+    check: Callable[[Witness, list[np.ndarray]], Values | None] = numeric_difference if uses_uf else exact_difference
     smaller, values = minimize(arrays, lambda xs: check(w, xs), w.types)
     if values is not None and smaller is not arrays:
         _adopt(cex, w, smaller, values)
@@ -429,7 +430,7 @@ def py_list(arr: np.ndarray) -> Any:
 
 
 def concrete_inputs(cex: Counterexample, types: Sequence[TensorType]) -> list[np.ndarray]:
-    arrays = []
+    arrays: list[np.ndarray] = []
     for vals, t in zip(cex.inputs.values(), types):
         dtype = {Kind.FLOAT: np.float64, Kind.INT: np.int64, Kind.BOOL: np.bool_}[Kind.of(t)]
         arrays.append(np.array(vals, dtype=dtype).reshape(t.shape))
