@@ -39,7 +39,7 @@ class Cut:
     scanned: bool = False
     vars: frozenset[int] = frozenset()  # ids of the cut variables the definition mentions
     leaves: frozenset[int] = frozenset()  # ids of the other free constants (program inputs)
-    local_uf: bool = False  # the definition itself applies an uninterpreted function
+    local_approximation: bool = False  # the definition itself applies an uninterpreted function
     origin: Origin | None = None
 
 
@@ -92,7 +92,7 @@ class CutStore:
         """The cut with id i, its definition scanned."""
         cut = self.cuts_by_id[i]
         if not cut.scanned:
-            cut.vars, cut.leaves, cut.local_uf = self._scan(cut.term)
+            cut.vars, cut.leaves, cut.local_approximation = self._scan(cut.term)
             cut.scanned = True
         return cut
 
@@ -160,13 +160,13 @@ class CutStore:
             return x
         return T.with_terms(x, self.expand_terms(T.element_terms(x)))
 
-    def uses_uf(self, x: Any) -> bool:
+    def uses_approximation(self, x: Any) -> bool:
         """Whether x (fully expanded) applies an uninterpreted function."""
         if not self.alg.approximations:
             return False
         for t in T.element_terms(x):
             vs, _, uf = self._scan(t)
-            if uf or any(c.local_uf for c in self.closure(vs)):
+            if uf or any(c.local_approximation for c in self.closure(vs)):
                 return True
         return False
 

@@ -25,7 +25,7 @@ from tv_mlir.prove.solve import Model, Query, solve_all
 from tv_mlir.prove.sweep import Sweeper
 from tv_mlir.verdict import Counterexample, OutputResult, Verdict
 from tv_mlir.witness.replay import py_value, values_differ
-from tv_mlir.witness.settle import Witness, environment, exact_values, py_list, settle
+from tv_mlir.witness.settle import RunnerSlot, Witness, environment, exact_values, py_list, settle
 
 # Local proofs of output elements at the cut points: per output, one solver call.
 LOCAL_TIMEOUT = 2.0
@@ -42,7 +42,7 @@ class _Element:
     other: Any
     kind: Kind
     eq: Any
-    uses_uf: bool = False
+    uses_approximation: bool = False
     ref_cut: Any = None  # the elements at cut level (before expansion)
     other_cut: Any = None
 
@@ -291,8 +291,8 @@ def _expand(p: _Proof) -> None:
             if kind is not Kind.FLOAT and trivially_equal(eq):
                 p.results[i].syntactic += 1
                 continue
-            uses_uf = store.uses_uf(a0) or store.uses_uf(b0)
-            p.pending.setdefault(i, []).append(_Element(i, idx, a, b, kind, eq, uses_uf, a0, b0))
+            uses_approximation = store.uses_approximation(a0) or store.uses_approximation(b0)
+            p.pending.setdefault(i, []).append(_Element(i, idx, a, b, kind, eq, uses_approximation, a0, b0))
     p.stats.update(elements=sum(r.elements for r in p.results), syntactic=sum(r.syntactic for r in p.results))
 
 
@@ -365,9 +365,8 @@ def _settle(cex: Counterexample, res: OutputResult, obligation: Obligation, inde
             ctx: _Context) -> None:
     """Minimise, replay and locate the counterexample, and decide the obligation from it."""
     w = Witness(ctx.ref, ctx.other, obligation, index, a0, b0, ctx.sweeper.store, ctx.alg, ctx.inputs, ctx.constraints,
-                ctx.types, ctx.names, ctx.options, ctx.runner)
+                ctx.types, ctx.names, ctx.options, ctx.runners)
     res.verdict, res.detail = settle(cex, w)
-    ctx.runner = w._runner  # compiled modules are reused by the next counterexample
 
 
 @dataclass
@@ -381,7 +380,7 @@ class _Context:
     types: Sequence[TensorType]
     names: list[str]
     options: Options
-    runner: Any = None
+    runners: RunnerSlot = field(default_factory=RunnerSlot)
 
 
 # ---------------------------------------------------------------------------
@@ -405,7 +404,7 @@ def _model_counterexample(model: Model, elems: Sequence[_Element], inputs: list[
     cex = Counterexample(values, obligation.output, list(obligation.global_index(chosen.index)),
                          T.element_value(chosen.ref, chosen.kind, model.value),
                          T.element_value(chosen.other, chosen.kind, model.value),
-                         chosen.uses_uf)
+                         chosen.uses_approximation)
     return cex, chosen
 
 
@@ -421,8 +420,8 @@ def _random_counterexample(elems: Sequence[tuple[tuple[int, ...], Any, Any]], ob
         for idx, a, b in elems:
             if not values_differ(r_out[idx], o_out[idx]):
                 continue
-            uses_uf = ctx.sweeper.store.uses_uf(a) or ctx.sweeper.store.uses_uf(b)
-            if not uses_uf:
+            uses_approximation = ctx.sweeper.store.uses_approximation(a) or ctx.sweeper.store.uses_approximation(b)
+            if not uses_approximation:
                 env = env if env is not None else environment(ctx.inputs, concrete, ctx.types)
                 exact = exact_values(ctx.sweeper.store, ctx.alg, a, b, kind, env)
                 if exact is None:
@@ -431,6 +430,7 @@ def _random_counterexample(elems: Sequence[tuple[tuple[int, ...], Any, Any]], ob
             else:
                 ref_v, other_v = py_value(r_out[idx]), py_value(o_out[idx])
             values = {name: py_list(arr) for name, arr in zip(ctx.names, concrete)}
-            cex = Counterexample(values, obligation.output, list(obligation.global_index(idx)), ref_v, other_v, uses_uf)
+            cex = Counterexample(values, obligation.output, list(obligation.global_index(idx)), ref_v, other_v,
+                                 uses_approximation)
             return cex, idx, a, b
     return None

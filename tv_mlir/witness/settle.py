@@ -21,6 +21,7 @@ from tv_mlir.algebra import Kind, NumericAlgebra, Symbolic
 from tv_mlir.algebra import terms as T
 from tv_mlir.errors import TvError
 from tv_mlir.execute.interp import Interpreter
+from tv_mlir.execute.xla import XlaRunner
 from tv_mlir.ir import Module, TensorType
 from tv_mlir.options import Options
 from tv_mlir.prove import solve
@@ -40,6 +41,19 @@ Values = tuple[Any, Any]
 
 
 @dataclass
+class RunnerSlot:
+    """One XLA runner for all the counterexamples of a run, made when the first needs it:
+    modules compiled for one are reused by the next."""
+
+    runner: XlaRunner | None = None
+
+    def get(self) -> XlaRunner:
+        if self.runner is None:
+            self.runner = XlaRunner()  # jax is imported when the runner first compiles
+        return self.runner
+
+
+@dataclass
 class Witness:
     """Everything needed to re-check one differing element at other inputs."""
 
@@ -56,15 +70,11 @@ class Witness:
     types: Sequence[TensorType]
     names: list[str]
     options: Options
-    _runner: Any = field(default=None, repr=False)
+    runners: RunnerSlot = field(default_factory=lambda: RunnerSlot(), repr=False)
 
     @property
-    def runner(self) -> Any:
-        if self._runner is None:
-            from tv_mlir.execute.xla import XlaRunner
-
-            self._runner = XlaRunner()
-        return self._runner
+    def runner(self) -> XlaRunner:
+        return self.runners.get()
 
 
 # ---------------------------------------------------------------------------
@@ -164,28 +174,29 @@ def settle(cex: Counterexample, w: Witness) -> tuple[str, str]:
     if w.obligation.devices is not None:
         cex.devices, cex.side = list(w.obligation.devices), w.obligation.side
     arrays = concrete_inputs(cex, w.types)
-    uses_uf = cex.uses_approximation
-    check: Callable[[Witness, list[np.ndarray]], Values | None] = numeric_difference if uses_uf else exact_difference
+    uses_approximation = cex.uses_approximation
+    check: Callable[[Witness, list[np.ndarray]], Values | None] = \
+        numeric_difference if uses_approximation else exact_difference
     smaller, values = minimize(arrays, lambda xs: check(w, xs), w.types)
     if values is not None and smaller is not arrays:
         _adopt(cex, w, smaller, values)
         cex.minimized = True
     arrays_now = concrete_inputs(cex, w.types)
-    if w.options.replay or uses_uf:
-        cex.replay = replays(w, arrays_now, in_range=uses_uf)
-        if uses_uf and not _reproduced(cex.replay) and cex.minimized:
+    if w.options.replay or uses_approximation:
+        cex.replay = replays(w, arrays_now, in_range=uses_approximation)
+        if uses_approximation and not _reproduced(cex.replay) and cex.minimized:
             original = arrays  # the minimised point may sit on an approximation's blind spot
             orig_replays = replays(w, original, in_range=True)
             if _reproduced(orig_replays) and (vals := numeric_difference(w, original)) is not None:
                 _adopt(cex, w, original, vals)
                 cex.minimized, cex.replay = False, orig_replays
-        if uses_uf and not _reproduced(cex.replay):
+        if uses_approximation and not _reproduced(cex.replay):
             _complete(cex, w, concrete_inputs(cex, w.types))
     cex.confirmed = _xla_confirms(cex.replay)
     cex.first_divergence = first_divergence(w)
-    if not uses_uf:
+    if not uses_approximation:
         cex.unique = unique(w, concrete_inputs(cex, w.types))
-    if uses_uf and not _reproduced(cex.replay):
+    if uses_approximation and not _reproduced(cex.replay):
         return "unknown", ("counterexample depends on approximated ops "
                            f"({', '.join(sorted(w.alg.approximations))}) and XLA does not reproduce it "
                            "with the real functions within the f32 range")
