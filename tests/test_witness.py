@@ -9,7 +9,7 @@ import pytest
 import tv_mlir
 from conftest import TESTDATA
 from tv_mlir import report
-from tv_mlir.prove import driver as engine
+from tv_mlir.prove import driver
 from tv_mlir.verdict import Counterexample
 from tv_mlir.witness import settle as witness
 
@@ -21,14 +21,14 @@ def mod(body: str, args: str = "%x: tensor<4xf32>", result: str = "tensor<4xf32>
 
 
 def _witness_of(monkeypatch, a, b):
-    """The Witness the engine builds for the first differing element (settle is stubbed)."""
+    """The Witness the driver builds for the first differing element (settle is stubbed)."""
     seen = {}
 
     def spy(cex, w):
         seen["w"] = w
         return ("unknown", "spied")
 
-    monkeypatch.setattr(engine, "settle", spy)
+    monkeypatch.setattr(driver, "settle", spy)
     tv_mlir.verify(a, b)
     monkeypatch.undo()
     return seen["w"]

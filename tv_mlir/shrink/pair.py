@@ -1,6 +1,6 @@
 """The `shrink` pass: a pass over the pair of programs (it needs both to size their
 dimensions), run on the modules as read, before the per-module normalization. It plans
-the sizes (`tv_mlir.shrink`), rewrites both modules' MLIR (`tv_mlir.mlir_rewrite`) and
+the sizes (`shrink.plan`), rewrites both modules' MLIR (`shrink.rewrite`) and
 reads them again, so the verifier and XLA replay see the same shrunk programs."""
 from __future__ import annotations
 
