@@ -7,12 +7,12 @@ STAMP  := $(VENV)/.installed
 export JAX_PLATFORMS ?= cpu
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: install demo test bench clean
+.PHONY: install demo test test-fast lint bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test,lint]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -51,11 +51,20 @@ demo: $(STAMP)
 	@echo "== an op without semantics =="
 	@$(VENV)/bin/tv-mlir verify testdata/hand/unsupported_cholesky.a.mlir testdata/hand/unsupported_cholesky.b.mlir; echo "(exit code $$?)"
 
+# Everything, as CI runs it (several minutes on two cores).
 test: $(STAMP)
 	$(PY) -m pytest -q tests
+
+# The quick loop: skips tests marked slow (tests/conftest.py says which); under 2 minutes.
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "not slow" tests
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check tv_mlir tests bench testdata
+	$(VENV)/bin/mypy tv_mlir
 
 bench: $(STAMP)
 	$(PY) bench/run.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache
