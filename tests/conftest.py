@@ -9,9 +9,10 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 # Multi-device replay tests need 8 host devices; the flag only counts before jax is imported.
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pytest
@@ -20,9 +21,9 @@ import z3
 from tv_mlir.algebra import Kind, NumericAlgebra, SymbolicAlgebra
 from tv_mlir.algebra.numeric import FUNCS
 from tv_mlir.algebra.symbolic import FIN, NAN, NEG, POS
-from tv_mlir.frontend.read import load_module
-from tv_mlir.frontend.classify import classify
 from tv_mlir.execute.interp import Interpreter
+from tv_mlir.frontend.classify import classify
+from tv_mlir.frontend.read import load_module
 from tv_mlir.passes import load_pipeline, run_pipeline
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -68,7 +69,7 @@ def symbolic_values(module, inputs: Sequence[np.ndarray], alg: SymbolicAlgebra |
     return result
 
 
-def _concrete(x: Any, kind: Kind, ev: "ZEval") -> Any:
+def _concrete(x: Any, kind: Kind, ev: ZEval) -> Any:
     if kind is Kind.FLOAT:
         k = ev.value(x.k)
         if k == NAN:
