@@ -151,3 +151,18 @@ def test_internal_error_is_one_line_exit_2(monkeypatch, capsys) -> None:
     assert cli.main(["verify", str(GOOD), str(GOOD)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("tv-mlir: internal error: KeyError") and len(err.splitlines()) == 1
+
+
+def test_no_replay_on_a_shrunk_pair_says_why_it_is_not_carried_back() -> None:
+    """--no-replay leaves a shrunk witness where it was found; the report must say that
+    replay is off, not that the inputs are too large (they are small here)."""
+    sharded = TESTDATA / "sharded"
+    p = run("verify", "--no-replay", "--json", str(sharded / "mlp_tp.ref.mlir"),
+            str(sharded / "mlp_tp_bug_missing_psum.shardy.mlir"))
+    assert p.returncode == 1, p.stderr
+    c = json.loads(p.stdout)["counterexample"]
+    assert c["shrunk_index"] is not None and c["embedded"] is None
+    assert c["not_embedded"] == "replay is off (--no-replay)"
+    text = run("verify", "--no-replay", str(sharded / "mlp_tp.ref.mlir"),
+               str(sharded / "mlp_tp_bug_missing_psum.shardy.mlir")).stdout.decode()
+    assert "replay is off (--no-replay)" in text and "too large" not in text

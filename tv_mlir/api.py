@@ -54,8 +54,12 @@ def verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, *
         shrink["symbolic"] = {"instantiated_at": SYMBOLIC_SIZE, "ref": ref_sym, "other": other_sym}
     verdict = prove_pair(ref_m, other_m, options)
     verdict.shrink = shrink
-    if embedding is not None and verdict.counterexample is not None and options.replay:
-        _embed(verdict, embedding, ref_m, *originals)
+    if embedding is not None and verdict.counterexample is not None:
+        if options.replay:
+            _embed(verdict, embedding, ref_m, *originals)
+        else:
+            verdict.counterexample.shrunk_index = list(verdict.counterexample.index)
+            verdict.counterexample.not_embedded = "replay is off (--no-replay)"
     verdict.time_s = round(time.perf_counter() - t0, 4)
     return verdict
 
@@ -86,7 +90,11 @@ def _embed(verdict: Verdict, e: Any, small_ref: Module, ref: Module, other: Modu
     c = verdict.counterexample
     assert c is not None  # verify embeds only a verdict that has a counterexample
     c.shrunk_index = list(c.index)
-    if c.devices or not e.fits():
+    if c.devices:
+        c.not_embedded = "a replica divergence is shown where it was found"
+        return
+    if not e.fits():
+        c.not_embedded = "too large to replay at the original sizes"
         return
     small = concrete_inputs(c, small_ref.global_arg_types())
     for layout in LAYOUTS:

@@ -1,6 +1,6 @@
-"""The project's own plain-data IR. Nothing downstream of the frontend touches MLIR
-objects: these dataclasses are small, typed and picklable so that whole regions can
-travel to worker processes."""
+"""The project's own plain-data IR: what the frontend makes of an MLIR module, and all that
+the passes, the interpreter and the prover read. Small, typed, picklable dataclasses, so
+that a module (or a region of one) can be handed to another process as it is."""
 from __future__ import annotations
 
 from collections.abc import Iterator

@@ -92,8 +92,7 @@ def to_text(v: Verdict) -> str:
                             f"sizes and replayed there")
         elif v.shrink and v.shrink.get("applied"):
             why = ("its embedding into the original sizes is not reproduced there" if c.embedded is False else
-                   "a replica divergence is shown where it was found" if c.devices else
-                   "too large to replay at the original sizes")
+                   c.not_embedded or "not carried back to the original sizes")
             notes.insert(0, f"at the shrunk sizes above; {why}")
         lines.append("counterexample" + (f" ({'; '.join(notes)})" if notes else "") + ":")
         for name, vals in c.inputs.items():

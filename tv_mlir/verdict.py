@@ -50,9 +50,10 @@ class Counterexample:
     # Shape shrinking: the witness was found at the shrunk sizes. `embedded`: True when
     # it was placed into the original sizes and XLA shows the difference there (inputs,
     # index and values are then the original-size ones), False when that replay does not
-    # show it, None when not tried (too large to materialise).
+    # show it, None when not tried; `not_embedded` then says why.
     shrunk_index: list[int] | None = None
     embedded: bool | None = None
+    not_embedded: str = ""
 
 
 @dataclass

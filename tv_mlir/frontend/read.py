@@ -1,5 +1,8 @@
 """Reads StableHLO (text or bytecode) with jaxlib's MLIR bindings and converts it at once
-into the plain-data IR of `tv_mlir.ir`. This is the only module that touches MLIR objects."""
+into the plain-data IR of `tv_mlir.ir`. The verifier works on that IR only; MLIR objects
+are touched elsewhere just where MLIR itself is the point: shape instantiation
+(`frontend.symshape`), the shrink rewrite (`shrink.rewrite`), XLA runs (`execute.xla`) and
+`check-pass`."""
 from __future__ import annotations
 
 import re
