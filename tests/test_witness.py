@@ -8,8 +8,7 @@ import pytest
 
 import tv_mlir
 from conftest import TESTDATA
-from tv_mlir import report
-from tv_mlir.prove import driver
+from tv_mlir import driver, report
 from tv_mlir.verdict import Counterexample
 from tv_mlir.witness import settle as witness
 

@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from tv_mlir.driver import prove_pair
 from tv_mlir.errors import Unsupported
 from tv_mlir.frontend import symshape
 from tv_mlir.frontend.classify import check_signatures
@@ -17,7 +18,6 @@ from tv_mlir.ir import Module
 from tv_mlir.options import Options
 from tv_mlir.passes import load_pipeline, run_pipeline
 from tv_mlir.progress import progress
-from tv_mlir.prove.driver import prove_pair
 from tv_mlir.shrink.embed import LAYOUTS, embed_inputs
 from tv_mlir.shrink.pair import shrink_pair
 from tv_mlir.verdict import Verdict

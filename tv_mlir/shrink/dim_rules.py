@@ -7,7 +7,6 @@ is in one of the two (tests/test_dim_rules.py)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from tv_mlir.frontend.classify import parse_gspmd
 from tv_mlir.ir import Op, Sharding, TensorType
@@ -23,11 +22,9 @@ from tv_mlir.semantics.ops import (
     SHARD_CALLS,
     VALUE_IDENTITIES,
 )
+from tv_mlir.shrink.walker import Walker
 
-if TYPE_CHECKING:
-    from tv_mlir.shrink.dims import Walker
-
-DimRule = Callable[["Walker", Op, str], None]  # (walker, op, "op at loc")
+DimRule = Callable[[Walker, Op, str], None]  # (walker, op, "op at loc")
 
 
 def _elementwise(w: Walker, op: Op, why: str) -> None:

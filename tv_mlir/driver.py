@@ -1,6 +1,7 @@
-"""Equivalence of two programs with the same global input signature (single-device or
-sharded): symbolic inputs, both programs executed, every output element and every replica
-obligation compared."""
+"""Proves a prepared pair equal, or settles where it differs: the phases of `prove/` (numeric
+runs, sweep, obligations, local proofs, expansion, the solver) over two programs of the same
+global signature (single-device or sharded), and for each difference found the witness
+search of `witness/`."""
 from __future__ import annotations
 
 import time
