@@ -44,6 +44,31 @@ def test_indicator_form_agrees_with_the_select_at_both_indicator_values() -> Non
         assert z3.simplify(z3.substitute(form, *(env + values))) == truth
 
 
+def test_nested_selects_become_nested_indicator_polynomials() -> None:
+    """Selects in a select's branch (depth 2) and the same condition reused elsewhere: no
+    real select is left, one indicator per condition, and the form agrees with the
+    original at every 0/1 assignment that matches the conditions."""
+    inner = z3.If(d, x * y, 3)
+    t = z3.If(c, inner + z, 2 * x) + 5 * z3.If(d, y, z)
+    form = indicator_form(t)
+    assert not _has_real_ite(form)
+    inds = sorted((v for v in _consts(form) if v.decl().name().startswith("ind!")), key=str)
+    assert len(inds) == 2
+    assert ite_difference_is_zero(t, z3.If(c, inner + z, 2 * x) + z3.If(d, 5 * y, 5 * z))
+    for vx, vy, vz in ((1, 2, 3), (-1, 5, 7), (2, -3, -1)):
+        env = [(x, z3.RealVal(vx)), (y, z3.RealVal(vy)), (z, z3.RealVal(vz))]
+        truth = z3.simplify(z3.substitute(t, *env))
+        values = [(i, z3.RealVal(1 if z3.is_true(z3.simplify(z3.substitute(cond, *env))) else 0))
+                  for i, cond in zip(inds, _conditions(t, inds))]
+        assert z3.simplify(z3.substitute(form, *(env + values))) == truth
+
+
+def _has_real_ite(t: z3.ExprRef) -> bool:
+    if z3.is_app_of(t, z3.Z3_OP_ITE) and t.sort().kind() == z3.Z3_REAL_SORT:
+        return True
+    return any(_has_real_ite(k) for k in t.children())
+
+
 def test_deeply_nested_selects_are_left_to_the_solver() -> None:
     chain = x
     for k in range(MAX_ITE_NESTING + 2):

@@ -86,10 +86,56 @@ def indicator_form(t: z3.ExprRef) -> z3.ExprRef:
     polynomial identity of the result (for all reals i) proves t's identity: sums of
     selects with constants scaled into their branches (relu gradients, masked sums)
     then normalise like polynomials. Conditions are compared as terms, so equal
-    conditions written differently only cost a failed proof."""
+    conditions written differently only cost a failed proof.
+
+    One substitution per nesting level: the outermost selects are replaced (their
+    branches keep the selects nested in them), until none is left. The walks use z3's
+    C API and nothing is rebuilt that holds no select: rebuilding every node through the
+    Python wrappers cost most of the time of a realistic plan's local proofs."""
+    ctx = t.ctx
+    indicators: dict[int, z3.ExprRef] = {}
+    for _ in range(MAX_ITE_NESTING + 1):
+        outer = _outer_real_ites(t)
+        if not outer:
+            return t
+        pairs = []
+        for e in outer:
+            c = e.arg(0)
+            i = indicators.setdefault(c.get_id(), z3.Real(f"ind!{c.get_id()}", ctx))
+            pairs.append((e, i * e.arg(1) + (1 - i) * e.arg(2)))
+        t = z3.substitute(t, *pairs)
+    # Deeper nesting than the callers allow (they check first): fall back to the full walk.
+    return _indicator_form_walk(t, indicators)
+
+
+def _outer_real_ites(t: z3.ExprRef) -> list[z3.ExprRef]:
+    """The real if-then-else subterms of t not inside another one's branch, nor inside a
+    Boolean subterm (a condition only names its indicator)."""
+    C = z3.z3core
+    c = t.ctx.ref()
+    found: list[z3.ExprRef] = []
+    seen: set[int] = set()
+    stack = [t.as_ast()]
+    while stack:
+        a = stack.pop()
+        key = C.Z3_get_ast_id(c, a)
+        if key in seen:
+            continue
+        seen.add(key)
+        if C.Z3_get_ast_kind(c, a) != z3.Z3_APP_AST or \
+                C.Z3_get_sort_kind(c, C.Z3_get_sort(c, a)) == z3.Z3_BOOL_SORT:
+            continue
+        if C.Z3_get_decl_kind(c, C.Z3_get_app_decl(c, a)) == z3.Z3_OP_ITE and \
+                C.Z3_get_sort_kind(c, C.Z3_get_sort(c, a)) == z3.Z3_REAL_SORT:
+            found.append(z3.ArithRef(a, t.ctx))
+            continue
+        stack.extend(C.Z3_get_app_arg(c, a, k) for k in range(C.Z3_get_app_num_args(c, a)))
+    return found
+
+
+def _indicator_form_walk(t: z3.ExprRef, indicators: dict[int, z3.ExprRef]) -> z3.ExprRef:
     ctx = t.ctx
     done: dict[int, z3.ExprRef] = {}
-    indicators: dict[int, z3.ExprRef] = {}
     stack: list[tuple[z3.ExprRef, bool]] = [(t, False)]
     while stack:
         e, expanded = stack.pop()
