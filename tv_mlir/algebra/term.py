@@ -1,0 +1,456 @@
+"""Hash-consed terms of the project's own (the representation under the fast symbolic core,
+issue 11; not yet used by the verifier: `SymbolicAlgebra` still builds z3 terms).
+
+Why: building a z3 term from Python costs microseconds per node (wrapper objects,
+reference counting); the verifier builds millions of them for values that mostly close
+by normal form alone. Here a term is a `Term` object made once per distinct structure by
+a `TermStore` (one per proof run: no global state): structurally equal terms are the same
+object, so equality is identity and the id is a dict key.
+
+Real terms are kept in polynomial normal form as they are built: a real term is a `POLY`
+node whose data is a sorted tuple of (monomial, coefficient), a monomial a sorted tuple of
+(atom id, exponent), and the coefficients exact `Fraction`s. Atoms are the real terms that
+are not polynomials of others: variables, selects, uninterpreted functions, reciprocals of
+non-constant terms, floors, integer-to-real conversions, and products too large to expand
+(past `EXPAND_LIMIT` monomials a product stays an opaque atom: sound, only less normal).
+So two real terms that are equal as polynomials over their atoms are the same object.
+Integer terms are polynomials with integer coefficients over integer atoms in the same
+way; Booleans are folded to Python bools where they are constant, comparisons are made of
+a polynomial against 0, scaled so that its leading coefficient is 1 (EQ) or +-1 (LT/LE)
+(an int polynomial: divided by the gcd of its coefficients, EQ's leading one made positive).
+
+`to_z3` (module `term_z3`) translates a term once per query, with a cache."""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+# Node kinds.
+POLY = "poly"      # real or int polynomial over atoms; data: ((monomial, coeff), ...)
+VAR = "var"        # free constant; data: name
+ITE = "ite"        # args: (cond, then, else), then/else real or int polys
+UF = "uf"          # uninterpreted function; data: name; args: polys
+INV = "inv"        # 1/x of a non-constant real poly x (division by 0: see `div`)
+FLOOR = "floor"    # floor of a real poly, as a real
+TO_REAL = "to_real"  # an int poly as a real
+TO_INT = "to_int"  # floor of a real poly, as an int
+IDIV = "idiv"      # Euclidean division of int polys (SMT-LIB div)
+IMOD = "imod"      # Euclidean remainder (SMT-LIB mod)
+PROD = "prod"      # a product of polys kept unexpanded; args: the factors
+BITS = "bits"      # a bitwise op on ints of a width; data: (op, width, signed)
+BVAR = "bvar"      # Boolean free constant; data: name
+AND = "and"        # args: sorted, flattened, at least 2
+OR = "or"
+NOT = "not"
+CMP = "cmp"        # data: "lt0" | "le0" | "eq0"; args: (poly,)
+BITE = "bite"      # Boolean select: args (cond, then, else)
+BUF = "buf"        # Boolean-valued uninterpreted function; data: name
+
+REAL, INT, BOOL = "real", "int", "bool"
+
+EXPAND_LIMIT = 4096  # monomials a product may expand to before it stays a `PROD` atom
+
+Monomial = tuple[tuple[int, int], ...]
+PolyData = tuple[tuple[Monomial, Fraction], ...]
+
+
+class Term:
+    """One node, made only by a `TermStore`: equal structure, same object."""
+
+    __slots__ = ("id", "kind", "sort", "args", "data", "__weakref__")
+
+    def __init__(self, id_: int, kind: str, sort: str, args: tuple[Term, ...], data: Any) -> None:
+        self.id = id_
+        self.kind = kind
+        self.sort = sort
+        self.args = args
+        self.data = data
+
+    def __repr__(self) -> str:
+        return f"Term#{self.id}({self.kind}, {self.sort})"
+
+
+Bool = bool | Term  # a folded Boolean or a BOOL term
+
+
+@dataclass
+class TermStore:
+    """Makes and interns terms; one per proof run."""
+
+    nodes: list[Term] = field(default_factory=list)
+    _intern: dict[tuple[Any, ...], Term] = field(default_factory=dict)
+    _fresh: int = 0
+
+    # -- interning -----------------------------------------------------------
+    def _mk(self, kind: str, sort: str, args: tuple[Term, ...] = (), data: Any = None) -> Term:
+        key = (kind, sort, tuple(a.id for a in args), data)
+        t = self._intern.get(key)
+        if t is None:
+            t = Term(len(self.nodes), kind, sort, args, data)
+            self.nodes.append(t)
+            self._intern[key] = t
+        return t
+
+    def _poly(self, sort: str, terms: dict[Monomial, Fraction]) -> Term:
+        data: PolyData = tuple(sorted((m, c) for m, c in terms.items() if c != 0))
+        atoms = sorted({a for m, _ in data for a, _ in m})
+        return self._mk(POLY, sort, tuple(self.nodes[a] for a in atoms), data)
+
+    def _atom_poly(self, atom: Term) -> Term:
+        return self._poly(atom.sort, {((atom.id, 1),): Fraction(1)})
+
+    # -- constants and variables ---------------------------------------------
+    def real(self, value: int | Fraction) -> Term:
+        return self._poly(REAL, {(): Fraction(value)})
+
+    def int_(self, value: int) -> Term:
+        return self._poly(INT, {(): Fraction(value)})
+
+    def var(self, name: str, sort: str) -> Term:
+        """A free constant of a real or int sort, as a polynomial; BOOL: a Boolean atom."""
+        if sort == BOOL:
+            return self._mk(BVAR, BOOL, (), name)
+        return self._atom_poly(self._mk(VAR, sort, (), name))
+
+    def fresh(self, prefix: str, sort: str) -> Term:
+        """A free constant no other term names (cut points)."""
+        self._fresh += 1
+        return self.var(f"{prefix}!{self._fresh}", sort)
+
+    # -- reading polynomials ---------------------------------------------------
+    @staticmethod
+    def terms_of(p: Term) -> PolyData:
+        assert p.kind == POLY, p
+        return p.data
+
+    def constant(self, p: Term) -> Fraction | None:
+        """The value of a constant polynomial, else None."""
+        if p.kind != POLY:
+            return None
+        data = p.data
+        if not data:
+            return Fraction(0)
+        if len(data) == 1 and data[0][0] == ():
+            return data[0][1]
+        return None
+
+    def atom_of(self, p: Term) -> Term | None:
+        """The atom a polynomial is (1 * atom), else None."""
+        data = p.data
+        if p.kind == POLY and len(data) == 1 and data[0][1] == 1 and len(data[0][0]) == 1 and data[0][0][0][1] == 1:
+            return self.nodes[data[0][0][0][0]]
+        return None
+
+    # -- arithmetic --------------------------------------------------------------
+    def add(self, *ps: Term) -> Term:
+        acc: dict[Monomial, Fraction] = {}
+        for p in ps:
+            for m, c in self.terms_of(p):
+                acc[m] = acc.get(m, Fraction(0)) + c
+        return self._poly(ps[0].sort, acc)
+
+    def scale(self, p: Term, k: Fraction | int) -> Term:
+        k = Fraction(k)
+        if k == 1:
+            return p
+        return self._poly(p.sort, {m: c * k for m, c in self.terms_of(p)})
+
+    def neg(self, p: Term) -> Term:
+        return self.scale(p, -1)
+
+    def sub(self, a: Term, b: Term) -> Term:
+        return self.add(a, self.neg(b))
+
+    def mul(self, a: Term, b: Term) -> Term:
+        ka, kb = self.constant(a), self.constant(b)
+        if ka is not None:
+            return self.scale(b, ka)
+        if kb is not None:
+            return self.scale(a, kb)
+        ta, tb = self.terms_of(a), self.terms_of(b)
+        if len(ta) * len(tb) > EXPAND_LIMIT:
+            x, y = (a, b) if a.id <= b.id else (b, a)
+            return self._atom_poly(self._mk(PROD, a.sort, (x, y)))
+        acc: dict[Monomial, Fraction] = {}
+        for ma, ca in ta:
+            for mb, cb in tb:
+                m = _mono_mul(ma, mb)
+                acc[m] = acc.get(m, Fraction(0)) + ca * cb
+        return self._poly(a.sort, acc)
+
+    def sum(self, ps: Sequence[Term], sort: str) -> Term:
+        return self.add(*ps) if ps else (self.real(0) if sort == REAL else self.int_(0))
+
+    def inv(self, p: Term) -> Term:
+        """1/p. For a non-constant p an atom; its value at p == 0 is left open, as SMT-LIB's
+        division by zero is (the IEEE class of a float quotient says what happens there)."""
+        k = self.constant(p)
+        if k is not None and k != 0:
+            return self.real(1 / k)
+        return self._atom_poly(self._mk(INV, REAL, (p,)))
+
+    def div(self, a: Term, b: Term) -> Term:
+        return self.mul(a, self.inv(b))
+
+    def floor(self, p: Term) -> Term:
+        k = self.constant(p)
+        if k is not None:
+            return self.real(k.__floor__())
+        return self._atom_poly(self._mk(FLOOR, REAL, (p,)))
+
+    def to_real(self, p: Term) -> Term:
+        k = self.constant(p)
+        if k is not None:
+            return self.real(k)
+        return self._atom_poly(self._mk(TO_REAL, REAL, (p,)))
+
+    def to_int(self, p: Term) -> Term:
+        """Floor of a real, as an int."""
+        k = self.constant(p)
+        if k is not None:
+            return self.int_(k.__floor__())
+        return self._atom_poly(self._mk(TO_INT, INT, (p,)))
+
+    def idiv(self, a: Term, b: Term) -> Term:
+        """SMT-LIB's Euclidean div; b == 0 is left open like SMT-LIB."""
+        ka, kb = self.constant(a), self.constant(b)
+        if ka is not None and kb is not None and kb != 0:
+            q = int(ka) // int(kb) if kb > 0 else -(int(ka) // -int(kb))
+            return self.int_(q)
+        return self._atom_poly(self._mk(IDIV, INT, (a, b)))
+
+    def imod(self, a: Term, b: Term) -> Term:
+        ka, kb = self.constant(a), self.constant(b)
+        if ka is not None and kb is not None and kb != 0:
+            return self.int_(int(ka) % abs(int(kb)))
+        return self._atom_poly(self._mk(IMOD, INT, (a, b)))
+
+    def bits(self, op: str, width: int, signed: bool, args: Sequence[Term]) -> Term:
+        """A bitwise op ("and", "or", "xor", "not") on two's-complement ints of a width."""
+        ks = [self.constant(a) for a in args]
+        if all(k is not None for k in ks):
+            return self.int_(bitwise(op, width, signed, [int(k) for k in ks if k is not None]))
+        return self._atom_poly(self._mk(BITS, INT, tuple(args), (op, width, signed)))
+
+    def uf(self, name: str, args: Sequence[Term], sort: str = REAL) -> Term:
+        if sort == BOOL:
+            return self._mk(BUF, BOOL, tuple(args), name)
+        return self._atom_poly(self._mk(UF, sort, tuple(args), name))
+
+    # -- selects -----------------------------------------------------------------
+    def ite(self, c: Bool, a: Term, b: Term) -> Term:
+        if c is True:
+            return a
+        if c is False or a is b:
+            return b
+        assert isinstance(c, Term)
+        if c.kind == NOT:
+            c, a, b = c.args[0], b, a
+        return self._atom_poly(self._mk(ITE, a.sort, (c, a, b)))
+
+    def bite(self, c: Bool, a: Bool, b: Bool) -> Bool:
+        if c is True:
+            return a
+        if c is False:
+            return b
+        if a is b:
+            return a
+        if a is True and b is False:
+            return c
+        if a is False and b is True:
+            return self.not_(c)
+        if isinstance(a, bool):
+            return self.or_(self.and_(c, a), self.and_(self.not_(c), b))
+        if isinstance(b, bool):
+            return self.or_(self.and_(c, a), self.and_(self.not_(c), b))
+        assert isinstance(c, Term)
+        return self._mk(BITE, BOOL, (c, a, b))
+
+    # -- Booleans ----------------------------------------------------------------
+    def not_(self, x: Bool) -> Bool:
+        if isinstance(x, bool):
+            return not x
+        if x.kind == NOT:
+            return x.args[0]
+        return self._mk(NOT, BOOL, (x,))
+
+    def and_(self, *xs: Bool) -> Bool:
+        return self._junction(AND, xs)
+
+    def or_(self, *xs: Bool) -> Bool:
+        return self._junction(OR, xs)
+
+    def _junction(self, kind: str, xs: Iterable[Bool]) -> Bool:
+        absorbing = kind == OR
+        parts: dict[int, Term] = {}
+        for x in xs:
+            if isinstance(x, bool):
+                if x is absorbing:
+                    return absorbing
+                continue
+            for y in (x.args if x.kind == kind else (x,)):
+                parts[y.id] = y
+        for y in parts.values():
+            if y.kind == NOT and y.args[0].id in parts:
+                return absorbing  # x and not x / x or not x
+        if not parts:
+            return not absorbing
+        if len(parts) == 1:
+            return next(iter(parts.values()))
+        return self._mk(kind, BOOL, tuple(parts[i] for i in sorted(parts)))
+
+    def xor(self, a: Bool, b: Bool) -> Bool:
+        if isinstance(a, bool):
+            return self.not_(b) if a else b
+        if isinstance(b, bool):
+            return self.not_(a) if b else a
+        return self.or_(self.and_(a, self.not_(b)), self.and_(self.not_(a), b))
+
+    # -- comparisons -----------------------------------------------------------
+    def lt(self, a: Term, b: Term) -> Bool:
+        return self._cmp("lt0", self.sub(a, b))
+
+    def le(self, a: Term, b: Term) -> Bool:
+        return self._cmp("le0", self.sub(a, b))
+
+    def eq(self, a: Term, b: Term) -> Bool:
+        if a is b:
+            return True
+        return self._cmp("eq0", self.sub(a, b))
+
+    def _cmp(self, op: str, d: Term) -> Bool:
+        k = self.constant(d)
+        if k is not None:
+            return {"lt0": k < 0, "le0": k <= 0, "eq0": k == 0}[op]
+        data = self.terms_of(d)
+        lead = data[-1][1]
+        # Canonical scaling: EQ by the leading coefficient; orders by its magnitude only
+        # (a negative factor would flip them). An int polynomial keeps integer coefficients
+        # (`to_z3` and `substitute` read them as ints): it is divided by their content (gcd
+        # of the numerators over lcm of the denominators), for EQ signed like the leading
+        # coefficient, instead of by the leading coefficient.
+        if d.sort == INT:
+            g = Fraction(math.gcd(*(c.numerator for _, c in data)), math.lcm(*(c.denominator for _, c in data)))
+            d = self.scale(d, 1 / g if op != "eq0" or lead > 0 else -1 / g)
+        else:
+            d = self.scale(d, 1 / lead if op == "eq0" else 1 / abs(lead))
+        return self._mk(CMP, BOOL, (d,), op)
+
+    # -- walking ---------------------------------------------------------------
+    def children(self, t: Term) -> tuple[Term, ...]:
+        return t.args
+
+    def walk(self, roots: Iterable[Term]) -> Iterator[Term]:
+        """Every term under the roots once, children before parents."""
+        seen: set[int] = set()
+        for root in roots:
+            stack: list[tuple[Term, bool]] = [(root, False)]
+            while stack:
+                t, done = stack.pop()
+                if t.id in seen:
+                    continue
+                if done or not t.args:
+                    seen.add(t.id)
+                    yield t
+                    continue
+                stack.append((t, True))
+                stack.extend((a, False) for a in t.args if a.id not in seen)
+
+    def substitute(self, t: Term | bool, mapping: dict[int, Term | bool], memo: dict[int, Any] | None = None
+                   ) -> Term | bool:
+        """t with the atoms (or Boolean atoms) whose ids `mapping` names replaced (a key may
+        also be a variable's polynomial, as `var` returns it: it stands for its atom), rebuilt
+        bottom-up through the constructors: the result is in normal form again (constants
+        fold, polynomials re-expand)."""
+        if isinstance(t, bool):
+            return t
+        memo = {} if memo is None else memo
+        # A variable's polynomial (1 * atom) as a key stands for its atom: the atom is what
+        # the polynomials containing it refer to.
+        for key in list(mapping):
+            atom = self.atom_of(self.nodes[key])
+            if atom is not None and atom.id not in mapping:
+                mapping = {**mapping, atom.id: mapping[key]}
+        for node in self.walk([t]):
+            if node.id in memo:
+                continue
+            memo[node.id] = mapping[node.id] if node.id in mapping else self._rebuild(node, memo)
+        return memo[t.id]
+
+    def _rebuild(self, t: Term, memo: dict[int, Any]) -> Any:
+        args = [memo[a.id] for a in t.args]
+        if all(x is a for x, a in zip(args, t.args)):
+            return t
+        k = t.kind
+        if k == POLY:
+            acc: list[Term] = []
+            for m, c in t.data:
+                term = self._poly(t.sort, {(): c})  # the coefficient as it is (no int() cut)
+                for atom_id, e in m:
+                    factor = memo[atom_id]
+                    if factor.kind != POLY:  # an atom left as it was: its polynomial
+                        factor = self._atom_poly(factor)
+                    for _ in range(e):
+                        term = self.mul(term, factor)
+                acc.append(term)
+            return self.sum(acc, t.sort)
+        if k in (VAR, BVAR):
+            return t
+        if k == ITE:
+            return self.ite(args[0], args[1], args[2])
+        if k == UF:
+            return self.uf(t.data, args, t.sort)
+        if k == BUF:
+            return self.uf(t.data, args, BOOL)
+        if k == INV:
+            return self.inv(args[0])
+        if k == FLOOR:
+            return self.floor(args[0])
+        if k == TO_REAL:
+            return self.to_real(args[0])
+        if k == TO_INT:
+            return self.to_int(args[0])
+        if k == IDIV:
+            return self.idiv(args[0], args[1])
+        if k == IMOD:
+            return self.imod(args[0], args[1])
+        if k == PROD:
+            return self.mul(args[0], args[1])
+        if k == BITS:
+            return self.bits(t.data[0], t.data[1], t.data[2], args)
+        if k == AND:
+            return self.and_(*args)
+        if k == OR:
+            return self.or_(*args)
+        if k == NOT:
+            return self.not_(args[0])
+        if k == CMP:
+            return self._cmp(t.data, args[0])
+        if k == BITE:
+            return self.bite(args[0], args[1], args[2])
+        raise ValueError(f"unknown term kind {k}")
+
+
+def bitwise(op: str, width: int, signed: bool, xs: Sequence[int]) -> int:
+    """A bitwise op on ints read as `width`-bit two's complement, result read back as a
+    signed or unsigned int of that width."""
+    mask = (1 << width) - 1
+    if op == "not":
+        r = ~xs[0] & mask
+    else:
+        r = {"and": xs[0] & xs[1], "or": xs[0] | xs[1], "xor": xs[0] ^ xs[1]}[op] & mask
+    return r - (1 << width) if signed and r >= 1 << (width - 1) else r
+
+
+def _mono_mul(a: Monomial, b: Monomial) -> Monomial:
+    if not a:
+        return b
+    if not b:
+        return a
+    acc = dict(a)
+    for atom, e in b:
+        acc[atom] = acc.get(atom, 0) + e
+    return tuple(sorted(acc.items()))
