@@ -29,6 +29,7 @@ import pytest
 from conftest import TESTDATA, check_against_xla, prepared, symbolic_values
 from tv_mlir.algebra import NumericAlgebra, SymbolicAlgebra
 from tv_mlir.algebra import symbolic as symbolic_mod
+from tv_mlir.algebra.fast import FastAlgebra
 from tv_mlir.frontend.read import load_module
 from tv_mlir.semantics import TABLE
 
@@ -1083,6 +1084,38 @@ def test_mutation_symbolic_uf_swapped(xla, monkeypatch) -> None:
     orig = SymbolicAlgebra.uf
     monkeypatch.setattr(SymbolicAlgebra, "uf", lambda self, name, args: orig(self, "cosine" if name == "sine" else name, args))
     assert "symbolic output" in _must_fail(xla, "uf_stablehlo_sine")
+
+
+def test_mutation_own_terms_sub_is_add(xla, monkeypatch) -> None:
+    # The algebra over the project's own terms is held to XLA by the same cases.
+    monkeypatch.setattr(FastAlgebra, "sub", lambda self, a, b, kind: FastAlgebra.add(self, a, b, kind))
+    assert "(own terms)" in _must_fail(xla, "arith_f32")
+
+
+def test_mutation_own_terms_log_zero_is_nan(xla, monkeypatch) -> None:
+    orig = FastAlgebra._domain
+
+    def wrong(self, name, vs, fresh):
+        if name == "log":
+            s = self.store
+            return self._ite_cls(s.lt(s.real(0), vs[0]), 0, 3)  # FIN, else NaN: log 0 is -inf
+        return orig(self, name, vs, fresh)
+
+    monkeypatch.setattr(FastAlgebra, "_domain", wrong)
+    assert "(own terms)" in _must_fail(xla, "uf_stablehlo_log")
+
+
+def test_mutation_own_terms_euclidean_div_for_truncation(xla, monkeypatch) -> None:
+    # Integer division must truncate toward zero (XLA), not round down (SMT-LIB div).
+    def floor_div(self, a, b):
+        if isinstance(a, int) and isinstance(b, int):
+            return a // b if b else -1
+        s = self.store
+        ta, tb = self._int(a), self._int(b)
+        return self._fold_int(s.ite(s.eq(tb, s.int_(0)), s.int_(-1), s.idiv(ta, tb)))
+
+    monkeypatch.setattr(FastAlgebra, "_int_trunc_div", floor_div)
+    assert "(own terms)" in _must_fail(xla, "int_div_rem")
 
 
 def test_mutation_numeric_int_div_by_zero(xla, monkeypatch) -> None:

@@ -1,0 +1,698 @@
+"""The symbolic algebra over the project's own hash-consed terms (`term.TermStore`): the
+same semantics as `symbolic.SymbolicAlgebra`, op for op, without building a z3 term per
+element (issue 11). Not yet the verifier's default: the sweep and the prover still work
+on z3 terms; this algebra is checked against XLA by the op suite through `term_z3`.
+
+Elements: FLOAT is `FF(v, k)`, a real polynomial term and an IEEE class (an int, or an int
+term only where the class depends on the inputs); INT a Python int or an int term; BOOL a
+Python bool or a Boolean term. Constants fold as terms are built; the IEEE class of sums
+and products of finite values is FIN without any term."""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from tv_mlir.algebra.base import UNINTERPRETED, Kind
+from tv_mlir.algebra.term import BOOL, INT, REAL, Bool, Term, TermStore
+from tv_mlir.ir import TensorType
+
+FIN, POS, NEG, NAN = 0, 1, 2, 3  # IEEE classes of a float element (as in `symbolic`)
+POSITIVE_UFS = frozenset({"exponential", "logistic"})
+
+Cls = int | Term  # an IEEE class: known, or an int term
+
+
+@dataclass(frozen=True, eq=False)
+class FF:
+    """A symbolic float: value (meaningful only when finite) and IEEE class."""
+
+    v: Term
+    k: Cls
+
+
+@dataclass
+class FastAlgebra:
+    """One instance serves both programs of a query, so that they share terms and
+    uninterpreted function symbols."""
+
+    symbolic: bool = True
+    store: TermStore = field(default_factory=TermStore)
+    approximations: set[str] = field(default_factory=set)
+
+    # -- small helpers over the store -------------------------------------------
+    def _int(self, x: int | Term) -> Term:
+        return self.store.int_(x) if isinstance(x, int) else x
+
+    def _cls_eq(self, k: Cls, c: int) -> Bool:
+        if isinstance(k, int):
+            return k == c
+        return self.store.eq(k, self.store.int_(c))
+
+    def _ite_cls(self, c: Bool, a: Cls, b: Cls) -> Cls:
+        if c is True:
+            return a
+        if c is False:
+            return b
+        if isinstance(a, int) and isinstance(b, int) and a == b:
+            return a
+        t = self.store.ite(c, self._int(a), self._int(b))
+        k = self.store.constant(t)
+        return int(k) if k is not None else t
+
+    def _ite_int(self, c: Bool, a: int | Term, b: int | Term) -> int | Term:
+        return self._ite_cls(c, a, b)
+
+    def fin(self, x: FF) -> Bool:
+        return self._cls_eq(x.k, FIN)
+
+    def nan(self, x: FF) -> Bool:
+        return self._cls_eq(x.k, NAN)
+
+    def inf(self, x: FF) -> Bool:
+        return self.store.or_(self._cls_eq(x.k, POS), self._cls_eq(x.k, NEG))
+
+    def zero(self, x: FF) -> Bool:
+        return self.store.and_(self.fin(x), self._sign_test(x.v, "eq"))
+
+    def negative(self, x: FF) -> Bool:
+        return self.store.or_(self._cls_eq(x.k, NEG), self.store.and_(self.fin(x), self._sign_test(x.v, "lt")))
+
+    def _sign_test(self, v: Term, op: str) -> Bool:
+        """v == 0, v < 0, v > 0 (op "eq", "lt", "gt"), with positivity known by construction."""
+        s = self.store
+        zero = s.real(0)
+        if op in ("lt", "eq") and self.known_positive(v):
+            return False
+        if op == "gt" and self.known_positive(v):
+            return True
+        return {"eq": s.eq(v, zero), "lt": s.lt(v, zero), "gt": s.lt(zero, v)}[op]
+
+    def known_positive(self, v: Term, depth: int = 8) -> bool:
+        """v > 0 for all values of its free constants, by construction: positive constants,
+        exp/logistic of anything, and sums and products with positive coefficients of
+        those (a softmax denominator)."""
+        s = self.store
+        k = s.constant(v)
+        if k is not None:
+            return k > 0
+        if depth == 0:
+            return False
+        # Every monomial a positive coefficient times powers of positive atoms.
+        return all(coeff > 0 and all(self._positive_atom(s.nodes[atom_id], depth - 1) for atom_id, _ in mono)
+                   for mono, coeff in s.terms_of(v))
+
+    def _positive_atom(self, atom: Term, depth: int) -> bool:
+        if atom.kind == "uf":
+            return str(atom.data) in POSITIVE_UFS
+        if atom.kind == "var":
+            return str(atom.data).startswith("cpos!")
+        if atom.kind == "inv":
+            return self.known_positive(atom.args[0], depth)
+        if atom.kind == "ite":
+            return self.known_positive(atom.args[1], depth) and self.known_positive(atom.args[2], depth)
+        return False
+
+    # -- float element operations ------------------------------------------------
+    def f_const(self, x: float) -> FF:
+        s = self.store
+        if np.isnan(x):
+            return FF(s.real(0), NAN)
+        if np.isinf(x):
+            return FF(s.real(0), POS if x > 0 else NEG)
+        return FF(s.real(Fraction(float(x))), FIN)
+
+    def f_select(self, c: Bool, a: FF, b: FF) -> FF:
+        if isinstance(c, bool):
+            return a if c else b
+        return FF(self.store.ite(c, a.v, b.v), self._ite_cls(c, a.k, b.k))
+
+    def f_neg(self, a: FF) -> FF:
+        if isinstance(a.k, int):
+            k: Cls = {POS: NEG, NEG: POS}.get(a.k, a.k)
+        else:
+            k = self._ite_cls(self._cls_eq(a.k, POS), NEG, self._ite_cls(self._cls_eq(a.k, NEG), POS, a.k))
+        return FF(self.store.neg(a.v), k)
+
+    def f_add(self, a: FF, b: FF) -> FF:
+        s = self.store
+        if a.k == FIN and b.k == FIN and isinstance(a.k, int) and isinstance(b.k, int):
+            return FF(s.add(a.v, b.v), FIN)
+        nan = s.or_(self.nan(a), self.nan(b), s.and_(self._cls_eq(a.k, POS), self._cls_eq(b.k, NEG)),
+                    s.and_(self._cls_eq(a.k, NEG), self._cls_eq(b.k, POS)))
+        k = self._ite_cls(nan, NAN, self._ite_cls(s.or_(self._cls_eq(a.k, POS), self._cls_eq(b.k, POS)), POS,
+                                                  self._ite_cls(s.or_(self._cls_eq(a.k, NEG),
+                                                                      self._cls_eq(b.k, NEG)), NEG, FIN)))
+        return FF(s.add(a.v, b.v), k)
+
+    def f_mul(self, a: FF, b: FF) -> FF:
+        s = self.store
+        if a.k == FIN and b.k == FIN and isinstance(a.k, int) and isinstance(b.k, int):
+            return FF(s.mul(a.v, b.v), FIN)
+        nan = s.or_(self.nan(a), self.nan(b), s.and_(self.inf(a), self.zero(b)), s.and_(self.inf(b), self.zero(a)))
+        sign = s.xor(self.negative(a), self.negative(b))
+        k = self._ite_cls(nan, NAN, self._ite_cls(s.or_(self.inf(a), self.inf(b)), self._ite_cls(sign, NEG, POS), FIN))
+        return FF(s.mul(a.v, b.v), k)
+
+    def f_div(self, a: FF, b: FF) -> FF:
+        s = self.store
+        rb = s.constant(b.v) if b.k == FIN and isinstance(b.k, int) else None
+        if a.k == FIN and isinstance(a.k, int) and rb is not None and rb != 0:
+            return FF(s.scale(a.v, 1 / rb), FIN)
+        nan = s.or_(self.nan(a), self.nan(b), s.and_(self.inf(a), self.inf(b)), s.and_(self.zero(a), self.zero(b)))
+        inf = s.or_(s.and_(self.inf(a), s.not_(self.inf(b))),
+                    s.and_(self.zero(b), self.fin(a), s.not_(self.zero(a))))
+        sign = s.xor(self.negative(a), self.negative(b))
+        k = self._ite_cls(nan, NAN, self._ite_cls(inf, self._ite_cls(sign, NEG, POS), FIN))
+        v = s.ite(s.and_(self.fin(a), self.inf(b)), s.real(0), s.div(a.v, b.v))
+        return FF(v, k)
+
+    def _trunc_real(self, v: Term) -> Term:
+        s = self.store
+        r = s.constant(v)
+        if r is not None:
+            return s.real(int(r))  # int() truncates toward zero
+        return s.ite(s.le(s.real(0), v), s.to_real(s.to_int(v)), s.neg(s.to_real(s.to_int(s.neg(v)))))
+
+    def f_rem(self, a: FF, b: FF) -> FF:
+        s = self.store
+        nan = s.or_(self.nan(a), self.nan(b), self.inf(a), self.zero(b))
+        fin_v = s.sub(a.v, s.mul(b.v, self._trunc_real(s.div(a.v, b.v))))
+        v = s.ite(self.inf(b), a.v, fin_v)
+        return FF(v, self._ite_cls(nan, NAN, self._ite_cls(self.inf(b), a.k, FIN)))
+
+    def _cmp(self, x: Term, op: str, y: Term) -> Bool:
+        s = self.store
+        if op == "==":
+            return s.eq(x, y)
+        return s.lt(x, y)
+
+    def ext_lt(self, a: FF, b: FF) -> Bool:
+        """a < b on the extended reals, assuming neither is NaN."""
+        s = self.store
+        if a.k == FIN and b.k == FIN and isinstance(a.k, int) and isinstance(b.k, int):
+            return s.lt(a.v, b.v)
+        return s.or_(s.and_(self._cls_eq(a.k, NEG), s.not_(self._cls_eq(b.k, NEG))),
+                     s.and_(self.fin(a), self._cls_eq(b.k, POS)),
+                     s.and_(self.fin(a), self.fin(b), s.lt(a.v, b.v)))
+
+    def ext_eq(self, a: FF, b: FF) -> Bool:
+        s = self.store
+        if a.k == FIN and b.k == FIN and isinstance(a.k, int) and isinstance(b.k, int):
+            return s.eq(a.v, b.v)
+        return s.or_(s.and_(self.fin(a), self.fin(b), s.eq(a.v, b.v)),
+                     s.and_(self._cls_eq(a.k, POS), self._cls_eq(b.k, POS)),
+                     s.and_(self._cls_eq(a.k, NEG), self._cls_eq(b.k, NEG)))
+
+    def f_compare(self, direction: str, a: FF, b: FF, total: bool) -> Bool:
+        s = self.store
+        if direction in ("GT", "GE"):
+            return self.f_compare("LT" if direction == "GT" else "LE", b, a, total)
+        any_nan = s.or_(self.nan(a), self.nan(b))
+        if total:
+            lt = s.bite(any_nan, s.and_(self.nan(b), s.not_(self.nan(a))), self.ext_lt(a, b))
+            eq = s.bite(any_nan, s.and_(self.nan(a), self.nan(b)), self.ext_eq(a, b))
+        else:
+            lt = s.and_(s.not_(any_nan), self.ext_lt(a, b))
+            eq = s.and_(s.not_(any_nan), self.ext_eq(a, b))
+        if direction == "LT":
+            return lt
+        if direction == "LE":
+            return s.or_(lt, eq)
+        if direction == "EQ":
+            return eq
+        if direction == "NE":
+            return s.not_(eq)
+        raise ValueError(direction)
+
+    def f_max(self, a: FF, b: FF, is_max: bool) -> FF:
+        # A canonical operand order, so that max(a, b) and max(b, a) are one term.
+        ka = a.k if isinstance(a.k, int) else a.k.id
+        kb = b.k if isinstance(b.k, int) else b.k.id
+        if (a.v.id, ka) > (b.v.id, kb):
+            a, b = b, a
+        s = self.store
+        a_wins = s.not_(self.ext_lt(a, b)) if is_max else s.not_(self.ext_lt(b, a))
+        pick = self.f_select(a_wins, a, b)
+        return self.f_select(s.or_(self.nan(a), self.nan(b)), FF(s.real(0), NAN), pick)
+
+    def f_equal(self, a: FF, b: FF) -> Bool:
+        """Same IEEE value: both NaN, same infinity, or equal finite reals."""
+        s = self.store
+        if a.k == FIN and b.k == FIN and isinstance(a.k, int) and isinstance(b.k, int):
+            return s.eq(a.v, b.v)
+        return s.or_(s.and_(self.fin(a), self.fin(b), s.eq(a.v, b.v)),
+                     s.and_(s.not_(self.fin(a)), s.eq(self._int(a.k), self._int(b.k))))
+
+    def _domain(self, name: str, vs: Sequence[Term], fresh: Term) -> Cls:
+        """The IEEE class of an uninterpreted function's result on finite arguments."""
+        s = self.store
+        v = vs[0]
+        zero = s.real(0)
+        if name in ("exponential", "exponential_minus_one", "tanh", "logistic", "sine", "cosine", "erf", "cbrt",
+                    "atan2"):
+            return FIN
+        if name == "log":
+            return self._ite_cls(self._sign_test(v, "gt"), FIN, self._ite_cls(s.eq(v, zero), NEG, NAN))
+        if name == "log_plus_one":
+            w = s.add(v, s.real(1))
+            return self._ite_cls(self._sign_test(w, "gt"), FIN, self._ite_cls(s.eq(w, zero), NEG, NAN))
+        if name == "sqrt":
+            return self._ite_cls(s.le(zero, v), FIN, NAN)
+        if name == "rsqrt":
+            return self._ite_cls(self._sign_test(v, "gt"), FIN, self._ite_cls(s.eq(v, zero), POS, NAN))
+        if name == "power":
+            return self._ite_cls(self._sign_test(v, "gt"), FIN, fresh)
+        return fresh  # tan: poles on the reals; leave the class open
+
+    # -- ints ---------------------------------------------------------------------
+    def _int_trunc_div(self, a: int | Term, b: int | Term) -> int | Term:
+        if isinstance(a, int) and isinstance(b, int):
+            if b == 0:
+                return -1
+            q = abs(a) // abs(b)
+            return q if (a >= 0) == (b > 0) else -q
+        s = self.store
+        ta, tb = self._int(a), self._int(b)
+        # Euclidean div, then truncation toward zero from it; XLA's x / 0 == -1.
+        quotient = s.ite(s.le(s.int_(0), ta), s.idiv(ta, tb), s.neg(s.idiv(s.neg(ta), tb)))
+        return self._fold_int(s.ite(s.eq(tb, s.int_(0)), s.int_(-1), quotient))
+
+    def _int_rem(self, a: int | Term, b: int | Term) -> int | Term:
+        if isinstance(a, int) and isinstance(b, int):
+            d = self._int_trunc_div(a, b)
+            assert isinstance(d, int)
+            return a if b == 0 else a - b * d
+        s = self.store
+        ta, tb = self._int(a), self._int(b)
+        q = self._int(self._int_trunc_div(ta, tb))
+        return self._fold_int(s.ite(s.eq(tb, s.int_(0)), ta, s.sub(ta, s.mul(tb, q))))
+
+    def _fold_int(self, t: Term) -> int | Term:
+        k = self.store.constant(t)
+        return int(k) if k is not None else t
+
+    def _int_binop(self, a: int | Term, b: int | Term, op: str) -> int | Term:
+        if isinstance(a, int) and isinstance(b, int):
+            return {"+": a + b, "-": a - b, "*": a * b}[op]
+        s = self.store
+        ta, tb = self._int(a), self._int(b)
+        r = s.add(ta, tb) if op == "+" else s.sub(ta, tb) if op == "-" else s.mul(ta, tb)
+        return self._fold_int(r)
+
+    def _int_cmp(self, direction: str, a: int | Term, b: int | Term) -> Bool:
+        if isinstance(a, int) and isinstance(b, int):
+            return {"EQ": a == b, "NE": a != b, "LT": a < b, "LE": a <= b, "GT": a > b, "GE": a >= b}[direction]
+        s = self.store
+        ta, tb = self._int(a), self._int(b)
+        return {"EQ": lambda: s.eq(ta, tb), "NE": lambda: s.not_(s.eq(ta, tb)), "LT": lambda: s.lt(ta, tb),
+                "LE": lambda: s.le(ta, tb), "GT": lambda: s.lt(tb, ta), "GE": lambda: s.le(tb, ta)}[direction]()
+
+    def _bool_cmp(self, direction: str, a: Bool, b: Bool) -> Bool:
+        ia = self._ite_int(a, 1, 0) if not isinstance(a, bool) else int(a)
+        ib = self._ite_int(b, 1, 0) if not isinstance(b, bool) else int(b)
+        return self._int_cmp(direction, ia, ib)
+
+    # -- the Algebra protocol: construction ---------------------------------------
+    def constant(self, values: np.ndarray, kind: Kind) -> np.ndarray:
+        values = np.asarray(values)
+        if kind is Kind.FLOAT:
+            return _vec(lambda x: self.f_const(float(x)), values.astype(np.float64))
+        if kind is Kind.BOOL:
+            return _vec(lambda x: bool(x), values)
+        return _vec(lambda x: int(x), values)
+
+    def full(self, shape: Sequence[int], value: Any, kind: Kind) -> np.ndarray:
+        out = np.empty(tuple(shape), dtype=object)
+        item = self.f_const(float(value)) if kind is Kind.FLOAT else (bool(value) if kind is Kind.BOOL
+                                                                       else int(value))
+        out.fill(item)
+        return out
+
+    def inputs(self, name: str, shape: tuple[int, ...], kind: Kind,
+               unsigned: bool = False) -> tuple[np.ndarray, list[Any]]:
+        """Fresh symbols for a program input, and its domain constraints (Boolean terms)."""
+        s = self.store
+        out = np.empty(shape, dtype=object)
+        constraints: list[Any] = []
+        for idx in np.ndindex(*shape):
+            label = f"{name}[{','.join(map(str, idx))}]" if shape else name
+            if kind is Kind.FLOAT:
+                out[idx] = FF(s.var(label, REAL), FIN)
+            elif kind is Kind.BOOL:
+                out[idx] = s.var(label, BOOL)
+            else:
+                x = s.var(label, INT)
+                out[idx] = x
+                if unsigned:
+                    constraints.append(s.le(s.int_(0), x))
+        return out, constraints
+
+    # -- arithmetic ---------------------------------------------------------------
+    def add(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
+        if kind is Kind.FLOAT:
+            return _vec(self.f_add, a, b)
+        if kind is Kind.BOOL:
+            return _vec(self.store.or_, a, b)
+        return _vec(lambda x, y: self._int_binop(x, y, "+"), a, b)
+
+    def sub(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
+        if kind is Kind.FLOAT:
+            return _vec(lambda x, y: self.f_add(x, self.f_neg(y)), a, b)
+        return _vec(lambda x, y: self._int_binop(x, y, "-"), a, b)
+
+    def mul(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
+        if kind is Kind.FLOAT:
+            return _vec(self.f_mul, a, b)
+        if kind is Kind.BOOL:
+            return _vec(self.store.and_, a, b)
+        return _vec(lambda x, y: self._int_binop(x, y, "*"), a, b)
+
+    def div(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
+        if kind is Kind.FLOAT:
+            return _vec(self.f_div, a, b)
+        return _vec(self._int_trunc_div, a, b)
+
+    def rem(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
+        if kind is Kind.FLOAT:
+            return _vec(self.f_rem, a, b)
+        return _vec(self._int_rem, a, b)
+
+    def neg(self, a: np.ndarray, kind: Kind) -> np.ndarray:
+        if kind is Kind.FLOAT:
+            return _vec(self.f_neg, a)
+        return _vec(lambda x: -x if isinstance(x, int) else self._fold_int(self.store.neg(x)), a)
+
+    def abs(self, a: np.ndarray, kind: Kind) -> np.ndarray:
+        s = self.store
+        if kind is Kind.FLOAT:
+            return _vec(lambda x: self.f_select(self.negative(x), self.f_neg(x), x), a)
+        return _vec(lambda x: abs(x) if isinstance(x, int) else s.ite(s.lt(x, s.int_(0)), s.neg(x), x), a)
+
+    def sign(self, a: np.ndarray, kind: Kind) -> np.ndarray:
+        s = self.store
+        if kind is Kind.FLOAT:
+            def f(x: FF) -> FF:
+                k = self._ite_cls(self.nan(x), NAN, FIN)
+                v = s.ite(self.negative(x), s.real(-1), s.ite(self.zero(x), s.real(0), s.real(1)))
+                return FF(v, k)
+            return _vec(f, a)
+
+        def g(x: int | Term) -> int | Term:
+            if isinstance(x, int):
+                return (x > 0) - (x < 0)
+            zero = s.int_(0)
+            return s.ite(s.lt(zero, x), s.int_(1), s.ite(s.lt(x, zero), s.int_(-1), zero))
+        return _vec(g, a)
+
+    def max(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
+        return self._minmax(a, b, kind, True)
+
+    def min(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
+        return self._minmax(a, b, kind, False)
+
+    def _minmax(self, a: np.ndarray, b: np.ndarray, kind: Kind, is_max: bool) -> np.ndarray:
+        s = self.store
+        if kind is Kind.FLOAT:
+            return _vec(lambda x, y: self.f_max(x, y, is_max), a, b)
+        if kind is Kind.BOOL:
+            return _vec(s.or_ if is_max else s.and_, a, b)
+
+        def pick(x: int | Term, y: int | Term) -> int | Term:
+            if not isinstance(x, int) and not isinstance(y, int) and x.id > y.id:
+                x, y = y, x
+            return self._ite_int(self._int_cmp("GE" if is_max else "LE", x, y), x, y)
+        return _vec(pick, a, b)
+
+    def _rounding(self, a: np.ndarray, fn: Callable[[Term], Term]) -> np.ndarray:
+        s = self.store
+
+        def r(x: FF) -> FF:
+            if x.k == FIN and isinstance(x.k, int):
+                return FF(fn(x.v), x.k)
+            return FF(s.ite(self.fin(x), fn(x.v), x.v), x.k)
+        return _vec(r, a)
+
+    def floor(self, a: np.ndarray) -> np.ndarray:
+        return self._rounding(a, self.store.floor)
+
+    def ceil(self, a: np.ndarray) -> np.ndarray:
+        s = self.store
+        return self._rounding(a, lambda v: s.neg(s.floor(s.neg(v))))
+
+    def round_even(self, a: np.ndarray) -> np.ndarray:
+        s = self.store
+
+        def f(v: Term) -> Term:
+            r = s.constant(v)
+            if r is not None:
+                return s.real(round(r))  # Python rounds half to even
+            fl = s.to_int(v)
+            d = s.sub(v, s.to_real(fl))
+            half = s.real(Fraction(1, 2))
+            odd = s.not_(s.eq(s.imod(fl, s.int_(2)), s.int_(0)))
+            up = s.or_(s.lt(half, d), s.and_(s.eq(d, half), odd))
+            return s.to_real(s.ite(up, s.add(fl, s.int_(1)), fl))
+        return self._rounding(a, f)
+
+    def round_afz(self, a: np.ndarray) -> np.ndarray:
+        s = self.store
+        half = s.real(Fraction(1, 2))
+
+        def f(v: Term) -> Term:
+            return s.ite(s.le(s.real(0), v), s.floor(s.add(v, half)), s.neg(s.floor(s.add(s.neg(v), half))))
+        return self._rounding(a, f)
+
+    def is_finite(self, a: np.ndarray) -> np.ndarray:
+        return _vec(self.fin, a)
+
+    def compare(self, direction: str, a: np.ndarray, b: np.ndarray, kind: Kind, total_order: bool) -> np.ndarray:
+        if kind is Kind.FLOAT:
+            if total_order:
+                return _vec(lambda x, y: self._total_compare(direction, x, y), a, b)
+            return _vec(lambda x, y: self.f_compare(direction, x, y, False), a, b)
+        if kind is Kind.BOOL:
+            return _vec(lambda x, y: self._bool_cmp(direction, x, y), a, b)
+        return _vec(lambda x, y: self._int_cmp(direction, x, y), a, b)
+
+    def select(self, pred: np.ndarray, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
+        s = self.store
+        if kind is Kind.FLOAT:
+            return _vec(self.f_select, pred, a, b)
+        if kind is Kind.BOOL:
+            return _vec(s.bite, pred, a, b)
+        return _vec(lambda c, x, y: self._fold_ite_int(c, x, y), pred, a, b)
+
+    def _fold_ite_int(self, c: Bool, x: int | Term, y: int | Term) -> int | Term:
+        if isinstance(c, bool):
+            return x if c else y
+        return self._fold_int(self.store.ite(c, self._int(x), self._int(y)))
+
+    def logic(self, op: str, a: np.ndarray, b: np.ndarray | None, t: TensorType) -> np.ndarray:
+        s = self.store
+        if t.is_bool:
+            if op == "not":
+                return _vec(s.not_, a)
+            assert b is not None, f"{op} takes two operands"
+            return _vec({"and": s.and_, "or": s.or_, "xor": s.xor}[op], a, b)
+        width, signed = t.bit_width, not t.is_unsigned
+
+        def g(*xs: int | Term) -> int | Term:
+            return self._fold_int(s.bits(op, width, signed, [self._int(x) for x in xs]))
+        if op == "not":
+            return _vec(g, a)
+        assert b is not None, f"{op} takes two operands"
+        return _vec(g, a, b)
+
+    def convert(self, a: np.ndarray, src: TensorType, dst: TensorType) -> np.ndarray:
+        s = self.store
+        if src.is_float:
+            if dst.is_float:
+                return a
+            if dst.is_bool:
+                return _vec(lambda x: s.or_(s.not_(self.fin(x)), s.not_(s.eq(x.v, s.real(0)))), a)
+            lo, hi = _int_range(dst)
+
+            def to_int(x: FF) -> int | Term:
+                r = s.constant(x.v) if x.k == FIN and isinstance(x.k, int) else None
+                if r is not None:
+                    return max(lo, min(hi, int(r)))
+                t = s.to_int(x.v)
+                # XLA truncates toward zero and saturates at the target type's range.
+                trunc = s.ite(s.le(s.real(0), x.v), t, s.neg(s.to_int(s.neg(x.v))))
+                trunc = s.ite(s.lt(s.int_(hi), trunc), s.int_(hi), s.ite(s.lt(trunc, s.int_(lo)), s.int_(lo), trunc))
+                if x.k == FIN and isinstance(x.k, int):
+                    return self._fold_int(trunc)
+                out = s.ite(self._cls_eq(x.k, NAN), s.int_(0),
+                            s.ite(self._cls_eq(x.k, POS), s.int_(hi), s.ite(self._cls_eq(x.k, NEG), s.int_(lo), trunc)))
+                return self._fold_int(out)
+            return _vec(to_int, a)
+        if src.is_bool:
+            if dst.is_float:
+                return _vec(lambda x: FF(s.real(int(x)) if isinstance(x, bool) else s.ite(x, s.real(1), s.real(0)),
+                                         FIN), a)
+            if dst.is_bool:
+                return a
+            return _vec(lambda x: self._ite_int(x, 1, 0), a)
+        if dst.is_float:
+            return _vec(lambda x: FF(s.real(x) if isinstance(x, int) else s.to_real(x), FIN), a)
+        if dst.is_bool:
+            return _vec(lambda x: x != 0 if isinstance(x, int) else s.not_(s.eq(x, s.int_(0))), a)
+        return a
+
+    def _total_compare(self, direction: str, x: FF, y: FF) -> Bool:
+        """TOTALORDER; with a NaN operand an uninterpreted predicate (see `symbolic`)."""
+        s = self.store
+        any_nan = s.or_(self.nan(x), self.nan(y))
+        ordered = self.f_compare(direction, x, y, False)
+        if any_nan is False:
+            return ordered
+        self.approximations.add("totalorder-nan")
+        zero = s.real(0)
+        args = [self._int(x.k), s.ite(self.fin(x), x.v, zero), self._int(y.k), s.ite(self.fin(y), y.v, zero)]
+        return s.bite(any_nan, s.uf(f"totalorder_nan.{direction}", args, BOOL), ordered)
+
+    # -- uninterpreted functions ----------------------------------------------------
+    def uf(self, name: str, args: Sequence[np.ndarray]) -> np.ndarray:
+        arity = UNINTERPRETED[name]
+        assert len(args) == arity
+        self.approximations.add(name)
+        s = self.store
+        zero = s.real(0)
+
+        def apply(*xs: FF) -> FF:
+            vs = [x.v for x in xs]
+            if all(x.k == FIN and isinstance(x.k, int) for x in xs):
+                fresh = s.uf(f"{name}.domain_class", vs, INT)
+                return FF(s.uf(name, vs), self._domain(name, vs, fresh))
+            all_fin = s.and_(*[self.fin(x) for x in xs])
+            norm = [s.ite(self.fin(x), x.v, zero) for x in xs]
+            ks = [self._int(x.k) for x in xs]
+            v = s.ite(all_fin, s.uf(name, norm), s.uf(f"{name}.special", norm + ks))
+            dom = self._domain(name, norm, s.uf(f"{name}.domain_class", norm, INT))
+            k = self._ite_cls(all_fin, dom, s.uf(f"{name}.class", norm + ks, INT))
+            return FF(v, k)
+
+        return _vec(apply, *args)
+
+    # -- contractions ---------------------------------------------------------------
+    def dot(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
+        B, M, K = a.shape
+        N = b.shape[1]
+        out = np.empty((B, M, N), dtype=object)
+        for bi in range(B):
+            for m in range(M):
+                for n in range(N):
+                    products = [self.mul(a[bi, m, k:k + 1], b[bi, n, k:k + 1], kind)[0] for k in range(K)]
+                    out[bi, m, n] = self._sum(products, kind)
+        return out
+
+    def reduce_sum(self, a: np.ndarray, axes: tuple[int, ...], kind: Kind) -> np.ndarray:
+        moved = np.moveaxis(a, axes, tuple(range(a.ndim - len(axes), a.ndim)))
+        keep = moved.shape[: a.ndim - len(axes)]
+        flat = moved.reshape(keep + (int(np.prod(moved.shape[len(keep):], dtype=np.int64)),))
+        out = np.empty(keep, dtype=object)
+        for idx in np.ndindex(*keep):
+            out[idx] = self._sum(list(flat[idx]), kind)
+        return out
+
+    def _sum(self, items: list[Any], kind: Kind) -> Any:
+        s = self.store
+        if kind is Kind.FLOAT:
+            if all(x.k == FIN and isinstance(x.k, int) for x in items):
+                return FF(s.sum([x.v for x in items], REAL), FIN)
+            acc = items[0]
+            for x in items[1:]:
+                acc = self.f_add(acc, x)
+            return acc
+        if kind is Kind.BOOL:
+            return s.or_(*items)
+        if all(isinstance(x, int) for x in items):
+            return sum(items)
+        return self._fold_int(s.sum([self._int(x) for x in items], INT))
+
+    def canonical(self, arr: np.ndarray) -> np.ndarray:
+        return arr  # terms are in normal form as they are built
+
+    def index_value(self, x: Any) -> int | None:
+        if isinstance(x, int):
+            return x
+        k = self.store.constant(x) if isinstance(x, Term) else None
+        return int(k) if k is not None else None
+
+    def positions(self, s_: Any, hi: int, clamp: bool) -> list[tuple[int, Any]]:
+        v = self.index_value(s_)
+        if v is not None:
+            if clamp:
+                return [(min(max(v, 0), hi), True)]
+            return [(v, True)] if 0 <= v <= hi else []
+        if hi < 0:
+            return []
+        s = self.store
+
+        def at(p: int) -> Bool:
+            return s.eq(s_, s.int_(p))
+        if hi == 0:
+            return [(0, True if clamp else at(0))]
+        if clamp:
+            return [(0, s.le(s_, s.int_(0)))] + [(p, at(p)) for p in range(1, hi)] + [(hi, s.le(s.int_(hi), s_))]
+        return [(p, at(p)) for p in range(hi + 1)]
+
+    def choose(self, options: Sequence[tuple[Any, Any]], kind: Kind) -> Any:
+        acc = options[-1][1]
+        for cond, val in reversed(options[:-1]):
+            if kind is Kind.FLOAT:
+                acc = self.f_select(cond, val, acc)
+            elif kind is Kind.BOOL:
+                acc = self.store.bite(cond, val, acc)
+            else:
+                acc = self._fold_ite_int(cond, val, acc)
+        return acc
+
+    def all_of(self, conds: Sequence[Any]) -> Any:
+        return self.store.and_(*conds)
+
+    def constant_value(self, x: Any, kind: Kind) -> float | int | bool | None:
+        if kind is Kind.FLOAT:
+            if x.k == FIN and isinstance(x.k, int):
+                r = self.store.constant(x.v)
+                return None if r is None else float(r)
+            return {POS: float("inf"), NEG: float("-inf"), NAN: float("nan")}.get(x.k) \
+                if isinstance(x.k, int) else None
+        if isinstance(x, (bool, int)):
+            return x
+        return self.index_value(x)
+
+    def scalar(self, x: Any) -> np.ndarray:
+        return _scalar_array(x)
+
+    def element_equal(self, a: Any, b: Any, kind: Kind) -> Any:
+        if kind is Kind.FLOAT:
+            return self.f_equal(a, b)
+        if kind is Kind.BOOL:
+            return self.store.not_(self.store.xor(a, b))
+        if isinstance(a, int) and isinstance(b, int):
+            return a == b
+        return self.store.eq(self._int(a), self._int(b))
+
+
+def _int_range(t: TensorType) -> tuple[int, int]:
+    w = t.bit_width
+    if t.is_unsigned:
+        return 0, (1 << w) - 1
+    return -(1 << (w - 1)), (1 << (w - 1)) - 1
+
+
+def _vec(fn: Any, *arrays: np.ndarray) -> np.ndarray:
+    f = np.frompyfunc(fn, len(arrays), 1)
+    out = f(*arrays)
+    return out if isinstance(out, np.ndarray) else _scalar_array(out)
+
+
+def _scalar_array(x: Any) -> np.ndarray:
+    a = np.empty((), dtype=object)
+    a[()] = x
+    return a
