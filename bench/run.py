@@ -1,10 +1,12 @@
-"""Benchmarks: time to verdict for the bundled large pairs and the sharded plans, printed
-as tables.
+"""Benchmarks: time to verdict for the bundled large pairs, the sharded plans and the
+core programs (decoder stacks, a Llama training step), printed as tables.
 Not a test: nothing here asserts on time."""
 from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -26,13 +28,15 @@ def rows() -> list[tuple[str, Path, Path, str]]:
 
 def main() -> int:
     timeout = float(os.environ.get("BENCH_TIMEOUT", "60"))
-    sections = os.environ.get("BENCH_SECTIONS", "big,sharded,realistic").split(",")
+    sections = os.environ.get("BENCH_SECTIONS", "big,sharded,realistic,core").split(",")
     if "big" in sections:
         big(timeout)
     if "sharded" in sections:
         sharded(timeout)
     if "realistic" in sections:
         realistic(timeout)
+    if "core" in sections:
+        core(timeout)
     return 0
 
 
@@ -107,5 +111,80 @@ def realistic(timeout: float) -> None:
     print("\n".join(notes))
 
 
+def core(timeout: float) -> None:
+    """The programs of the fast symbolic core (testdata/core, issue 11): tensor-parallel
+    decoder stacks of 1 to 16 layers and a dp x tp Llama training step, Shardy form against
+    the reference. Each pair runs in a child process killed after BENCH_CORE_LIMIT seconds
+    of wall-clock time (default 300), so a pair that does not finish prints "no verdict in
+    N s"; BENCH_CORE_ONLY=name,name picks pairs (default: all)."""
+    d = ROOT / "testdata/core"
+    limit = float(os.environ.get("BENCH_CORE_LIMIT", "300"))
+    only = [n for n in os.environ.get("BENCH_CORE_ONLY", "").split(",") if n]
+    entries = [e for e in json.loads((d / "manifest.json").read_text()) if not only or e["name"] in only]
+    print(f"\n{'core program':<30} {'ops ref/other':>13} {'expect':<15} {'verdict':<22} {'time s':>7} "
+          f"{'numeric':>8} {'symbolic':>9} {'solve':>7} {'merged':>7} {'cut_points':>10}")
+    notes: list[str] = []
+    for e in entries:
+        t = time.perf_counter()
+        r = _core_child(d / e["ref"], d / e["shardy"], timeout, limit)
+        dt = time.perf_counter() - t
+        ops = f"{r.get('ops_ref', '?')}/{r.get('ops_other', '?')}"
+        s = r.get("stats", {})
+        if "verdict" in r:
+            mark = "" if r["verdict"] == e["expect"] else "  <- differs from expectation"
+            print(f"{e['name']:<30} {ops:>13} {e['expect']:<15} {r['verdict']:<22} {dt:>7.1f} "
+                  f"{s.get('numeric_s', 0):>8.2f} {s.get('symbolic_s', 0):>9.2f} {s.get('solve_s', 0):>7.2f} "
+                  f"{s.get('merged', 0):>7} {s.get('cut_points', 0):>10}{mark}")
+        else:
+            print(f"{e['name']:<30} {ops:>13} {e['expect']:<15} {r['error']:<22} {dt:>7.1f}")
+            notes.append(f"  {e['name']}: last phase finished: {r.get('last_phase') or 'none'}")
+    print(f"(ops of the programs as read, after the pass pipeline; per-query solver timeout {timeout:.0f} s "
+          f"(BENCH_TIMEOUT), wall-clock limit {limit:.0f} s per pair (BENCH_CORE_LIMIT); {os.cpu_count()} cores)")
+    print("\n".join(notes))
+
+
+def _core_child(ref: Path, other: Path, timeout: float, limit: float) -> dict:
+    """Verify one pair in a child process (`run.py --core-pair`, its own process group) and
+    read back its JSON lines: op counts first, then the verdict, and the last progress line
+    of its stderr. Past `limit` seconds the group is killed and the result says "no verdict
+    in N s"; the last progress line then tells the phase it was in (the one after it)."""
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--core-pair", str(ref), str(other), str(timeout)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=limit)
+        error = None if proc.returncode == 0 else f"child exit {proc.returncode}"
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        error = f"no verdict in {limit:.0f} s"
+    result: dict = {}
+    for line in out.splitlines():
+        if line.startswith("{"):
+            result.update(json.loads(line))
+    phases = [line.removeprefix("tv-mlir: ") for line in err.splitlines() if line.startswith("tv-mlir: ")]
+    result["last_phase"] = phases[-1] if phases else None
+    if error and "verdict" not in result:
+        result["error"] = error
+        if not error.startswith("no verdict"):
+            print(err.strip().splitlines()[-1] if err.strip() else error, file=sys.stderr)
+    return result
+
+
+def core_pair(ref: str, other: str, timeout: float) -> int:
+    """Child of `core`: op counts of both programs as read, then verify (phase lines on
+    stderr), one JSON line each on stdout."""
+    from tv_mlir.api import prepare
+    from tv_mlir.options import Options
+
+    ops = [sum(1 for _ in prepare(Path(p), Options()).main.body.walk()) for p in (ref, other)]
+    print(json.dumps({"ops_ref": ops[0], "ops_other": ops[1]}), flush=True)
+    v = verify(Path(ref), Path(other), timeout_s=timeout, progress=True)
+    keys = ("numeric_s", "symbolic_s", "solve_s", "merged", "cut_points")
+    print(json.dumps({"verdict": v.verdict, "stats": {k: v.stats[k] for k in keys if k in v.stats}}), flush=True)
+    return 0
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--core-pair"]:
+        sys.exit(core_pair(sys.argv[2], sys.argv[3], float(sys.argv[4])))
     sys.exit(main())
