@@ -19,7 +19,7 @@ import pytest
 import z3
 
 from tv_mlir.algebra import Kind, NumericAlgebra, SymbolicAlgebra
-from tv_mlir.algebra.fast import FastAlgebra
+from tv_mlir.algebra.fast import FF, FastAlgebra
 from tv_mlir.algebra.numeric import FUNCS
 from tv_mlir.algebra.symbolic import FIN, NAN, NEG, POS, SF
 from tv_mlir.algebra.term_z3 import Z3Translator
@@ -39,12 +39,14 @@ def xla():
     return XlaRunner()
 
 
-def symbolic_values(module, inputs: Sequence[np.ndarray], alg: SymbolicAlgebra | None = None,
+def symbolic_values(module, inputs: Sequence[np.ndarray], alg: SymbolicAlgebra | FastAlgebra | None = None,
                     nan_sign: int = 1) -> list[np.ndarray]:
     """Run the module on fresh symbols, then evaluate every output element with the
     symbols bound to `inputs` (exact rationals): the symbolic rules' own numbers.
     Uninterpreted functions are evaluated with the numeric algebra's real function
-    (`ZEval`), so their IEEE-class rules are checked too."""
+    (`ZEval`), so their IEEE-class rules are checked too. The algebra over the project's
+    own terms (`FastAlgebra`) has its outputs translated to z3 first (`term_z3`), so both
+    symbolic algebras are held to XLA by the same evaluator."""
     alg = alg or SymbolicAlgebra()
     types = module.global_arg_types()
     syms, env = [], {}
@@ -52,23 +54,37 @@ def symbolic_values(module, inputs: Sequence[np.ndarray], alg: SymbolicAlgebra |
         arr, _ = alg.inputs(f"in{i}", t.shape, Kind.of(t), t.is_unsigned)
         syms.append(arr)
         for idx in np.ndindex(*t.shape):
-            s = arr[idx]
+            label = f"in{i}[{','.join(map(str, idx))}]" if t.shape else f"in{i}"
             v = np.asarray(val)[idx]
-            if Kind.of(t) is Kind.FLOAT:
-                env[s.v.decl().name()] = Fraction(float(v))
-            elif Kind.of(t) is Kind.BOOL:
-                env[s.decl().name()] = bool(v)
-            else:
-                env[s.decl().name()] = int(v)
+            env[label] = (Fraction(float(v)) if Kind.of(t) is Kind.FLOAT else
+                          bool(v) if Kind.of(t) is Kind.BOOL else int(v))
     outs = Interpreter(module, alg).run(syms)
+    as_z3 = _as_z3(alg)
     ev = ZEval(env, nan_sign)
     result = []
     for arr, t in zip(outs, module.global_result_types()):
         vals = np.empty(arr.shape, dtype=np.float64 if Kind.of(t) is not Kind.BOOL else np.bool_)
         for idx in np.ndindex(*arr.shape):
-            vals[idx] = _concrete(arr[idx], Kind.of(t), ev)
+            vals[idx] = _concrete(as_z3(arr[idx]), Kind.of(t), ev)
         result.append(vals)
     return result
+
+
+def fast_symbolic_values(module, inputs: Sequence[np.ndarray], nan_sign: int = 1) -> list[np.ndarray]:
+    return symbolic_values(module, inputs, FastAlgebra(), nan_sign)
+
+
+def _as_z3(alg: SymbolicAlgebra | FastAlgebra) -> Callable[[Any], Any]:
+    """An element of the algebra as the z3 form ZEval reads (identity for z3 terms)."""
+    if not isinstance(alg, FastAlgebra):
+        return lambda x: x
+    to_z3 = Z3Translator(alg.store).to_z3
+
+    def convert(x: Any) -> Any:
+        if isinstance(x, FF):
+            return SF(to_z3(x.v), x.k if isinstance(x.k, int) else to_z3(x.k))
+        return x if isinstance(x, (bool, int)) else to_z3(x)
+    return convert
 
 
 def _concrete(x: Any, kind: Kind, ev: ZEval) -> Any:
@@ -353,41 +369,6 @@ def check_against_xla(xla, text: str, inputs: Sequence[np.ndarray], rtol: float 
         got_fast = fast_symbolic_values(module, inputs, nan_sign=nan_sign)
         for i, (g, w) in enumerate(zip(got_fast, want)):
             assert_close(g, w, f"symbolic output {i} (own terms)", rtol, atol)
-
-
-def fast_symbolic_values(module: Any, inputs: Sequence[np.ndarray], alg: FastAlgebra | None = None,
-                         nan_sign: int = 1) -> list[np.ndarray]:
-    """`symbolic_values` for the algebra over the project's own terms: the outputs are
-    translated to z3 (`term_z3`) and evaluated by the same evaluator, so both symbolic
-    algebras are held to XLA by the same cases."""
-    alg = alg or FastAlgebra()
-    types = module.global_arg_types()
-    syms, env = [], {}
-    for i, (t, val) in enumerate(zip(types, inputs)):
-        arr, _ = alg.inputs(f"in{i}", t.shape, Kind.of(t), t.is_unsigned)
-        syms.append(arr)
-        for idx in np.ndindex(*t.shape):
-            label = f"in{i}[{','.join(map(str, idx))}]" if t.shape else f"in{i}"
-            v = np.asarray(val)[idx]
-            env[label] = (Fraction(float(v)) if Kind.of(t) is Kind.FLOAT else
-                          bool(v) if Kind.of(t) is Kind.BOOL else int(v))
-    outs = Interpreter(module, alg).run(syms)
-    to_z3 = Z3Translator(alg.store).to_z3
-    ev = ZEval(env, nan_sign)
-    result = []
-    for arr, t in zip(outs, module.global_result_types()):
-        kind = Kind.of(t)
-        vals = np.empty(arr.shape, dtype=np.float64 if kind is not Kind.BOOL else np.bool_)
-        for idx in np.ndindex(*arr.shape):
-            x = arr[idx]
-            if kind is Kind.FLOAT:
-                k = x.k if isinstance(x.k, int) else to_z3(x.k)
-                z = SF(to_z3(x.v), k)
-            else:
-                z = x if isinstance(x, (bool, int)) else to_z3(x)
-            vals[idx] = _concrete(z, kind, ev)
-        result.append(vals)
-    return result
 
 
 # ---------------------------------------------------------------------------

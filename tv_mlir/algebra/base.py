@@ -106,3 +106,59 @@ class Symbolic(Algebra, Protocol):
 
     def element_equal(self, a: Any, b: Any, kind: Kind) -> Any:
         """a == b: a folded bool, or a term for the solver."""
+
+
+# ---------------------------------------------------------------------------
+# Shared by the symbolic algebras (their elements live in numpy object arrays).
+
+
+def vec(fn: Any, *arrays: np.ndarray) -> np.ndarray:
+    """fn applied elementwise over object arrays (broadcast by numpy)."""
+    f = np.frompyfunc(fn, len(arrays), 1)
+    out = f(*arrays)
+    return out if isinstance(out, np.ndarray) else scalar_array(out)
+
+
+def scalar_array(x: Any) -> np.ndarray:
+    a = np.empty((), dtype=object)
+    a[()] = x
+    return a
+
+
+def int_range(t: TensorType) -> tuple[int, int]:
+    """The values of an integer type."""
+    w = t.bit_width
+    if t.is_unsigned:
+        return 0, (1 << w) - 1
+    return -(1 << (w - 1)), (1 << (w - 1)) - 1
+
+
+class SumContractions:
+    """`dot` and `reduce_sum` of a symbolic algebra as flat n-ary sums of its elements
+    (`_sum`), products by its own `mul`."""
+
+    def mul(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
+        raise NotImplementedError
+
+    def _sum(self, items: list[Any], kind: Kind) -> Any:
+        raise NotImplementedError
+
+    def dot(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
+        B, M, K = a.shape
+        N = b.shape[1]
+        out = np.empty((B, M, N), dtype=object)
+        for bi in range(B):
+            for m in range(M):
+                for n in range(N):
+                    products = [self.mul(a[bi, m, k:k + 1], b[bi, n, k:k + 1], kind)[0] for k in range(K)]
+                    out[bi, m, n] = self._sum(products, kind)
+        return out
+
+    def reduce_sum(self, a: np.ndarray, axes: tuple[int, ...], kind: Kind) -> np.ndarray:
+        moved = np.moveaxis(a, axes, tuple(range(a.ndim - len(axes), a.ndim)))
+        keep = moved.shape[: a.ndim - len(axes)]
+        flat = moved.reshape(keep + (int(np.prod(moved.shape[len(keep):], dtype=np.int64)),))
+        out = np.empty(keep, dtype=object)
+        for idx in np.ndindex(*keep):
+            out[idx] = self._sum(list(flat[idx]), kind)
+        return out

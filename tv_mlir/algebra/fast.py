@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from tv_mlir.algebra.base import UNINTERPRETED, Kind
+from tv_mlir.algebra.base import UNINTERPRETED, Kind, SumContractions, int_range, scalar_array, vec
 from tv_mlir.algebra.term import BOOL, INT, REAL, Bool, Term, TermStore
 from tv_mlir.ir import TensorType
 
@@ -35,7 +35,7 @@ class FF:
 
 
 @dataclass
-class FastAlgebra:
+class FastAlgebra(SumContractions):
     """One instance serves both programs of a query, so that they share terms and
     uninterpreted function symbols."""
 
@@ -320,10 +320,10 @@ class FastAlgebra:
     def constant(self, values: np.ndarray, kind: Kind) -> np.ndarray:
         values = np.asarray(values)
         if kind is Kind.FLOAT:
-            return _vec(lambda x: self.f_const(float(x)), values.astype(np.float64))
+            return vec(lambda x: self.f_const(float(x)), values.astype(np.float64))
         if kind is Kind.BOOL:
-            return _vec(lambda x: bool(x), values)
-        return _vec(lambda x: int(x), values)
+            return vec(lambda x: bool(x), values)
+        return vec(lambda x: int(x), values)
 
     def full(self, shape: Sequence[int], value: Any, kind: Kind) -> np.ndarray:
         out = np.empty(tuple(shape), dtype=object)
@@ -354,43 +354,43 @@ class FastAlgebra:
     # -- arithmetic ---------------------------------------------------------------
     def add(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         if kind is Kind.FLOAT:
-            return _vec(self.f_add, a, b)
+            return vec(self.f_add, a, b)
         if kind is Kind.BOOL:
-            return _vec(self.store.or_, a, b)
-        return _vec(lambda x, y: self._int_binop(x, y, "+"), a, b)
+            return vec(self.store.or_, a, b)
+        return vec(lambda x, y: self._int_binop(x, y, "+"), a, b)
 
     def sub(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         if kind is Kind.FLOAT:
-            return _vec(lambda x, y: self.f_add(x, self.f_neg(y)), a, b)
-        return _vec(lambda x, y: self._int_binop(x, y, "-"), a, b)
+            return vec(lambda x, y: self.f_add(x, self.f_neg(y)), a, b)
+        return vec(lambda x, y: self._int_binop(x, y, "-"), a, b)
 
     def mul(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         if kind is Kind.FLOAT:
-            return _vec(self.f_mul, a, b)
+            return vec(self.f_mul, a, b)
         if kind is Kind.BOOL:
-            return _vec(self.store.and_, a, b)
-        return _vec(lambda x, y: self._int_binop(x, y, "*"), a, b)
+            return vec(self.store.and_, a, b)
+        return vec(lambda x, y: self._int_binop(x, y, "*"), a, b)
 
     def div(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         if kind is Kind.FLOAT:
-            return _vec(self.f_div, a, b)
-        return _vec(self._int_trunc_div, a, b)
+            return vec(self.f_div, a, b)
+        return vec(self._int_trunc_div, a, b)
 
     def rem(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         if kind is Kind.FLOAT:
-            return _vec(self.f_rem, a, b)
-        return _vec(self._int_rem, a, b)
+            return vec(self.f_rem, a, b)
+        return vec(self._int_rem, a, b)
 
     def neg(self, a: np.ndarray, kind: Kind) -> np.ndarray:
         if kind is Kind.FLOAT:
-            return _vec(self.f_neg, a)
-        return _vec(lambda x: -x if isinstance(x, int) else self._fold_int(self.store.neg(x)), a)
+            return vec(self.f_neg, a)
+        return vec(lambda x: -x if isinstance(x, int) else self._fold_int(self.store.neg(x)), a)
 
     def abs(self, a: np.ndarray, kind: Kind) -> np.ndarray:
         s = self.store
         if kind is Kind.FLOAT:
-            return _vec(lambda x: self.f_select(self.negative(x), self.f_neg(x), x), a)
-        return _vec(lambda x: abs(x) if isinstance(x, int) else s.ite(s.lt(x, s.int_(0)), s.neg(x), x), a)
+            return vec(lambda x: self.f_select(self.negative(x), self.f_neg(x), x), a)
+        return vec(lambda x: abs(x) if isinstance(x, int) else s.ite(s.lt(x, s.int_(0)), s.neg(x), x), a)
 
     def sign(self, a: np.ndarray, kind: Kind) -> np.ndarray:
         s = self.store
@@ -399,14 +399,14 @@ class FastAlgebra:
                 k = self._ite_cls(self.nan(x), NAN, FIN)
                 v = s.ite(self.negative(x), s.real(-1), s.ite(self.zero(x), s.real(0), s.real(1)))
                 return FF(v, k)
-            return _vec(f, a)
+            return vec(f, a)
 
         def g(x: int | Term) -> int | Term:
             if isinstance(x, int):
                 return (x > 0) - (x < 0)
             zero = s.int_(0)
             return s.ite(s.lt(zero, x), s.int_(1), s.ite(s.lt(x, zero), s.int_(-1), zero))
-        return _vec(g, a)
+        return vec(g, a)
 
     def max(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         return self._minmax(a, b, kind, True)
@@ -417,15 +417,15 @@ class FastAlgebra:
     def _minmax(self, a: np.ndarray, b: np.ndarray, kind: Kind, is_max: bool) -> np.ndarray:
         s = self.store
         if kind is Kind.FLOAT:
-            return _vec(lambda x, y: self.f_max(x, y, is_max), a, b)
+            return vec(lambda x, y: self.f_max(x, y, is_max), a, b)
         if kind is Kind.BOOL:
-            return _vec(s.or_ if is_max else s.and_, a, b)
+            return vec(s.or_ if is_max else s.and_, a, b)
 
         def pick(x: int | Term, y: int | Term) -> int | Term:
             if not isinstance(x, int) and not isinstance(y, int) and x.id > y.id:
                 x, y = y, x
             return self._ite_int(self._int_cmp("GE" if is_max else "LE", x, y), x, y)
-        return _vec(pick, a, b)
+        return vec(pick, a, b)
 
     def _rounding(self, a: np.ndarray, fn: Callable[[Term], Term]) -> np.ndarray:
         s = self.store
@@ -434,7 +434,7 @@ class FastAlgebra:
             if x.k == FIN and isinstance(x.k, int):
                 return FF(fn(x.v), x.k)
             return FF(s.ite(self.fin(x), fn(x.v), x.v), x.k)
-        return _vec(r, a)
+        return vec(r, a)
 
     def floor(self, a: np.ndarray) -> np.ndarray:
         return self._rounding(a, self.store.floor)
@@ -467,24 +467,24 @@ class FastAlgebra:
         return self._rounding(a, f)
 
     def is_finite(self, a: np.ndarray) -> np.ndarray:
-        return _vec(self.fin, a)
+        return vec(self.fin, a)
 
     def compare(self, direction: str, a: np.ndarray, b: np.ndarray, kind: Kind, total_order: bool) -> np.ndarray:
         if kind is Kind.FLOAT:
             if total_order:
-                return _vec(lambda x, y: self._total_compare(direction, x, y), a, b)
-            return _vec(lambda x, y: self.f_compare(direction, x, y, False), a, b)
+                return vec(lambda x, y: self._total_compare(direction, x, y), a, b)
+            return vec(lambda x, y: self.f_compare(direction, x, y, False), a, b)
         if kind is Kind.BOOL:
-            return _vec(lambda x, y: self._bool_cmp(direction, x, y), a, b)
-        return _vec(lambda x, y: self._int_cmp(direction, x, y), a, b)
+            return vec(lambda x, y: self._bool_cmp(direction, x, y), a, b)
+        return vec(lambda x, y: self._int_cmp(direction, x, y), a, b)
 
     def select(self, pred: np.ndarray, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         s = self.store
         if kind is Kind.FLOAT:
-            return _vec(self.f_select, pred, a, b)
+            return vec(self.f_select, pred, a, b)
         if kind is Kind.BOOL:
-            return _vec(s.bite, pred, a, b)
-        return _vec(lambda c, x, y: self._fold_ite_int(c, x, y), pred, a, b)
+            return vec(s.bite, pred, a, b)
+        return vec(lambda c, x, y: self._fold_ite_int(c, x, y), pred, a, b)
 
     def _fold_ite_int(self, c: Bool, x: int | Term, y: int | Term) -> int | Term:
         if isinstance(c, bool):
@@ -495,17 +495,17 @@ class FastAlgebra:
         s = self.store
         if t.is_bool:
             if op == "not":
-                return _vec(s.not_, a)
+                return vec(s.not_, a)
             assert b is not None, f"{op} takes two operands"
-            return _vec({"and": s.and_, "or": s.or_, "xor": s.xor}[op], a, b)
+            return vec({"and": s.and_, "or": s.or_, "xor": s.xor}[op], a, b)
         width, signed = t.bit_width, not t.is_unsigned
 
         def g(*xs: int | Term) -> int | Term:
             return self._fold_int(s.bits(op, width, signed, [self._int(x) for x in xs]))
         if op == "not":
-            return _vec(g, a)
+            return vec(g, a)
         assert b is not None, f"{op} takes two operands"
-        return _vec(g, a, b)
+        return vec(g, a, b)
 
     def convert(self, a: np.ndarray, src: TensorType, dst: TensorType) -> np.ndarray:
         s = self.store
@@ -513,8 +513,8 @@ class FastAlgebra:
             if dst.is_float:
                 return a
             if dst.is_bool:
-                return _vec(lambda x: s.or_(s.not_(self.fin(x)), s.not_(s.eq(x.v, s.real(0)))), a)
-            lo, hi = _int_range(dst)
+                return vec(lambda x: s.or_(s.not_(self.fin(x)), s.not_(s.eq(x.v, s.real(0)))), a)
+            lo, hi = int_range(dst)
 
             def to_int(x: FF) -> int | Term:
                 r = s.constant(x.v) if x.k == FIN and isinstance(x.k, int) else None
@@ -529,18 +529,18 @@ class FastAlgebra:
                 out = s.ite(self._cls_eq(x.k, NAN), s.int_(0),
                             s.ite(self._cls_eq(x.k, POS), s.int_(hi), s.ite(self._cls_eq(x.k, NEG), s.int_(lo), trunc)))
                 return self._fold_int(out)
-            return _vec(to_int, a)
+            return vec(to_int, a)
         if src.is_bool:
             if dst.is_float:
-                return _vec(lambda x: FF(s.real(int(x)) if isinstance(x, bool) else s.ite(x, s.real(1), s.real(0)),
+                return vec(lambda x: FF(s.real(int(x)) if isinstance(x, bool) else s.ite(x, s.real(1), s.real(0)),
                                          FIN), a)
             if dst.is_bool:
                 return a
-            return _vec(lambda x: self._ite_int(x, 1, 0), a)
+            return vec(lambda x: self._ite_int(x, 1, 0), a)
         if dst.is_float:
-            return _vec(lambda x: FF(s.real(x) if isinstance(x, int) else s.to_real(x), FIN), a)
+            return vec(lambda x: FF(s.real(x) if isinstance(x, int) else s.to_real(x), FIN), a)
         if dst.is_bool:
-            return _vec(lambda x: x != 0 if isinstance(x, int) else s.not_(s.eq(x, s.int_(0))), a)
+            return vec(lambda x: x != 0 if isinstance(x, int) else s.not_(s.eq(x, s.int_(0))), a)
         return a
 
     def _total_compare(self, direction: str, x: FF, y: FF) -> Bool:
@@ -576,29 +576,9 @@ class FastAlgebra:
             k = self._ite_cls(all_fin, dom, s.uf(f"{name}.class", norm + ks, INT))
             return FF(v, k)
 
-        return _vec(apply, *args)
+        return vec(apply, *args)
 
     # -- contractions ---------------------------------------------------------------
-    def dot(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
-        B, M, K = a.shape
-        N = b.shape[1]
-        out = np.empty((B, M, N), dtype=object)
-        for bi in range(B):
-            for m in range(M):
-                for n in range(N):
-                    products = [self.mul(a[bi, m, k:k + 1], b[bi, n, k:k + 1], kind)[0] for k in range(K)]
-                    out[bi, m, n] = self._sum(products, kind)
-        return out
-
-    def reduce_sum(self, a: np.ndarray, axes: tuple[int, ...], kind: Kind) -> np.ndarray:
-        moved = np.moveaxis(a, axes, tuple(range(a.ndim - len(axes), a.ndim)))
-        keep = moved.shape[: a.ndim - len(axes)]
-        flat = moved.reshape(keep + (int(np.prod(moved.shape[len(keep):], dtype=np.int64)),))
-        out = np.empty(keep, dtype=object)
-        for idx in np.ndindex(*keep):
-            out[idx] = self._sum(list(flat[idx]), kind)
-        return out
-
     def _sum(self, items: list[Any], kind: Kind) -> Any:
         s = self.store
         if kind is Kind.FLOAT:
@@ -667,7 +647,7 @@ class FastAlgebra:
         return self.index_value(x)
 
     def scalar(self, x: Any) -> np.ndarray:
-        return _scalar_array(x)
+        return scalar_array(x)
 
     def element_equal(self, a: Any, b: Any, kind: Kind) -> Any:
         if kind is Kind.FLOAT:
@@ -677,22 +657,3 @@ class FastAlgebra:
         if isinstance(a, int) and isinstance(b, int):
             return a == b
         return self.store.eq(self._int(a), self._int(b))
-
-
-def _int_range(t: TensorType) -> tuple[int, int]:
-    w = t.bit_width
-    if t.is_unsigned:
-        return 0, (1 << w) - 1
-    return -(1 << (w - 1)), (1 << (w - 1)) - 1
-
-
-def _vec(fn: Any, *arrays: np.ndarray) -> np.ndarray:
-    f = np.frompyfunc(fn, len(arrays), 1)
-    out = f(*arrays)
-    return out if isinstance(out, np.ndarray) else _scalar_array(out)
-
-
-def _scalar_array(x: Any) -> np.ndarray:
-    a = np.empty((), dtype=object)
-    a[()] = x
-    return a

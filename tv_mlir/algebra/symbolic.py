@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import z3
 
-from tv_mlir.algebra.base import UNINTERPRETED, Kind
+from tv_mlir.algebra.base import UNINTERPRETED, Kind, SumContractions, int_range, scalar_array, vec
 from tv_mlir.ir import TensorType
 
 FIN, POS, NEG, NAN = 0, 1, 2, 3  # IEEE classes of a float element
@@ -439,20 +439,12 @@ def _bool_cmp(direction: str, a: Any, b: Any) -> Any:
     return _int_cmp(direction, ia, ib)
 
 
-def _vec(fn: Any, *arrays: np.ndarray) -> np.ndarray:
-    f = np.frompyfunc(fn, len(arrays), 1)
-    out = f(*arrays)
-    return out if isinstance(out, np.ndarray) else _scalar_array(out)
 
 
-def _scalar_array(x: Any) -> np.ndarray:
-    a = np.empty((), dtype=object)
-    a[()] = x
-    return a
 
 
 @dataclass
-class SymbolicAlgebra:
+class SymbolicAlgebra(SumContractions):
     """z3 evaluation. One instance serves both programs of a query so that they share the
     uninterpreted function symbols."""
 
@@ -469,10 +461,10 @@ class SymbolicAlgebra:
     def constant(self, values: np.ndarray, kind: Kind) -> np.ndarray:
         values = np.asarray(values)
         if kind is Kind.FLOAT:
-            return _vec(lambda x: sf_const(float(x)), values.astype(np.float64))
+            return vec(lambda x: sf_const(float(x)), values.astype(np.float64))
         if kind is Kind.BOOL:
-            return _vec(lambda x: bool(x), values)
-        return _vec(lambda x: int(x), values)
+            return vec(lambda x: bool(x), values)
+        return vec(lambda x: int(x), values)
 
     def full(self, shape: Sequence[int], value: Any, kind: Kind) -> np.ndarray:
         out = np.empty(tuple(shape), dtype=object)
@@ -500,42 +492,42 @@ class SymbolicAlgebra:
     # -- arithmetic ---------------------------------------------------------
     def add(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         if kind is Kind.FLOAT:
-            return _vec(sf_add, a, b)
+            return vec(sf_add, a, b)
         if kind is Kind.BOOL:
-            return _vec(Or, a, b)
-        return _vec(lambda x, y: _int_binop(x, y, "+"), a, b)
+            return vec(Or, a, b)
+        return vec(lambda x, y: _int_binop(x, y, "+"), a, b)
 
     def sub(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         if kind is Kind.FLOAT:
-            return _vec(lambda x, y: sf_add(x, sf_neg(y)), a, b)
-        return _vec(lambda x, y: _int_binop(x, y, "-"), a, b)
+            return vec(lambda x, y: sf_add(x, sf_neg(y)), a, b)
+        return vec(lambda x, y: _int_binop(x, y, "-"), a, b)
 
     def mul(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         if kind is Kind.FLOAT:
-            return _vec(sf_mul, a, b)
+            return vec(sf_mul, a, b)
         if kind is Kind.BOOL:
-            return _vec(And, a, b)
-        return _vec(lambda x, y: _int_binop(x, y, "*"), a, b)
+            return vec(And, a, b)
+        return vec(lambda x, y: _int_binop(x, y, "*"), a, b)
 
     def div(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         if kind is Kind.FLOAT:
-            return _vec(sf_div, a, b)
-        return _vec(_int_trunc_div, a, b)
+            return vec(sf_div, a, b)
+        return vec(_int_trunc_div, a, b)
 
     def rem(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         if kind is Kind.FLOAT:
-            return _vec(sf_rem, a, b)
-        return _vec(_int_rem, a, b)
+            return vec(sf_rem, a, b)
+        return vec(_int_rem, a, b)
 
     def neg(self, a: np.ndarray, kind: Kind) -> np.ndarray:
         if kind is Kind.FLOAT:
-            return _vec(sf_neg, a)
-        return _vec(lambda x: -x, a)
+            return vec(sf_neg, a)
+        return vec(lambda x: -x, a)
 
     def abs(self, a: np.ndarray, kind: Kind) -> np.ndarray:
         if kind is Kind.FLOAT:
-            return _vec(lambda x: sf_select(x.negative, sf_neg(x), x), a)
-        return _vec(lambda x: abs(x) if isinstance(x, int) else z3.If(x < 0, -x, x), a)
+            return vec(lambda x: sf_select(x.negative, sf_neg(x), x), a)
+        return vec(lambda x: abs(x) if isinstance(x, int) else z3.If(x < 0, -x, x), a)
 
     def sign(self, a: np.ndarray, kind: Kind) -> np.ndarray:
         if kind is Kind.FLOAT:
@@ -543,8 +535,8 @@ class SymbolicAlgebra:
                 s = If(x.nan, NAN, FIN)
                 v = If(x.negative, z3.RealVal(-1), If(x.zero, ZERO, z3.RealVal(1)))
                 return SF(_real(v), s)
-            return _vec(f, a)
-        return _vec(lambda x: (x > 0) - (x < 0) if isinstance(x, int) else z3.If(x > 0, 1, z3.If(x < 0, -1, 0)), a)
+            return vec(f, a)
+        return vec(lambda x: (x > 0) - (x < 0) if isinstance(x, int) else z3.If(x > 0, 1, z3.If(x < 0, -1, 0)), a)
 
     def max(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         return self._minmax(a, b, kind, True)
@@ -554,17 +546,17 @@ class SymbolicAlgebra:
 
     def _minmax(self, a: np.ndarray, b: np.ndarray, kind: Kind, is_max: bool) -> np.ndarray:
         if kind is Kind.FLOAT:
-            return _vec(lambda x, y: sf_max(x, y, is_max), a, b)
+            return vec(lambda x, y: sf_max(x, y, is_max), a, b)
         if kind is Kind.BOOL:
-            return _vec(Or if is_max else And, a, b)
+            return vec(Or if is_max else And, a, b)
         def pick(x: Any, y: Any) -> Any:
             if not isinstance(x, int) and not isinstance(y, int) and x.get_id() > y.get_id():
                 x, y = y, x
             return If(_int_cmp("GE" if is_max else "LE", x, y), x, y)
-        return _vec(pick, a, b)
+        return vec(pick, a, b)
 
     def _rounding(self, a: np.ndarray, fn: Callable[[Any], Any]) -> np.ndarray:
-        return _vec(lambda x: SF(fn(x.v), x.k) if x.k == FIN else SF(If(x.fin, fn(x.v), x.v), x.k), a)
+        return vec(lambda x: SF(fn(x.v), x.k) if x.k == FIN else SF(If(x.fin, fn(x.v), x.v), x.k), a)
 
     def floor(self, a: np.ndarray) -> np.ndarray:
         return self._rounding(a, _floor_real)
@@ -590,28 +582,28 @@ class SymbolicAlgebra:
         return self._rounding(a, f)
 
     def is_finite(self, a: np.ndarray) -> np.ndarray:
-        return _vec(lambda x: x.fin, a)
+        return vec(lambda x: x.fin, a)
 
     def compare(self, direction: str, a: np.ndarray, b: np.ndarray, kind: Kind, total_order: bool) -> np.ndarray:
         if kind is Kind.FLOAT:
             if total_order:
-                return _vec(lambda x, y: self._total_compare(direction, x, y), a, b)
-            return _vec(lambda x, y: sf_compare(direction, x, y, False), a, b)
+                return vec(lambda x, y: self._total_compare(direction, x, y), a, b)
+            return vec(lambda x, y: sf_compare(direction, x, y, False), a, b)
         if kind is Kind.BOOL:
-            return _vec(lambda x, y: _bool_cmp(direction, x, y), a, b)
-        return _vec(lambda x, y: _int_cmp(direction, x, y), a, b)
+            return vec(lambda x, y: _bool_cmp(direction, x, y), a, b)
+        return vec(lambda x, y: _int_cmp(direction, x, y), a, b)
 
     def select(self, pred: np.ndarray, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         if kind is Kind.FLOAT:
-            return _vec(sf_select, pred, a, b)
-        return _vec(If, pred, a, b)
+            return vec(sf_select, pred, a, b)
+        return vec(If, pred, a, b)
 
     def logic(self, op: str, a: np.ndarray, b: np.ndarray | None, t: TensorType) -> np.ndarray:
         if t.is_bool:
             if op == "not":
-                return _vec(Not, a)
+                return vec(Not, a)
             assert b is not None, f"{op} takes two operands"
-            return _vec({"and": And, "or": Or, "xor": Xor}[op], a, b)
+            return vec({"and": And, "or": Or, "xor": Xor}[op], a, b)
         width = t.bit_width
         signed = not t.is_unsigned
 
@@ -630,18 +622,18 @@ class SymbolicAlgebra:
             return g
 
         if op == "not":
-            return _vec(fold(lambda x: ~x, lambda x: ~x), a)
+            return vec(fold(lambda x: ~x, lambda x: ~x), a)
         assert b is not None, f"{op} takes two operands"
         py = {"and": lambda x, y: x & y, "or": lambda x, y: x | y, "xor": lambda x, y: x ^ y}[op]
-        return _vec(fold(py, py), a, b)
+        return vec(fold(py, py), a, b)
 
     def convert(self, a: np.ndarray, src: TensorType, dst: TensorType) -> np.ndarray:
         if src.is_float:
             if dst.is_float:
                 return a
             if dst.is_bool:
-                return _vec(lambda x: Or(Not(x.fin), Not(_cmp(x.v, "==", ZERO))), a)
-            lo, hi = _int_range(dst)
+                return vec(lambda x: Or(Not(x.fin), Not(_cmp(x.v, "==", ZERO))), a)
+            lo, hi = int_range(dst)
 
             def to_int(x: SF) -> Any:
                 r = _rational(x.v) if x.k == FIN else None
@@ -654,21 +646,21 @@ class SymbolicAlgebra:
                 if x.k == FIN:
                     return trunc
                 return If(Eq(x.k, NAN), 0, If(Eq(x.k, POS), hi, If(Eq(x.k, NEG), lo, trunc)))
-            return _vec(to_int, a)
+            return vec(to_int, a)
         if src.is_bool:
             if dst.is_float:
                 def as_real(x: Any) -> Any:
                     return _real(If(x, Fraction(1), Fraction(0))) if isinstance(x, bool) else \
                         z3.If(x, z3.RealVal(1), ZERO)
-                return _vec(lambda x: SF(as_real(x), FIN), a)
+                return vec(lambda x: SF(as_real(x), FIN), a)
             if dst.is_bool:
                 return a
-            return _vec(lambda x: If(x, 1, 0), a)
+            return vec(lambda x: If(x, 1, 0), a)
         # integer source
         if dst.is_float:
-            return _vec(lambda x: SF(z3.RealVal(x) if isinstance(x, int) else z3.ToReal(x), FIN), a)
+            return vec(lambda x: SF(z3.RealVal(x) if isinstance(x, int) else z3.ToReal(x), FIN), a)
         if dst.is_bool:
-            return _vec(lambda x: Not(Eq(x, 0)), a)
+            return vec(lambda x: Not(Eq(x, 0)), a)
         return a
 
     def _total_compare(self, direction: str, x: SF, y: SF) -> Any:
@@ -713,29 +705,9 @@ class SymbolicAlgebra:
             k = If(all_fin, _domain(name, norm, dk(*norm)), kf(*norm, *ks))
             return SF(v, k)
 
-        return _vec(apply, *args)
+        return vec(apply, *args)
 
     # -- contractions -------------------------------------------------------
-    def dot(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
-        B, M, K = a.shape
-        N = b.shape[1]
-        out = np.empty((B, M, N), dtype=object)
-        for bi in range(B):
-            for m in range(M):
-                for n in range(N):
-                    products = [self.mul(a[bi, m, k:k + 1], b[bi, n, k:k + 1], kind)[0] for k in range(K)]
-                    out[bi, m, n] = self._sum(products, kind)
-        return out
-
-    def reduce_sum(self, a: np.ndarray, axes: tuple[int, ...], kind: Kind) -> np.ndarray:
-        moved = np.moveaxis(a, axes, tuple(range(a.ndim - len(axes), a.ndim)))
-        keep = moved.shape[: a.ndim - len(axes)]
-        flat = moved.reshape(keep + (int(np.prod(moved.shape[len(keep):], dtype=np.int64)),))
-        out = np.empty(keep, dtype=object)
-        for idx in np.ndindex(*keep):
-            out[idx] = self._sum(list(flat[idx]), kind)
-        return out
-
     def _sum(self, items: list[Any], kind: Kind) -> Any:
         if kind is Kind.FLOAT:
             if all(x.k == FIN for x in items):
@@ -832,16 +804,9 @@ class SymbolicAlgebra:
         return None
 
     def scalar(self, x: Any) -> np.ndarray:
-        return _scalar_array(x)
+        return scalar_array(x)
 
     def element_equal(self, a: Any, b: Any, kind: Kind) -> Any:
         if kind is Kind.FLOAT:
             return sf_equal(a, b)
         return Eq(a, b)
-
-
-def _int_range(t: TensorType) -> tuple[int, int]:
-    w = t.bit_width
-    if t.is_unsigned:
-        return 0, (1 << w) - 1
-    return -(1 << (w - 1)), (1 << (w - 1)) - 1
