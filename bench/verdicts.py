@@ -1,8 +1,9 @@
 """Every bundled testdata pair's verdict and time, one JSON object per line.
 
 A restructuring or a new core must not change a verdict: run this before and after
-(`python bench/verdicts.py > before.jsonl`, then again, then `--compare before.jsonl`),
-which prints the pairs whose verdict changed and the total times of both runs.
+(`python bench/verdicts.py > before.jsonl`, then again, then `--compare BEFORE AFTER`),
+which prints the pairs whose verdict changed and the total times of both runs. `--core own`
+runs the project's own symbolic core instead of the z3 one.
 Not a test: nothing here asserts on time."""
 from __future__ import annotations
 
@@ -38,12 +39,12 @@ def pairs(sections: list[str]) -> Iterator[tuple[str, Path, Path]]:
                 yield f"{folder}/{e['name']}.{form}", TESTDATA / folder / e["ref"], TESTDATA / folder / e[form]
 
 
-def run(sections: list[str], timeout: float) -> None:
+def run(sections: list[str], timeout: float, core: str) -> None:
     from tv_mlir import verify
 
     for name, ref, other in pairs(sections):
         t = time.perf_counter()
-        v = verify(ref, other, timeout_s=timeout)
+        v = verify(ref, other, timeout_s=timeout, core=core)
         print(json.dumps({"pair": name, "verdict": v.verdict, "time_s": round(time.perf_counter() - t, 2)}),
               flush=True)
 
@@ -66,11 +67,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--sections", default="pairs,hand,big,sharded,sharded_big")
     ap.add_argument("--timeout", type=float, default=60.0)
+    ap.add_argument("--core", default="z3", choices=("z3", "own"), help="the symbolic core (Options.core)")
     ap.add_argument("--compare", nargs=2, type=Path, metavar=("BEFORE", "AFTER"))
     args = ap.parse_args()
     if args.compare:
         return compare(*args.compare)
-    run(args.sections.split(","), args.timeout)
+    run(args.sections.split(","), args.timeout, args.core)
     return 0
 
 

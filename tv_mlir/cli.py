@@ -61,6 +61,9 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--strict-dtypes", action="store_true",
                         help="values computed at a different float type than the reference's make the verdict "
                              "not-equivalent (default: listed as precision findings)")
+        sp.add_argument("--core", choices=("z3", "own"), default=Options.core,
+                        help="symbolic core: z3 terms (default) or the project's own hash-consed terms "
+                             "(experimental)")
         sp.add_argument("--progress", action="store_true", default=None,
                         help="phase lines on stderr (default: when stderr is a terminal)")
         sp.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -84,6 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     options = Options(timeout_s=args.timeout, jobs=args.jobs, pipeline=args.pipeline,
                       shrink=not args.no_shrink, replay=not args.no_replay, strict_dtypes=args.strict_dtypes,
+                      core=args.core,
                       progress=sys.stderr.isatty() if args.progress is None else args.progress)
     try:
         if args.command == "verify":

@@ -15,6 +15,7 @@ import numpy as np
 from tv_mlir.algebra import Kind, Symbolic, SymbolicAlgebra
 from tv_mlir.algebra import terms as T
 from tv_mlir.algebra.checks import difference_is_zero, trivially_equal
+from tv_mlir.algebra.fast import FastAlgebra
 from tv_mlir.errors import Unsupported
 from tv_mlir.execute.interp import Interpreter, SharedValues
 from tv_mlir.ir import Module, Op, TensorType
@@ -89,7 +90,7 @@ class _Proof:
     other: Module
     options: Options
     stats: dict[str, Any]
-    alg: SymbolicAlgebra = field(default_factory=SymbolicAlgebra)
+    alg: Symbolic = field(default_factory=SymbolicAlgebra)
     input_sets: list[list[np.ndarray]] = field(default_factory=list)
     ref_trace: Trace | None = None
     other_trace: Trace | None = None
@@ -145,7 +146,7 @@ def prove_pair(ref: Module, other: Module, options: Options) -> Verdict:
     too_big = _too_large(ref, other, options)
     if too_big:
         return Verdict("unknown", too_big, stats=stats)
-    p = _Proof(ref, other, options, stats)
+    p = _Proof(ref, other, options, stats, alg=FastAlgebra() if options.core == "own" else SymbolicAlgebra())
     try:
         _numeric_runs(p)
         ref_out, other_out, ref_checks, other_checks = _symbolic_runs(p)
@@ -300,7 +301,8 @@ def _expand(p: _Proof) -> None:
 def _solve(p: _Proof) -> None:
     """One query per obligation: 'some element differs'; a model is a counterexample."""
     assert p.ctx is not None
-    queries = [Query(i, T.any_of(T.negation(e.eq) for e in elems), p.constraints)
+    constraints = [T.formula(c) for c in p.constraints]
+    queries = [Query(i, T.any_of(T.negation(e.eq) for e in elems), constraints)
                for i, elems in p.pending.items()]
     if queries:
         progress(p.options, f"solving {len(queries)} quer{'y' if len(queries) == 1 else 'ies'} "

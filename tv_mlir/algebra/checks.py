@@ -9,6 +9,8 @@ from typing import Any
 import numpy as np
 import z3
 
+from tv_mlir.algebra.term import ITE, REAL, Term
+
 # z3's default som_blowup (10) stops expanding products early and then reports a zero
 # polynomial as non-zero; the sizes we hand it are bounded by the cut points.
 SOM_BLOWUP = 1_000_000
@@ -18,14 +20,16 @@ def trivially_equal(eq: Any, blowup: int | None = None) -> bool:
     """The cheap check before the solver: z3's simplifier closes the equality by itself."""
     if eq is True:
         return True
-    if eq is False:
-        return False
+    if eq is False or isinstance(eq, Term):
+        return False  # own terms are in normal form: a true equality has folded to True
     return z3.is_true(z3.simplify(eq, som=True, som_blowup=blowup or SOM_BLOWUP, arith_lhs=True))
 
 
 def difference_is_zero(a: Any, b: Any) -> bool:
     """Polynomial normal form of a - b is 0 (sum-of-monomials), or is 0 once every real
     if-then-else is read as a polynomial in an indicator of its condition."""
+    if isinstance(a, Term):
+        return a is b or _own_indicator_zero(a, b)
     d = z3.simplify(a - b, som=True, som_blowup=SOM_BLOWUP)
     if z3.is_rational_value(d):
         return d.numerator_as_long() == 0
@@ -42,6 +46,8 @@ INDICATOR_STEPS = 200_000
 def ite_difference_is_zero(a: Any, b: Any, simplified: Any = None) -> bool:
     """a - b is 0 as a polynomial once real if-then-else terms are indicator polynomials
     (`indicator_form`); False at once when there is no such term or they nest deeply."""
+    if isinstance(a, Term):
+        return _own_indicator_zero(a, b)
     nesting = _real_ite_nesting(simplified if simplified is not None else a - b)
     if nesting == 0 or nesting > MAX_ITE_NESTING:
         return False
@@ -292,6 +298,29 @@ def _same_when_equal(u: Any, w: Any, x: Any, y: Any) -> bool:
 LATTICE_ATOMS = 16  # 2**16 assignments at most
 
 
+def _own_indicator_zero(a: Term, b: Term) -> bool:
+    """`ite_difference_is_zero` over own terms: every real select ITE(c, x, y) in a - b
+    becomes i*x + (1 - i)*y, one fresh real i per condition, level by level; True when
+    the difference is then the zero polynomial."""
+    store = a.store
+    d = store.sub(a, b)
+    for level in range(MAX_ITE_NESTING + 1):
+        if store.constant(d) == 0:
+            return True
+        ites = [t for t in store.walk([d]) if t.kind == ITE and t.sort == REAL]
+        if not ites or level == MAX_ITE_NESTING:
+            return False
+        mapping: dict[int, Term | bool] = {}
+        for e in ites:
+            c, x, y = e.args
+            i = store.var(f"ind!{c.id}", REAL)
+            mapping[e.id] = store.add(store.mul(i, x), store.mul(store.sub(store.real(1), i), y))
+        d_new = store.substitute(d, mapping)
+        assert isinstance(d_new, Term)
+        d = d_new
+    return store.constant(d) == 0
+
+
 def lattice_equal(pairs: Sequence[tuple[Any, Any]]) -> list[bool]:
     """For each (a, b) of real terms: True when both read as min/max networks over common
     atoms that agree on every 0-1 assignment of the atoms. By the 0-1 principle that proves
@@ -299,8 +328,11 @@ def lattice_equal(pairs: Sequence[tuple[Any, Any]]) -> list[bool]:
     point where a < b gives, at t = b, a 0-1 point where a is 0 and b is 1. This decides
     sorting-network identities that take z3 seconds per element."""
     lat = _Lattice()
-    out = []
+    out: list[bool] = []
     for a, b in pairs:
+        if isinstance(a, Term):
+            out.append(False)  # min/max networks over own terms: not read yet (sound: no proof)
+            continue
         try:
             na, nb = lat.read(a), lat.read(b)
         except RecursionError:  # a very deep network: leave it to the solver

@@ -26,6 +26,36 @@ POSITIVE_UFS = frozenset({"exponential", "logistic"})
 Cls = int | Term  # an IEEE class: known, or an int term
 
 
+POSITIVE_CUT_PREFIX = "cpos"  # cut points standing for a known-positive term
+
+
+def known_positive(v: Term, depth: int = 8) -> bool:
+    """v > 0 for all values of its free constants, by construction: positive constants,
+    exp/logistic of anything, positive cut points, and sums and products with positive
+    coefficients of those, reciprocals and selects of them (a softmax denominator)."""
+    s = v.store
+    k = s.constant(v)
+    if k is not None:
+        return k > 0
+    if depth == 0 or v.kind != "poly":
+        return False
+    # Every monomial a positive coefficient times powers of positive atoms.
+    return all(coeff > 0 and all(_positive_atom(s.nodes[atom_id], depth - 1) for atom_id, _ in mono)
+               for mono, coeff in s.terms_of(v))
+
+
+def _positive_atom(atom: Term, depth: int) -> bool:
+    if atom.kind == "uf":
+        return str(atom.data) in POSITIVE_UFS
+    if atom.kind == "var":
+        return str(atom.data).startswith(POSITIVE_CUT_PREFIX + "!")
+    if atom.kind == "inv":
+        return known_positive(atom.args[0], depth)
+    if atom.kind == "ite":
+        return known_positive(atom.args[1], depth) and known_positive(atom.args[2], depth)
+    return False
+
+
 @dataclass(frozen=True, eq=False)
 class FF:
     """A symbolic float: value (meaningful only when finite) and IEEE class."""
@@ -91,30 +121,8 @@ class FastAlgebra(SumContractions):
             return True
         return {"eq": s.eq(v, zero), "lt": s.lt(v, zero), "gt": s.lt(zero, v)}[op]
 
-    def known_positive(self, v: Term, depth: int = 8) -> bool:
-        """v > 0 for all values of its free constants, by construction: positive constants,
-        exp/logistic of anything, and sums and products with positive coefficients of
-        those (a softmax denominator)."""
-        s = self.store
-        k = s.constant(v)
-        if k is not None:
-            return k > 0
-        if depth == 0:
-            return False
-        # Every monomial a positive coefficient times powers of positive atoms.
-        return all(coeff > 0 and all(self._positive_atom(s.nodes[atom_id], depth - 1) for atom_id, _ in mono)
-                   for mono, coeff in s.terms_of(v))
-
-    def _positive_atom(self, atom: Term, depth: int) -> bool:
-        if atom.kind == "uf":
-            return str(atom.data) in POSITIVE_UFS
-        if atom.kind == "var":
-            return str(atom.data).startswith("cpos!")
-        if atom.kind == "inv":
-            return self.known_positive(atom.args[0], depth)
-        if atom.kind == "ite":
-            return self.known_positive(atom.args[1], depth) and self.known_positive(atom.args[2], depth)
-        return False
+    def known_positive(self, v: Term) -> bool:
+        return known_positive(v)
 
     # -- float element operations ------------------------------------------------
     def f_const(self, x: float) -> FF:

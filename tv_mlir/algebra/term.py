@@ -54,20 +54,22 @@ REAL, INT, BOOL = "real", "int", "bool"
 EXPAND_LIMIT = 4096  # monomials a product may expand to before it stays a `PROD` atom
 
 Monomial = tuple[tuple[int, int], ...]
-PolyData = tuple[tuple[Monomial, Fraction], ...]
+Coeff = int | Fraction  # an int where the value is integral: int arithmetic is much cheaper
+PolyData = tuple[tuple[Monomial, Coeff], ...]
 
 
 class Term:
     """One node, made only by a `TermStore`: equal structure, same object."""
 
-    __slots__ = ("id", "kind", "sort", "args", "data", "__weakref__")
+    __slots__ = ("id", "kind", "sort", "args", "data", "store", "__weakref__")
 
-    def __init__(self, id_: int, kind: str, sort: str, args: tuple[Term, ...], data: Any) -> None:
+    def __init__(self, id_: int, kind: str, sort: str, args: tuple[Term, ...], data: Any, store: TermStore) -> None:
         self.id = id_
         self.kind = kind
         self.sort = sort
         self.args = args
         self.data = data
+        self.store = store  # the store that made it: the term layer builds new terms from any term
 
     def __repr__(self) -> str:
         return f"Term#{self.id}({self.kind}, {self.sort})"
@@ -76,11 +78,15 @@ class Term:
 Bool = bool | Term  # a folded Boolean or a BOOL term
 
 
-@dataclass
+@dataclass(eq=False)
 class TermStore:
     """Makes and interns terms; one per proof run."""
 
+    def __repr__(self) -> str:
+        return f"TermStore({len(self.nodes)} terms)"
+
     nodes: list[Term] = field(default_factory=list)
+    caches: dict[str, Any] = field(default_factory=dict)  # per-store helpers (the z3 translator)
     _intern: dict[tuple[Any, ...], Term] = field(default_factory=dict)
     _fresh: int = 0
 
@@ -89,25 +95,26 @@ class TermStore:
         key = (kind, sort, tuple(a.id for a in args), data)
         t = self._intern.get(key)
         if t is None:
-            t = Term(len(self.nodes), kind, sort, args, data)
+            t = Term(len(self.nodes), kind, sort, args, data, self)
             self.nodes.append(t)
             self._intern[key] = t
         return t
 
-    def _poly(self, sort: str, terms: dict[Monomial, Fraction]) -> Term:
-        data: PolyData = tuple(sorted((m, c) for m, c in terms.items() if c != 0))
+    def _poly(self, sort: str, terms: dict[Monomial, Coeff]) -> Term:
+        data: PolyData = tuple(sorted((m, _coeff(c)) for m, c in terms.items() if c != 0))
         atoms = sorted({a for m, _ in data for a, _ in m})
         return self._mk(POLY, sort, tuple(self.nodes[a] for a in atoms), data)
 
     def _atom_poly(self, atom: Term) -> Term:
-        return self._poly(atom.sort, {((atom.id, 1),): Fraction(1)})
+        return self._poly(atom.sort, {((atom.id, 1),): 1})
 
     # -- constants and variables ---------------------------------------------
     def real(self, value: int | Fraction) -> Term:
-        return self._poly(REAL, {(): Fraction(value)})
+        assert not isinstance(value, float), "constants are exact"
+        return self._poly(REAL, {(): value})
 
     def int_(self, value: int) -> Term:
-        return self._poly(INT, {(): Fraction(value)})
+        return self._poly(INT, {(): value})
 
     def var(self, name: str, sort: str) -> Term:
         """A free constant of a real or int sort, as a polynomial; BOOL: a Boolean atom."""
@@ -134,7 +141,7 @@ class TermStore:
         if not data:
             return Fraction(0)
         if len(data) == 1 and data[0][0] == ():
-            return data[0][1]
+            return Fraction(data[0][1])
         return None
 
     def atom_of(self, p: Term) -> Term | None:
@@ -146,14 +153,15 @@ class TermStore:
 
     # -- arithmetic --------------------------------------------------------------
     def add(self, *ps: Term) -> Term:
-        acc: dict[Monomial, Fraction] = {}
+        acc: dict[Monomial, Coeff] = {}
         for p in ps:
             for m, c in self.terms_of(p):
-                acc[m] = acc.get(m, Fraction(0)) + c
+                acc[m] = acc.get(m, 0) + c
         return self._poly(ps[0].sort, acc)
 
     def scale(self, p: Term, k: Fraction | int) -> Term:
-        k = Fraction(k)
+        assert not isinstance(k, float), "coefficients are exact"
+        k = _coeff(Fraction(k))
         if k == 1:
             return p
         return self._poly(p.sort, {m: c * k for m, c in self.terms_of(p)})
@@ -174,11 +182,11 @@ class TermStore:
         if len(ta) * len(tb) > EXPAND_LIMIT:
             x, y = (a, b) if a.id <= b.id else (b, a)
             return self._atom_poly(self._mk(PROD, a.sort, (x, y)))
-        acc: dict[Monomial, Fraction] = {}
+        acc: dict[Monomial, Coeff] = {}
         for ma, ca in ta:
             for mb, cb in tb:
                 m = _mono_mul(ma, mb)
-                acc[m] = acc.get(m, Fraction(0)) + ca * cb
+                acc[m] = acc.get(m, 0) + ca * cb
         return self._poly(a.sort, acc)
 
     def sum(self, ps: Sequence[Term], sort: str) -> Term:
@@ -189,7 +197,7 @@ class TermStore:
         division by zero is (the IEEE class of a float quotient says what happens there)."""
         k = self.constant(p)
         if k is not None and k != 0:
-            return self.real(1 / k)
+            return self.real(Fraction(1) / k)
         return self._atom_poly(self._mk(INV, REAL, (p,)))
 
     def div(self, a: Term, b: Term) -> Term:
@@ -326,17 +334,18 @@ class TermStore:
         if k is not None:
             return {"lt0": k < 0, "le0": k <= 0, "eq0": k == 0}[op]
         data = self.terms_of(d)
-        lead = data[-1][1]
+        lead = Fraction(data[-1][1])
         # Canonical scaling: EQ by the leading coefficient; orders by its magnitude only
         # (a negative factor would flip them). An int polynomial keeps integer coefficients
         # (`to_z3` and `substitute` read them as ints): it is divided by their content (gcd
         # of the numerators over lcm of the denominators), for EQ signed like the leading
         # coefficient, instead of by the leading coefficient.
+        one = Fraction(1)  # never int / int: that is a float
         if d.sort == INT:
             g = Fraction(math.gcd(*(c.numerator for _, c in data)), math.lcm(*(c.denominator for _, c in data)))
-            d = self.scale(d, 1 / g if op != "eq0" or lead > 0 else -1 / g)
+            d = self.scale(d, one / g if op != "eq0" or lead > 0 else -one / g)
         else:
-            d = self.scale(d, 1 / lead if op == "eq0" else 1 / abs(lead))
+            d = self.scale(d, one / lead if op == "eq0" else one / abs(lead))
         return self._mk(CMP, BOOL, (d,), op)
 
     # -- walking ---------------------------------------------------------------
@@ -443,6 +452,13 @@ def bitwise(op: str, width: int, signed: bool, xs: Sequence[int]) -> int:
     else:
         r = {"and": xs[0] & xs[1], "or": xs[0] | xs[1], "xor": xs[0] ^ xs[1]}[op] & mask
     return r - (1 << width) if signed and r >= 1 << (width - 1) else r
+
+
+def _coeff(c: Coeff) -> Coeff:
+    """One representation per value: integral Fractions become ints."""
+    if type(c) is Fraction and c.denominator == 1:
+        return c.numerator
+    return c
 
 
 def _mono_mul(a: Monomial, b: Monomial) -> Monomial:

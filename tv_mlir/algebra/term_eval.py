@@ -104,7 +104,7 @@ def _value(t: Term, memo: dict[int, Value], env: Mapping[str, Fraction | int | b
         x = Fraction(args[0])
         if x == 0:
             raise ZeroDivisionError("1/0 is left open")
-        return 1 / x
+        return Fraction(1) / x
     if k == FLOOR:
         return Fraction(math.floor(Fraction(args[0])))
     if k == TO_REAL:

@@ -61,7 +61,8 @@ class Z3Translator:
         raise ValueError(f"unknown sort {sort!r}")
 
     @staticmethod
-    def _const(sort: str, c: Fraction) -> Any:
+    def _const(sort: str, c: Fraction | int) -> Any:
+        c = Fraction(c)
         if sort == INT:
             if c.denominator != 1:
                 raise ValueError(f"int polynomial with a non-integer coefficient {c}")

@@ -2,11 +2,13 @@
 with the symbolic algebra's elements (take them apart, cut them, substitute, walk them,
 build the formulas a solver is asked about, read values back).
 
-An element is a Python bool/int (folded), a z3 term (INT and BOOL), or an `SF` (a float:
-a real value term and an IEEE class, an int or a term). Everything that knows z3's
-representation lives here and in `symbolic`; callers hold elements and ids only, so a
-different term representation replaces this module, not its callers. Several walks use
-z3's C API: the Python wrappers built per node (ExprRef.children()) dominated run time."""
+Two representations are served, told apart by type: z3 terms (`SymbolicAlgebra`: INT and
+BOOL elements are z3 terms, a float an `SF`) and the project's own hash-consed terms
+(`FastAlgebra`: `term.Term`, a float an `FF`); a Python bool/int is a folded element in
+both. Callers hold elements and ids only. Formulas for the solver are z3 in both cases
+(`formula`, `negation`, `any_of`, `differs_from`): own terms are translated once per
+store, with a cache. Several z3 walks use z3's C API: the Python wrappers built per node
+(ExprRef.children()) dominated run time."""
 from __future__ import annotations
 
 from collections.abc import Container, Iterable
@@ -16,8 +18,14 @@ from typing import Any
 import z3
 from z3 import z3core as _C
 
+from tv_mlir.algebra import fast
 from tv_mlir.algebra.base import Kind
+from tv_mlir.algebra.fast import FF
 from tv_mlir.algebra.symbolic import FIN, NAN, NEG, POS, POSITIVE_CUT_PREFIX, SF, Simplifier, known_positive, lift_any
+from tv_mlir.algebra.term import BOOL, BVAR, INT, POLY, REAL, VAR, Term, TermStore
+from tv_mlir.algebra.term_z3 import Z3Translator
+
+FLOATS = (SF, FF)
 
 Binding = tuple[Any, Any]  # (an input's free constant, the literal it takes)
 
@@ -28,15 +36,15 @@ Binding = tuple[Any, Any]  # (an input's free constant, the literal it takes)
 
 def element_terms(x: Any) -> list[Any]:
     """The terms of an element: a float's value and (when symbolic) class, or the term."""
-    if isinstance(x, SF):
+    if isinstance(x, FLOATS):
         return [x.v] + ([] if isinstance(x.k, int) else [x.k])
     return [] if isinstance(x, (bool, int)) else [x]
 
 
 def with_terms(x: Any, terms: list[Any]) -> Any:
     """x with its terms replaced by `terms` (in the order `element_terms` lists them)."""
-    if isinstance(x, SF):
-        return SF(terms[0], x.k if isinstance(x.k, int) else terms[1])
+    if isinstance(x, FLOATS):
+        return type(x)(terms[0], x.k if isinstance(x.k, int) else terms[1])
     return x if isinstance(x, (bool, int)) else terms[0]
 
 
@@ -46,7 +54,7 @@ def is_folded(x: Any) -> bool:
 
 
 def is_float(x: Any) -> bool:
-    return isinstance(x, SF)
+    return isinstance(x, FLOATS)
 
 
 def float_class(x: Any) -> Any:
@@ -56,16 +64,20 @@ def float_class(x: Any) -> Any:
 
 def finite_float(x: Any) -> bool:
     """A float element whose IEEE class is statically finite."""
-    return isinstance(x, SF) and type(x.k) is int and x.k == FIN
+    return isinstance(x, FLOATS) and type(x.k) is int and x.k == FIN
 
 
 def symbolic_class(x: Any) -> bool:
     """A float element whose IEEE class is a term."""
-    return isinstance(x, SF) and not isinstance(x.k, int)
+    return isinstance(x, FLOATS) and not isinstance(x.k, int)
 
 
 def identical(a: Any, b: Any) -> bool:
     """The same term (so the same value), without any reasoning."""
+    if isinstance(a, FF) and isinstance(b, FF):
+        return a.v is b.v and (a.k == b.k if isinstance(a.k, int) and isinstance(b.k, int) else a.k is b.k)
+    if isinstance(a, Term) or isinstance(b, Term):
+        return a is b
     if isinstance(a, SF) and isinstance(b, SF):
         return bool(a.v.eq(b.v)) and (a.k == b.k if isinstance(a.k, int) and isinstance(b.k, int)
                                       else (not isinstance(a.k, int) and not isinstance(b.k, int)
@@ -78,15 +90,33 @@ def identical(a: Any, b: Any) -> bool:
 def element_id(x: Any) -> Any:
     """An id for an element's value term (hash-consed: equal terms, equal ids)."""
     t = element_terms(x)
-    return t[0].get_id() if t else ("python", type(x).__name__, x)
+    return term_id(t[0]) if t else ("python", type(x).__name__, x)
 
 
 def term_id(t: Any) -> int:
+    """A term's id. An own free constant is a polynomial `1 * atom`: its id is the atom's,
+    the id under which other terms mention it (and under which `scan` reports it)."""
+    if isinstance(t, Term):
+        atom = _own_constant(t)
+        return atom.id if atom is not None else t.id
     return int(t.get_id())
+
+
+def _own_constant(t: Term) -> Term | None:
+    """The VAR atom an own polynomial is (a free constant), else None."""
+    if t.kind == BVAR:
+        return t
+    if t.kind == POLY:
+        atom = t.store.atom_of(t)
+        if atom is not None and atom.kind == VAR:
+            return atom
+    return None
 
 
 def is_compound(t: Any) -> bool:
     """An application with arguments (not an input, a cut variable or a literal)."""
+    if isinstance(t, Term):
+        return _own_constant(t) is None and t.store.constant(t) is None if t.sort != BOOL else t.kind != BVAR
     return bool(t.num_args() > 0)
 
 
@@ -99,6 +129,11 @@ def fresh_cut(t: Any) -> Any | None:
     input, a cut variable or a literal): those need no cut. Known-positive terms get
     constants the algebra knows positive (a softmax denominator stays nonzero). The
     constant is wrapped in t's own Python class: z3.FreshConst's generic wrapping is slow."""
+    if isinstance(t, Term):
+        if not is_compound(t):
+            return None
+        prefix = fast.POSITIVE_CUT_PREFIX if t.sort == REAL and fast.known_positive(t) else "c"
+        return t.store.fresh(prefix, t.sort)
     ctx = t.ctx
     a = t.as_ast()
     if _C.Z3_get_app_num_args(ctx.ref(), a) == 0:
@@ -115,6 +150,8 @@ def substitute(t: Any, pairs: list[tuple[Any, Any]]) -> Any:
     the result has t's Python class."""
     if not pairs:
         return t
+    if isinstance(t, Term):
+        return t.store.substitute(t, {term_id(f): v for f, v in pairs})
     n = len(pairs)
     src, dst = (z3.Ast * n)(), (z3.Ast * n)()
     for i, (f, v) in enumerate(pairs):
@@ -130,6 +167,8 @@ def scan(t: Any, stop: Container[int], check_uf: bool) -> tuple[frozenset[int], 
     """The ids in `stop` that t mentions (the walk does not enter them), the ids of its
     other free constants (program inputs), and whether it applies an uninterpreted
     function (looked for only when check_uf)."""
+    if isinstance(t, Term):
+        return _own_scan(t, stop)
     ctx = t.ctx.ref()
     vs: set[int] = set()
     leaves: set[int] = set()
@@ -159,6 +198,26 @@ def scan(t: Any, stop: Container[int], check_uf: bool) -> tuple[frozenset[int], 
     return frozenset(vs), frozenset(leaves), uf
 
 
+def _own_scan(t: Term, stop: Container[int]) -> tuple[frozenset[int], frozenset[int], bool]:
+    vs: set[int] = set()
+    leaves: set[int] = set()
+    uf = False
+    seen: set[int] = set()
+    stack = [t]
+    while stack:
+        x = stack.pop()
+        if x.id in seen:
+            continue
+        seen.add(x.id)
+        if x.kind in (VAR, BVAR):
+            (vs if x.id in stop else leaves).add(x.id)
+            continue
+        if x.kind in ("uf", "buf"):
+            uf = True
+        stack.extend(x.args)
+    return frozenset(vs), frozenset(leaves), uf
+
+
 # ---------------------------------------------------------------------------
 # Formulas
 
@@ -166,23 +225,38 @@ def scan(t: Any, stop: Container[int], check_uf: bool) -> tuple[frozenset[int], 
 def value_equality(x: Any, y: Any) -> Any:
     """x == y for two real value terms, built with the C API: the algebra's general IEEE
     equality inspects its operands through slow wrappers."""
+    if isinstance(x, Term):
+        return x.store.eq(x, y)
     return z3.BoolRef(_C.Z3_mk_eq(x.ctx.ref(), x.as_ast(), y.as_ast()), x.ctx)
 
 
 def class_equality(ka: Any, kb: Any) -> Any:
     """Two IEEE classes (ints or terms) are equal."""
+    if isinstance(ka, Term) or isinstance(kb, Term):
+        store = (ka if isinstance(ka, Term) else kb).store
+        return store.eq(store.int_(ka) if isinstance(ka, int) else ka, store.int_(kb) if isinstance(kb, int) else kb)
     if isinstance(ka, int):
         return z3.IntVal(ka) == kb
     return ka == (z3.IntVal(kb) if isinstance(kb, int) else kb)
 
 
 def formula(eq: Any) -> Any:
-    """An equality the algebra built (a folded bool or a term) as a solver formula."""
+    """A condition the algebra built (a folded bool or a term) as a solver formula."""
+    if isinstance(eq, Term):
+        return _translator(eq.store).to_z3(eq)
     return lift_any(eq)
 
 
+def _translator(store: TermStore) -> Z3Translator:
+    """One translator per store (its cache is what makes translation once per term)."""
+    tr = store.caches.get("z3")
+    if tr is None:
+        tr = store.caches["z3"] = Z3Translator(store)
+    return tr
+
+
 def negation(eq: Any) -> Any:
-    return z3.Not(lift_any(eq))
+    return z3.Not(formula(eq))
 
 
 def any_of(formulas: Iterable[Any]) -> Any:
@@ -197,16 +271,22 @@ def sweep_simplifier(blowup: int) -> Simplifier:
 def simplifies_true(eq: Any, simplify: Simplifier) -> bool:
     if isinstance(eq, bool):
         return eq
+    if isinstance(eq, Term):
+        return False  # own terms are in normal form: a true condition has folded already
     return bool(z3.is_true(simplify(eq)))
 
 
 def simplifies_false(eq: Any) -> bool:
     if isinstance(eq, bool):
         return not eq
+    if isinstance(eq, Term):
+        return False
     return bool(z3.is_false(z3.simplify(lift_any(eq))))
 
 
 def simplify(t: Any) -> Any:
+    if isinstance(t, (Term, bool)):
+        return t  # own terms are in normal form; a folded own condition is a bool
     return z3.simplify(t)
 
 
@@ -216,6 +296,10 @@ def simplify(t: Any) -> Any:
 
 def input_bindings(sym: Any, value: Any, kind: Kind) -> Binding:
     """An input element's free constant and the literal of a concrete value."""
+    if isinstance(sym, FF):
+        return sym.v, sym.v.store.real(Fraction(float(value)))
+    if isinstance(sym, Term):
+        return sym, (bool(value) if kind is Kind.BOOL else sym.store.int_(int(value)))
     if kind is Kind.FLOAT:
         return sym.v, z3.RealVal(Fraction(float(value)))
     if kind is Kind.BOOL:
@@ -226,11 +310,23 @@ def input_bindings(sym: Any, value: Any, kind: Kind) -> Binding:
 def differs_from(sym: Any, value: Any, kind: Kind) -> Any:
     """The input element takes another value than `value`."""
     term, literal_ = input_bindings(sym, value, kind)
+    if isinstance(term, Term):
+        store = term.store
+        same = (store.eq(term, literal_) if not isinstance(literal_, bool) else
+                (term if literal_ else store.not_(term)))
+        return z3.Not(formula(same))
     return term != literal_
 
 
 def number(v: Any) -> Any:
-    """A z3 literal as a Python number or bool."""
+    """A literal as a Python number or bool."""
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, Term):
+        k = v.store.constant(v)
+        if k is None:
+            raise ValueError(f"not a value: {v}")
+        return int(k) if k.denominator == 1 else float(k)
     if z3.is_true(v) or z3.is_false(v):
         return bool(z3.is_true(v))
     if z3.is_int_value(v):
@@ -244,7 +340,12 @@ def number(v: Any) -> Any:
 
 
 def literal(v: Any) -> Any:
-    """z3 Int and Bool literals as Python values, the form the symbolic algebra folds."""
+    """Int and Bool literals as Python values, the form the symbolic algebras fold."""
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, Term):
+        k = v.store.constant(v) if v.sort == INT else None
+        return int(k) if k is not None else v
     if z3.is_int_value(v):
         return v.as_long()
     if z3.is_true(v) or z3.is_false(v):
@@ -252,10 +353,18 @@ def literal(v: Any) -> Any:
     return v
 
 
-def element_value(x: Any, kind: Kind, value_of: Any = lambda t: t) -> Any:
+def _identity(t: Any) -> Any:
+    return t
+
+
+def element_value(x: Any, kind: Kind, value_of: Any = _identity) -> Any:
     """An element as a report value: a number, a bool, or "nan"/"inf"/"-inf" for a float
     whose IEEE class is not finite. value_of turns a term into a literal (a model's
-    evaluation, or the identity for terms that are literals already)."""
+    evaluation, or the identity for terms that are literals already). A model reads z3
+    terms: own terms are translated first."""
+    if value_of is not _identity:
+        read = value_of
+        value_of = lambda t: read(formula(t)) if isinstance(t, Term) else read(t)  # noqa: E731
     if kind is Kind.FLOAT:
         k = x.k if isinstance(x.k, int) else number(value_of(x.k))
         if k != FIN:

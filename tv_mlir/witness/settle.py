@@ -428,7 +428,8 @@ def unique(w: Witness, arrays: list[np.ndarray]) -> bool | None:
     eq = w.alg.element_equal(a, b, w.obligation.kind)
     others = [T.differs_from(sym[idx], val[idx], Kind.of(t))
               for sym, val, t in zip(w.inputs, arrays, w.types) for idx in np.ndindex(*sym.shape)]
-    found = solve.satisfiable([*w.constraints, T.negation(eq), T.any_of(others)], UNIQUE_TIMEOUT_S)
+    found = solve.satisfiable([*(T.formula(c) for c in w.constraints), T.negation(eq), T.any_of(others)],
+                              UNIQUE_TIMEOUT_S)
     return None if found is None else not found
 
 
