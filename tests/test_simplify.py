@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import z3
 
-from tv_mlir.algebra.checks import MAX_ITE_NESTING, difference_is_zero, indicator_form, ite_difference_is_zero
+from tv_mlir.algebra.checks import MAX_ITE_NESTING, difference_is_zero, indicator_form, ite_difference_is_zero, lattice_equal
 from tv_mlir.algebra.symbolic import POSITIVE_CUT_PREFIX, known_positive
 
 x, y, z = z3.Reals("x y z")
@@ -109,3 +109,25 @@ def _conditions(t: z3.ExprRef, inds: list[z3.ExprRef]) -> list[z3.ExprRef]:
             by_id[e.arg(0).get_id()] = e.arg(0)
         stack.extend(e.children())
     return [by_id[int(str(i).split("!")[1])] for i in sorted(inds, key=str)]
+
+
+def test_min_max_networks_over_own_terms() -> None:
+    """The 0-1 principle reads own terms too: the median of three written two ways, min
+    commutes, -min(x, y) is max(-x, -y); min and max are told apart, and so are networks
+    over different atoms."""
+    from tv_mlir.algebra.term import REAL, TermStore
+
+    s = TermStore()
+    a, b, e = (s.var(n, REAL) for n in "abe")
+
+    def mn(p, q):
+        return s.ite(s.le(p, q), p, q)
+
+    def mx(p, q):
+        return s.ite(s.lt(q, p), p, q)
+
+    m1 = mx(mn(a, b), mn(mx(a, b), e))
+    m2 = mn(mx(a, b), mx(mn(a, b), e))
+    assert lattice_equal([(m1, m2), (mn(a, b), mn(b, a)), (s.neg(mn(a, b)), mx(s.neg(a), s.neg(b)))]) == \
+        [True, True, True]
+    assert lattice_equal([(mx(a, b), mn(a, b)), (mn(a, b), mn(a, e)), (m1, mx(a, b))]) == [False, False, False]

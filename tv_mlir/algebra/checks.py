@@ -4,12 +4,13 @@ These run on every merge of the sweep and every output element before a query is
 from __future__ import annotations
 
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import z3
 
-from tv_mlir.algebra.term import ITE, REAL, Term
+from tv_mlir.algebra.term import CMP, ITE, REAL, Term
 
 # z3's default som_blowup (10) stops expanding products early and then reports a zero
 # polynomial as non-zero; the sizes we hand it are bounded by the cut points.
@@ -199,9 +200,10 @@ class _Lattice:
         return n
 
     def _atom(self, t: Any, sign: int) -> int:
-        k = self._atom_ids.get((t.get_id(), sign))
+        tid = t.id if isinstance(t, Term) else t.get_id()
+        k = self._atom_ids.get((tid, sign))
         if k is None:
-            k = self._atom_ids[(t.get_id(), sign)] = len(self.atoms)
+            k = self._atom_ids[(tid, sign)] = len(self.atoms)
             self.atoms.append((t, sign))
         return self._node(("atom", k, 0))
 
@@ -223,12 +225,62 @@ class _Lattice:
         return hit
 
     def read(self, t: Any) -> int:
+        if isinstance(t, Term):
+            return self._read_own(t)
         i = t.get_id()
         hit = self._memo.get(i)
         if hit is None:
             hit = self._memo[i] = self._read(t)
             self._keep.append(t)
         return hit
+
+    def _read_own(self, t: Term) -> int:
+        """The same networks over own terms. A polynomial with a negative leading
+        coefficient is the negation of its opposite; a select's condition is a comparison
+        of a normalised difference with 0, matched against the difference of the branches."""
+        key = -1 - t.id  # own ids beside z3's (which are >= 0) in one memo
+        hit = self._memo.get(key)
+        if hit is not None:
+            return hit
+        s = t.store
+        data = s.terms_of(t)
+        if data and data[-1][1] < 0:
+            hit = self.neg(self.read(s.neg(t)))
+        else:
+            hit = self._own_select(t)
+        self._memo[key] = hit
+        return hit
+
+    def _own_select(self, t: Term) -> int:
+        s = t.store
+        atom = s.atom_of(t)
+        if atom is None or atom.kind != ITE or atom.args[0].kind != CMP or t.sort != REAL:
+            return self._atom(t, 1)  # (an int comparison is scaled by its content instead)
+        cond, p, q = atom.args
+        d = cond.args[0]
+        diff = s.sub(p, q)
+        if s.constant(diff) is not None:
+            return self._atom(t, 1)
+        if cond.data == "eq0":
+            # If(d == 0, p, q) with p - q a multiple of d: p == q wherever d == 0.
+            return self.read(q) if _normalised(diff, signed=True) is d else self._atom(t, 1)
+        # d < 0 reads A < B for d = A - B (A: d's positive monomials, B: the negated
+        # negative ones); the branches are matched against A and B as networks, so a
+        # comparator that compares normalised keys (-0 folded to 0) still reads.
+        pos = {m: c for m, c in s.terms_of(d) if c > 0}
+        neg = {m: -c for m, c in s.terms_of(d) if c < 0}
+        a, b = self.read(s.polynomial(REAL, pos)), self.read(s.polynomial(REAL, neg))
+        pn, qn = self.read(p), self.read(q)
+        if (pn, qn) == (a, b):  # If(A < B, A, B) picks the smaller one
+            return self._lat("min", a, b)
+        if (pn, qn) == (b, a):
+            return self._lat("max", a, b)
+        na, nb = self.neg(a), self.neg(b)  # A < B is also -B < -A
+        if (pn, qn) == (nb, na):
+            return self._lat("min", nb, na)
+        if (pn, qn) == (na, nb):
+            return self._lat("max", na, nb)
+        return self._atom(t, 1)
 
     def _read(self, t: Any) -> int:
         if not z3.is_app(t) or t.num_args() == 0:
@@ -288,6 +340,14 @@ class _Lattice:
         return bool(np.array_equal(vals[a], vals[b]))
 
 
+def _normalised(d: Term, signed: bool = False) -> Term:
+    """A real difference scaled as the store scales its comparisons with 0 (orders by
+    1 / |leading coefficient|, equalities by 1 / leading coefficient), for matching a
+    select's branches against its condition."""
+    lead = Fraction(d.store.terms_of(d)[-1][1])
+    return d.store.scale(d, Fraction(1) / (lead if signed else abs(lead)))
+
+
 def _same_when_equal(u: Any, w: Any, x: Any, y: Any) -> bool:
     """If(u == w, x, y) is y: where u == w holds, y with u replaced by w (or w by u) is
     the same term as x (the -0 normalisation If(t == 0, 0, -t) of a sort comparator)."""
@@ -330,9 +390,6 @@ def lattice_equal(pairs: Sequence[tuple[Any, Any]]) -> list[bool]:
     lat = _Lattice()
     out: list[bool] = []
     for a, b in pairs:
-        if isinstance(a, Term):
-            out.append(False)  # min/max networks over own terms: not read yet (sound: no proof)
-            continue
         try:
             na, nb = lat.read(a), lat.read(b)
         except RecursionError:  # a very deep network: leave it to the solver

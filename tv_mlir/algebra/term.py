@@ -105,6 +105,10 @@ class TermStore:
         atoms = sorted({a for m, _ in data for a, _ in m})
         return self._mk(POLY, sort, tuple(self.nodes[a] for a in atoms), data)
 
+    def polynomial(self, sort: str, terms: dict[Monomial, Coeff]) -> Term:
+        """The polynomial with these monomials and coefficients (read from `terms_of`)."""
+        return self._poly(sort, terms)
+
     def _atom_poly(self, atom: Term) -> Term:
         return self._poly(atom.sort, {((atom.id, 1),): 1})
 
