@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import z3
 
-from tv_mlir.algebra.checks import MAX_ITE_NESTING, difference_is_zero, indicator_form, ite_difference_is_zero, lattice_equal
+from tv_mlir.algebra.checks import (
+    MAX_ITE_NESTING,
+    difference_is_zero,
+    indicator_form,
+    ite_difference_is_zero,
+    lattice_equal,
+)
 from tv_mlir.algebra.symbolic import POSITIVE_CUT_PREFIX, known_positive
 
 x, y, z = z3.Reals("x y z")

@@ -144,7 +144,7 @@ def _cmp_scaled_by_signed_lead(self: TermStore, op: str, d: Term) -> Any:
     if k is not None:
         return {"lt0": k < 0, "le0": k <= 0, "eq0": k == 0}[op]
     lead = self.terms_of(d)[-1][1]
-    return self._mk(CMP, BOOL, (self.scale(d, 1 / lead),), op)
+    return self._mk(CMP, BOOL, (self.scale(d, Fraction(1) / lead),), op)
 
 
 def test_differential_catches_a_sign_mutant(monkeypatch: pytest.MonkeyPatch) -> None:
