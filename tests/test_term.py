@@ -357,3 +357,29 @@ def test_deep_terms_need_no_recursion(s: TermStore) -> None:
     assert len(list(s.walk([t]))) > 2 * n
     assert s.substitute(t, {x.id: s.real(0)}) is s.real(n)
     assert t.kind == POLY
+
+
+def test_known_positive_by_construction() -> None:
+    """Positivity that keeps IEEE classes finite: squares plus a positive constant (RMSNorm's
+    mean(x^2) + eps), sums of exponentials; never a sum that can be 0 or negative."""
+    from tv_mlir.algebra.fast import known_positive
+
+    s = TermStore()
+    x, y = s.var("x", REAL), s.var("y", REAL)
+    eps = s.real(Fraction(1, 10**6))
+    ex = s.uf("exponential", [x])
+    assert known_positive(s.add(s.mul(x, x), s.mul(y, y), eps))
+    assert known_positive(s.add(ex, s.scale(s.uf("exponential", [y]), 2)))
+    assert known_positive(s.add(s.mul(s.mul(x, x), ex), ex))
+    assert not known_positive(s.add(s.mul(x, x), s.mul(y, y)))  # 0 at x = y = 0
+    assert not known_positive(s.add(s.mul(x, x), x, eps))  # negative at x = -1/2
+    assert not known_positive(s.sub(ex, s.uf("exponential", [y])))
+    assert not known_positive(s.mul(x, ex))
+    # The sweep cuts a square apart: its cut point is known >= 0, the mean plus eps > 0.
+    from tv_mlir.algebra.fast import NONNEGATIVE_CUT_PREFIX, known_sign
+    from tv_mlir.algebra.terms import fresh_cut
+
+    sq = fresh_cut(s.mul(x, x))
+    assert known_sign(s.mul(x, x)) == 1 and str(s.atom_of(sq).data).startswith(NONNEGATIVE_CUT_PREFIX)
+    assert known_positive(s.add(s.scale(sq, Fraction(1, 4)), eps))
+    assert not known_positive(s.add(sq, s.scale(fresh_cut(s.mul(x, y)), 1), eps))

@@ -27,33 +27,57 @@ Cls = int | Term  # an IEEE class: known, or an int term
 
 
 POSITIVE_CUT_PREFIX = "cpos"  # cut points standing for a known-positive term
+NONNEGATIVE_CUT_PREFIX = "cnn"  # ... for a term known >= 0 (a square)
+
+POS_SIGN, NONNEG_SIGN = 2, 1  # what is known of a term's sign (0: nothing)
 
 
 def known_positive(v: Term, depth: int = 8) -> bool:
-    """v > 0 for all values of its free constants, by construction: positive constants,
-    exp/logistic of anything, positive cut points, and sums and products with positive
-    coefficients of those, reciprocals and selects of them (a softmax denominator)."""
+    """v > 0 for all values of its free constants, by construction (`known_sign`)."""
+    return known_sign(v, depth) == POS_SIGN
+
+
+def known_sign(v: Term, depth: int = 8) -> int:
+    """POS_SIGN when v > 0 and NONNEG_SIGN when v >= 0 for all values of its free
+    constants, by construction: a sum of monomials with positive coefficients, each a
+    product of positive atoms (exp/logistic of anything, positive cut points, reciprocals
+    and selects of positive terms), non-negative atoms (cut points of squares) and even
+    powers of any atom; positive when one monomial is: a softmax denominator, or RMSNorm's
+    mean(x^2) + eps under its rsqrt (its squares cut apart by the sweep)."""
     s = v.store
     k = s.constant(v)
     if k is not None:
-        return k > 0
+        return POS_SIGN if k > 0 else NONNEG_SIGN if k == 0 else 0
     if depth == 0 or v.kind != "poly":
-        return False
-    # Every monomial a positive coefficient times powers of positive atoms.
-    return all(coeff > 0 and all(_positive_atom(s.nodes[atom_id], depth - 1) for atom_id, _ in mono)
-               for mono, coeff in s.terms_of(v))
+        return 0
+    strict = False
+    for mono, coeff in s.terms_of(v):
+        if coeff <= 0:
+            return 0
+        positive = True
+        for atom_id, e in mono:
+            sign = _atom_sign(s.nodes[atom_id], depth - 1)
+            if sign == POS_SIGN:
+                continue
+            if sign == 0 and e % 2:
+                return 0  # an odd power of an atom of unknown sign
+            positive = False  # >= 0, maybe 0
+        strict = strict or positive
+    return POS_SIGN if strict else NONNEG_SIGN
 
 
-def _positive_atom(atom: Term, depth: int) -> bool:
+def _atom_sign(atom: Term, depth: int) -> int:
     if atom.kind == "uf":
-        return str(atom.data) in POSITIVE_UFS
+        return POS_SIGN if str(atom.data) in POSITIVE_UFS else 0
     if atom.kind == "var":
-        return str(atom.data).startswith(POSITIVE_CUT_PREFIX + "!")
+        name = str(atom.data)
+        return POS_SIGN if name.startswith(POSITIVE_CUT_PREFIX + "!") else \
+            NONNEG_SIGN if name.startswith(NONNEGATIVE_CUT_PREFIX + "!") else 0
     if atom.kind == "inv":
-        return known_positive(atom.args[0], depth)
+        return POS_SIGN if known_sign(atom.args[0], depth) == POS_SIGN else 0
     if atom.kind == "ite":
-        return known_positive(atom.args[1], depth) and known_positive(atom.args[2], depth)
-    return False
+        return min(known_sign(atom.args[1], depth), known_sign(atom.args[2], depth))
+    return 0
 
 
 @dataclass(frozen=True, eq=False)

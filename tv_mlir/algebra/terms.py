@@ -132,7 +132,8 @@ def fresh_cut(t: Any) -> Any | None:
     if isinstance(t, Term):
         if not is_compound(t):
             return None
-        prefix = fast.POSITIVE_CUT_PREFIX if t.sort == REAL and fast.known_positive(t) else "c"
+        sign = fast.known_sign(t) if t.sort == REAL else 0
+        prefix = {fast.POS_SIGN: fast.POSITIVE_CUT_PREFIX, fast.NONNEG_SIGN: fast.NONNEGATIVE_CUT_PREFIX}.get(sign, "c")
         return t.store.fresh(prefix, t.sort)
     ctx = t.ctx
     a = t.as_ast()

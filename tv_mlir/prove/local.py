@@ -153,7 +153,7 @@ class LocalProver:
         ka = left[1] if T.symbolic_class(a) else T.float_class(a)
         right_k = right[1] if T.symbolic_class(b) else T.float_class(b)
         same = T.class_equality(ka, right_k)
-        return T.simplifies_true(same, self._simplify) or solve.valid(same, self.timeout_s)
+        return T.simplifies_true(same, self._simplify) or solve.valid(T.formula(same), self.timeout_s)
 
     def _equal(self, a: Any, b: Any, left: list[Any], right: list[Any], kind: Kind) -> Any:
         """a == b with their terms replaced by `left` and `right`. Finite floats (the usual
