@@ -101,9 +101,24 @@ class TermStore:
         return t
 
     def _poly(self, sort: str, terms: dict[Monomial, Coeff]) -> Term:
-        data: PolyData = tuple(sorted((m, _coeff(c)) for m, c in terms.items() if c != 0))
-        atoms = sorted({a for m, _ in data for a, _ in m})
-        return self._mk(POLY, sort, tuple(self.nodes[a] for a in atoms), data)
+        # The hot path of every arithmetic op: the key is the normal form itself, and the
+        # atoms (the node's args) are worked out only for a polynomial not seen before.
+        items = []
+        for m, c in terms.items():
+            if c:
+                if type(c) is Fraction and c.denominator == 1:
+                    c = c.numerator
+                items.append((m, c))
+        items.sort()
+        data: PolyData = tuple(items)
+        key = (POLY, sort, data)
+        t = self._intern.get(key)
+        if t is None:
+            atoms = sorted({a for m, _ in data for a, _ in m})
+            t = Term(len(self.nodes), POLY, sort, tuple(self.nodes[a] for a in atoms), data, self)
+            self.nodes.append(t)
+            self._intern[key] = t
+        return t
 
     def polynomial(self, sort: str, terms: dict[Monomial, Coeff]) -> Term:
         """The polynomial with these monomials and coefficients (read from `terms_of`)."""
