@@ -116,39 +116,42 @@ def core(timeout: float) -> None:
     decoder stacks of 1 to 16 layers and a dp x tp Llama training step, Shardy form against
     the reference. Each pair runs in a child process killed after BENCH_CORE_LIMIT seconds
     of wall-clock time (default 300), so a pair that does not finish prints "no verdict in
-    N s"; BENCH_CORE_ONLY=name,name picks pairs (default: all)."""
+    N s"; BENCH_CORE_ONLY=name,name picks pairs (default: all). Every pair runs on each
+    symbolic core of BENCH_CORES (default "z3,own": the z3 terms and the project's own)."""
     d = ROOT / "testdata/core"
     limit = float(os.environ.get("BENCH_CORE_LIMIT", "300"))
     only = [n for n in os.environ.get("BENCH_CORE_ONLY", "").split(",") if n]
     entries = [e for e in json.loads((d / "manifest.json").read_text()) if not only or e["name"] in only]
-    print(f"\n{'core program':<30} {'ops ref/other':>13} {'expect':<15} {'verdict':<22} {'time s':>7} "
+    cores = [c for c in os.environ.get("BENCH_CORES", "z3,own").split(",") if c]
+    print(f"\n{'core program':<30} {'core':<4} {'ops ref/other':>13} {'expect':<15} {'verdict':<22} {'time s':>7} "
           f"{'numeric':>8} {'symbolic':>9} {'solve':>7} {'merged':>7} {'cut_points':>10}")
     notes: list[str] = []
     for e in entries:
-        t = time.perf_counter()
-        r = _core_child(d / e["ref"], d / e["shardy"], timeout, limit)
-        dt = time.perf_counter() - t
-        ops = f"{r.get('ops_ref', '?')}/{r.get('ops_other', '?')}"
-        s = r.get("stats", {})
-        if "verdict" in r:
-            mark = "" if r["verdict"] == e["expect"] else "  <- differs from expectation"
-            print(f"{e['name']:<30} {ops:>13} {e['expect']:<15} {r['verdict']:<22} {dt:>7.1f} "
-                  f"{s.get('numeric_s', 0):>8.2f} {s.get('symbolic_s', 0):>9.2f} {s.get('solve_s', 0):>7.2f} "
-                  f"{s.get('merged', 0):>7} {s.get('cut_points', 0):>10}{mark}")
-        else:
-            print(f"{e['name']:<30} {ops:>13} {e['expect']:<15} {r['error']:<22} {dt:>7.1f}")
-            notes.append(f"  {e['name']}: last phase finished: {r.get('last_phase') or 'none'}")
+        for core_name in cores:
+            t = time.perf_counter()
+            r = _core_child(d / e["ref"], d / e["shardy"], timeout, limit, core_name)
+            dt = time.perf_counter() - t
+            ops = f"{r.get('ops_ref', '?')}/{r.get('ops_other', '?')}"
+            s = r.get("stats", {})
+            if "verdict" in r:
+                mark = "" if r["verdict"] == e["expect"] else "  <- differs from expectation"
+                print(f"{e['name']:<30} {core_name:<4} {ops:>13} {e['expect']:<15} {r['verdict']:<22} {dt:>7.1f} "
+                      f"{s.get('numeric_s', 0):>8.2f} {s.get('symbolic_s', 0):>9.2f} {s.get('solve_s', 0):>7.2f} "
+                      f"{s.get('merged', 0):>7} {s.get('cut_points', 0):>10}{mark}")
+            else:
+                print(f"{e['name']:<30} {core_name:<4} {ops:>13} {e['expect']:<15} {r['error']:<22} {dt:>7.1f}")
+                notes.append(f"  {e['name']} ({core_name}): last phase finished: {r.get('last_phase') or 'none'}")
     print(f"(ops of the programs as read, after the pass pipeline; per-query solver timeout {timeout:.0f} s "
           f"(BENCH_TIMEOUT), wall-clock limit {limit:.0f} s per pair (BENCH_CORE_LIMIT); {os.cpu_count()} cores)")
     print("\n".join(notes))
 
 
-def _core_child(ref: Path, other: Path, timeout: float, limit: float) -> dict:
+def _core_child(ref: Path, other: Path, timeout: float, limit: float, core_name: str) -> dict:
     """Verify one pair in a child process (`run.py --core-pair`, its own process group) and
     read back its JSON lines: op counts first, then the verdict, and the last progress line
     of its stderr. Past `limit` seconds the group is killed and the result says "no verdict
     in N s"; the last progress line then tells the phase it was in (the one after it)."""
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--core-pair", str(ref), str(other), str(timeout)]
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--core-pair", str(ref), str(other), str(timeout), core_name]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         out, err = proc.communicate(timeout=limit)
@@ -170,7 +173,7 @@ def _core_child(ref: Path, other: Path, timeout: float, limit: float) -> dict:
     return result
 
 
-def core_pair(ref: str, other: str, timeout: float) -> int:
+def core_pair(ref: str, other: str, timeout: float, core_name: str) -> int:
     """Child of `core`: op counts of both programs as read, then verify (phase lines on
     stderr), one JSON line each on stdout."""
     from tv_mlir.api import prepare
@@ -178,7 +181,7 @@ def core_pair(ref: str, other: str, timeout: float) -> int:
 
     ops = [sum(1 for _ in prepare(Path(p), Options()).main.body.walk()) for p in (ref, other)]
     print(json.dumps({"ops_ref": ops[0], "ops_other": ops[1]}), flush=True)
-    v = verify(Path(ref), Path(other), timeout_s=timeout, progress=True)
+    v = verify(Path(ref), Path(other), timeout_s=timeout, progress=True, core=core_name)
     keys = ("numeric_s", "symbolic_s", "solve_s", "merged", "cut_points")
     print(json.dumps({"verdict": v.verdict, "stats": {k: v.stats[k] for k in keys if k in v.stats}}), flush=True)
     return 0
@@ -186,5 +189,5 @@ def core_pair(ref: str, other: str, timeout: float) -> int:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--core-pair"]:
-        sys.exit(core_pair(sys.argv[2], sys.argv[3], float(sys.argv[4])))
+        sys.exit(core_pair(sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5]))
     sys.exit(main())
