@@ -381,7 +381,7 @@ SLOW_TESTS = {
     "test_sharded.py::test_sharded_plan": "every sharded plan in three export forms, ~190 s",
     "test_shrink.py::test_realistic_plan_same_verdict": "Llama-sized plans shrunk and verified, ~80 s",
     "test_witness.py::test_first_divergence_names_the_wrong_collective": "~10 s",
-    "test_core_differential.py::test_own_core_same_verdict": "every bundled pair on the own core, ~2 min",
+    "test_core_differential.py::test_z3_core_same_verdict": "every bundled pair on the z3 core, ~2 min",
 }
 
 

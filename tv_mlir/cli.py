@@ -61,9 +61,9 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--strict-dtypes", action="store_true",
                         help="values computed at a different float type than the reference's make the verdict "
                              "not-equivalent (default: listed as precision findings)")
-        sp.add_argument("--core", choices=("z3", "own"), default=Options.core,
-                        help="symbolic core: z3 terms (default) or the project's own hash-consed terms "
-                             "(experimental)")
+        sp.add_argument("--core", choices=("own", "z3"), default=Options.core,
+                        help="symbolic core: the project's own hash-consed terms (default) or z3 terms "
+                             "(the earlier core, kept for comparison)")
         sp.add_argument("--progress", action="store_true", default=None,
                         help="phase lines on stderr (default: when stderr is a terminal)")
         sp.add_argument("--debug", action="store_true", help="show tracebacks")

@@ -15,6 +15,7 @@ class Options:
     progress: bool = False  # phase lines on stderr
     sweep: bool = True  # cut points and merging of proven-equal intermediate values
     strict_dtypes: bool = False  # precision findings make the verdict not-equivalent
-    # The symbolic core: "z3" (terms built in z3) or "own" (the project's hash-consed terms,
-    # issue 11; held to the same verdicts by tests/test_core_differential.py before it is the default).
-    core: str = "z3"
+    # The symbolic core: "own" (the project's hash-consed terms, issue 11) or "z3" (terms
+    # built in z3, the earlier core; tests/test_core_differential.py holds it to the same
+    # verdicts until it is removed).
+    core: str = "own"
