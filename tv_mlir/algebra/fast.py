@@ -611,6 +611,29 @@ class FastAlgebra(SumContractions):
         return vec(apply, *args)
 
     # -- contractions ---------------------------------------------------------------
+    def dot(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
+        """(B, M, K) x (B, N, K) -> (B, M, N). Rows and columns of finite floats (the usual
+        case) multiply and sum their value polynomials directly: the same terms as the
+        elementwise `mul` and `_sum`, without an object array per product."""
+        if kind is not Kind.FLOAT:
+            return SumContractions.dot(self, a, b, kind)
+        s = self.store
+        B, M, K = a.shape
+        N = b.shape[1]
+        out = np.empty((B, M, N), dtype=object)
+        for bi in range(B):
+            rows = [list(a[bi, m]) for m in range(M)]
+            cols = [list(b[bi, n]) for n in range(N)]
+            finite_rows = [all(type(x.k) is int and x.k == FIN for x in r) for r in rows]
+            finite_cols = [all(type(y.k) is int and y.k == FIN for y in c) for c in cols]
+            for m, row in enumerate(rows):
+                for n, col in enumerate(cols):
+                    if finite_rows[m] and finite_cols[n]:
+                        out[bi, m, n] = FF(s.sum([s.mul(x.v, y.v) for x, y in zip(row, col)], REAL), FIN)
+                    else:
+                        out[bi, m, n] = self._sum([self.f_mul(x, y) for x, y in zip(row, col)], kind)
+        return out
+
     def _sum(self, items: list[Any], kind: Kind) -> Any:
         s = self.store
         if kind is Kind.FLOAT:

@@ -198,6 +198,9 @@ class TermStore:
         if kb is not None:
             return self.scale(a, kb)
         ta, tb = self.terms_of(a), self.terms_of(b)
+        if len(ta) == 1 and len(tb) == 1:  # monomial times monomial: most products of cut points
+            (ma, ca), (mb, cb) = ta[0], tb[0]
+            return self._poly(a.sort, {_mono_mul(ma, mb): ca * cb})
         if len(ta) * len(tb) > EXPAND_LIMIT:
             x, y = (a, b) if a.id <= b.id else (b, a)
             return self._atom_poly(self._mk(PROD, a.sort, (x, y)))
