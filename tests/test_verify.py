@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import tv_mlir
+from conftest import TESTDATA
 from tv_mlir.errors import UsageError
 
 
@@ -175,3 +176,8 @@ def test_totalorder_on_a_computed_nan_is_not_assumed_positive() -> None:
     c = v.counterexample
     assert c.inputs["arg0"][c.index[0]] == 0 and c.inputs["arg1"][c.index[0]] == 0
     assert any(r.backend == "xla" and r.confirmed for r in c.replay)
+
+
+def test_unknown_core_is_a_usage_error() -> None:
+    with pytest.raises(tv_mlir.UsageError, match="unknown symbolic core"):
+        tv_mlir.verify(TESTDATA / "hand/add_commute.a.mlir", TESTDATA / "hand/add_commute.b.mlir", core="z4")

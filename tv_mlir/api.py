@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tv_mlir.driver import prove_pair
-from tv_mlir.errors import Unsupported
+from tv_mlir.errors import Unsupported, UsageError
 from tv_mlir.frontend import symshape
 from tv_mlir.frontend.classify import check_signatures
 from tv_mlir.frontend.read import BYTECODE_MAGIC, Loaded, load_module, load_module_mlir, read_source
@@ -25,6 +25,7 @@ from tv_mlir.witness.replay import xla_replay
 from tv_mlir.witness.settle import concrete_inputs, py_list
 
 ModuleLike = str | bytes | Path | Module
+CORES = ("own", "z3")  # Options.core
 
 
 def prepare(spec: ModuleLike | Loaded, options: Options, name: str | None = None) -> Module:
@@ -38,6 +39,8 @@ def verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, *
     """Prove `ref` and `other` compute the same function, or find an input where they differ.
     Raises ParseError/UsageError for unreadable or incomparable inputs."""
     options = replace(options or Options(), **overrides)
+    if options.core not in CORES:
+        raise UsageError(f"unknown symbolic core {options.core!r} (choose one of {', '.join(CORES)})")
     t0 = time.perf_counter()
     # Each input is read and parsed once: the passes copy rather than edit, so the module
     # as read (with its MLIR) is still there for the shrink pass.

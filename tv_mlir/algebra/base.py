@@ -3,7 +3,7 @@ arrays of equal shape (already broadcast by the caller), except `dot` and `reduc
 which exist so that the numeric side can use BLAS and the symbolic side flat n-ary sums."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from enum import Enum
 from typing import Any, Protocol
 
@@ -133,32 +133,36 @@ def int_range(t: TensorType) -> tuple[int, int]:
     return -(1 << (w - 1)), (1 << (w - 1)) - 1
 
 
-class SumContractions:
-    """`dot` and `reduce_sum` of a symbolic algebra as flat n-ary sums of its elements
-    (`_sum`), products by its own `mul`."""
+def known_positions(v: int, hi: int, clamp: bool) -> list[tuple[int, Any]]:
+    """`Algebra.positions` for an index known to be v: clamped into 0..hi, or (without
+    clamp) the one position if it is in range."""
+    if clamp:
+        return [(min(max(v, 0), hi), True)]
+    return [(v, True)] if 0 <= v <= hi else []
 
-    def mul(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
-        raise NotImplementedError
 
-    def _sum(self, items: list[Any], kind: Kind) -> Any:
-        raise NotImplementedError
+def dot_by_sums(a: np.ndarray, b: np.ndarray, kind: Kind, mul: Callable[[np.ndarray, np.ndarray, Kind], np.ndarray],
+                total: Callable[[list[Any], Kind], Any]) -> np.ndarray:
+    """(B, M, K) x (B, N, K) -> (B, M, N) for a symbolic algebra: each output element one
+    flat n-ary sum (`total`) of the algebra's own products (`mul`)."""
+    B, M, K = a.shape
+    N = b.shape[1]
+    out = np.empty((B, M, N), dtype=object)
+    for bi in range(B):
+        for m in range(M):
+            for n in range(N):
+                products = [mul(a[bi, m, k:k + 1], b[bi, n, k:k + 1], kind)[0] for k in range(K)]
+                out[bi, m, n] = total(products, kind)
+    return out
 
-    def dot(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
-        B, M, K = a.shape
-        N = b.shape[1]
-        out = np.empty((B, M, N), dtype=object)
-        for bi in range(B):
-            for m in range(M):
-                for n in range(N):
-                    products = [self.mul(a[bi, m, k:k + 1], b[bi, n, k:k + 1], kind)[0] for k in range(K)]
-                    out[bi, m, n] = self._sum(products, kind)
-        return out
 
-    def reduce_sum(self, a: np.ndarray, axes: tuple[int, ...], kind: Kind) -> np.ndarray:
-        moved = np.moveaxis(a, axes, tuple(range(a.ndim - len(axes), a.ndim)))
-        keep = moved.shape[: a.ndim - len(axes)]
-        flat = moved.reshape(keep + (int(np.prod(moved.shape[len(keep):], dtype=np.int64)),))
-        out = np.empty(keep, dtype=object)
-        for idx in np.ndindex(*keep):
-            out[idx] = self._sum(list(flat[idx]), kind)
-        return out
+def reduce_by_sums(a: np.ndarray, axes: tuple[int, ...], kind: Kind,
+                   total: Callable[[list[Any], Kind], Any]) -> np.ndarray:
+    """A sum over `axes` for a symbolic algebra: one flat n-ary sum per output element."""
+    moved = np.moveaxis(a, axes, tuple(range(a.ndim - len(axes), a.ndim)))
+    keep = moved.shape[: a.ndim - len(axes)]
+    flat = moved.reshape(keep + (int(np.prod(moved.shape[len(keep):], dtype=np.int64)),))
+    out = np.empty(keep, dtype=object)
+    for idx in np.ndindex(*keep):
+        out[idx] = total(list(flat[idx]), kind)
+    return out

@@ -111,8 +111,9 @@ def indicator_form(t: z3.ExprRef) -> z3.ExprRef:
             i = indicators.setdefault(c.get_id(), z3.Real(f"ind!{c.get_id()}", ctx))
             pairs.append((e, i * e.arg(1) + (1 - i) * e.arg(2)))
         t = z3.substitute(t, *pairs)
-    # Deeper nesting than the callers allow (they check first): fall back to the full walk.
-    return _indicator_form_walk(t, indicators)
+    # Deeper nesting than the callers allow (they check it first): the selects left stay
+    # selects, which keeps the result equal to t; only fewer identities close.
+    return t
 
 
 def _outer_real_ites(t: z3.ExprRef) -> list[z3.ExprRef]:
@@ -138,36 +139,6 @@ def _outer_real_ites(t: z3.ExprRef) -> list[z3.ExprRef]:
             continue
         stack.extend(C.Z3_get_app_arg(c, a, k) for k in range(C.Z3_get_app_num_args(c, a)))
     return found
-
-
-def _indicator_form_walk(t: z3.ExprRef, indicators: dict[int, z3.ExprRef]) -> z3.ExprRef:
-    ctx = t.ctx
-    done: dict[int, z3.ExprRef] = {}
-    stack: list[tuple[z3.ExprRef, bool]] = [(t, False)]
-    while stack:
-        e, expanded = stack.pop()
-        key = e.get_id()
-        if key in done:
-            continue
-        is_real_ite = z3.is_app_of(e, z3.Z3_OP_ITE) and e.sort().kind() == z3.Z3_REAL_SORT
-        kids = [] if not z3.is_app(e) or e.sort().kind() == z3.Z3_BOOL_SORT else list(e.children())
-        if is_real_ite:
-            kids = kids[1:]  # the condition is kept as it is: it only names the indicator
-        if not kids:
-            done[key] = e
-            continue
-        if not expanded:
-            stack.append((e, True))
-            stack.extend((k, False) for k in kids if k.get_id() not in done)
-            continue
-        new = [done[k.get_id()] for k in kids]
-        if is_real_ite:
-            c = e.arg(0)
-            i = indicators.setdefault(c.get_id(), z3.Real(f"ind!{c.get_id()}", ctx))
-            done[key] = i * new[0] + (1 - i) * new[1]
-        else:
-            done[key] = e.decl()(*new)
-    return done[t.get_id()]
 
 
 # ---------------------------------------------------------------------------

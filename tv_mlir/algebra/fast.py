@@ -16,7 +16,16 @@ from typing import Any
 
 import numpy as np
 
-from tv_mlir.algebra.base import UNINTERPRETED, Kind, SumContractions, int_range, scalar_array, vec
+from tv_mlir.algebra.base import (
+    UNINTERPRETED,
+    Kind,
+    dot_by_sums,
+    int_range,
+    known_positions,
+    reduce_by_sums,
+    scalar_array,
+    vec,
+)
 from tv_mlir.algebra.term import BOOL, INT, REAL, Bool, Term, TermStore
 from tv_mlir.ir import TensorType
 
@@ -89,7 +98,7 @@ class FF:
 
 
 @dataclass
-class FastAlgebra(SumContractions):
+class FastAlgebra:
     """One instance serves both programs of a query, so that they share terms and
     uninterpreted function symbols."""
 
@@ -616,7 +625,7 @@ class FastAlgebra(SumContractions):
         case) multiply and sum their value polynomials directly: the same terms as the
         elementwise `mul` and `_sum`, without an object array per product."""
         if kind is not Kind.FLOAT:
-            return SumContractions.dot(self, a, b, kind)
+            return dot_by_sums(a, b, kind, self.mul, self._sum)
         s = self.store
         B, M, K = a.shape
         N = b.shape[1]
@@ -633,6 +642,9 @@ class FastAlgebra(SumContractions):
                     else:
                         out[bi, m, n] = self._sum([self.f_mul(x, y) for x, y in zip(row, col)], kind)
         return out
+
+    def reduce_sum(self, a: np.ndarray, axes: tuple[int, ...], kind: Kind) -> np.ndarray:
+        return reduce_by_sums(a, axes, kind, self._sum)
 
     def _sum(self, items: list[Any], kind: Kind) -> Any:
         s = self.store
@@ -661,9 +673,7 @@ class FastAlgebra(SumContractions):
     def positions(self, s_: Any, hi: int, clamp: bool) -> list[tuple[int, Any]]:
         v = self.index_value(s_)
         if v is not None:
-            if clamp:
-                return [(min(max(v, 0), hi), True)]
-            return [(v, True)] if 0 <= v <= hi else []
+            return known_positions(v, hi, clamp)
         if hi < 0:
             return []
         s = self.store

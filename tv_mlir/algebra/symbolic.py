@@ -19,7 +19,16 @@ from typing import Any
 import numpy as np
 import z3
 
-from tv_mlir.algebra.base import UNINTERPRETED, Kind, SumContractions, int_range, scalar_array, vec
+from tv_mlir.algebra.base import (
+    UNINTERPRETED,
+    Kind,
+    dot_by_sums,
+    int_range,
+    known_positions,
+    reduce_by_sums,
+    scalar_array,
+    vec,
+)
 from tv_mlir.ir import TensorType
 
 FIN, POS, NEG, NAN = 0, 1, 2, 3  # IEEE classes of a float element
@@ -444,7 +453,7 @@ def _bool_cmp(direction: str, a: Any, b: Any) -> Any:
 
 
 @dataclass
-class SymbolicAlgebra(SumContractions):
+class SymbolicAlgebra:
     """z3 evaluation. One instance serves both programs of a query so that they share the
     uninterpreted function symbols."""
 
@@ -708,6 +717,12 @@ class SymbolicAlgebra(SumContractions):
         return vec(apply, *args)
 
     # -- contractions -------------------------------------------------------
+    def dot(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
+        return dot_by_sums(a, b, kind, self.mul, self._sum)
+
+    def reduce_sum(self, a: np.ndarray, axes: tuple[int, ...], kind: Kind) -> np.ndarray:
+        return reduce_by_sums(a, axes, kind, self._sum)
+
     def _sum(self, items: list[Any], kind: Kind) -> Any:
         if kind is Kind.FLOAT:
             if all(x.k == FIN for x in items):
@@ -768,9 +783,7 @@ class SymbolicAlgebra(SumContractions):
     def positions(self, s: Any, hi: int, clamp: bool) -> list[tuple[int, Any]]:
         v = self.index_value(s)
         if v is not None:
-            if clamp:
-                return [(min(max(v, 0), hi), True)]
-            return [(v, True)] if 0 <= v <= hi else []
+            return known_positions(v, hi, clamp)
         if hi < 0:
             return []
         if hi == 0:

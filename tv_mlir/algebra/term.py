@@ -371,9 +371,6 @@ class TermStore:
         return self._mk(CMP, BOOL, (d,), op)
 
     # -- walking ---------------------------------------------------------------
-    def children(self, t: Term) -> tuple[Term, ...]:
-        return t.args
-
     def walk(self, roots: Iterable[Term]) -> Iterator[Term]:
         """Every term under the roots once, children before parents."""
         seen: set[int] = set()
