@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -124,7 +125,8 @@ def core(timeout: float) -> None:
     entries = [e for e in json.loads((d / "manifest.json").read_text()) if not only or e["name"] in only]
     cores = [c for c in os.environ.get("BENCH_CORES", "z3,own").split(",") if c]
     print(f"\n{'core program':<30} {'core':<4} {'ops ref/other':>13} {'expect':<15} {'verdict':<22} {'time s':>7} "
-          f"{'numeric':>8} {'symbolic':>9} {'solve':>7} {'merged':>7} {'cut_points':>10}")
+          f"{'numeric':>8} {'symbolic':>9} {'solve':>7} {'merged':>7} {'cut_points':>10} {'elem ops':>9} "
+          f"{'ops/s':>7} {'peak MB':>8}")
     notes: list[str] = []
     for e in entries:
         for core_name in cores:
@@ -137,10 +139,14 @@ def core(timeout: float) -> None:
                 mark = "" if r["verdict"] == e["expect"] else "  <- differs from expectation"
                 print(f"{e['name']:<30} {core_name:<4} {ops:>13} {e['expect']:<15} {r['verdict']:<22} {dt:>7.1f} "
                       f"{s.get('numeric_s', 0):>8.2f} {s.get('symbolic_s', 0):>9.2f} {s.get('solve_s', 0):>7.2f} "
-                      f"{s.get('merged', 0):>7} {s.get('cut_points', 0):>10}{mark}")
+                      f"{s.get('merged', 0):>7} {s.get('cut_points', 0):>10} {s.get('element_ops', 0):>9} "
+                      f"{s.get('element_ops_per_s', 0):>7} {r.get('peak_mb', 0):>8.0f}{mark}")
             else:
                 print(f"{e['name']:<30} {core_name:<4} {ops:>13} {e['expect']:<15} {r['error']:<22} {dt:>7.1f}")
                 notes.append(f"  {e['name']} ({core_name}): last phase finished: {r.get('last_phase') or 'none'}")
+    print("(elem ops: scalar operations of the symbolic execution, one per elementwise result, 2K - 1 per dot "
+          "result over K, n - 1 per sum of n; ops/s: those per second of symbolic execution, sweep included; "
+          "peak MB: the child's peak resident memory)")
     print(f"(ops of the programs as read, after the pass pipeline; per-query solver timeout {timeout:.0f} s "
           f"(BENCH_TIMEOUT), wall-clock limit {limit:.0f} s per pair (BENCH_CORE_LIMIT); {os.cpu_count()} cores)")
     print("\n".join(notes))
@@ -182,8 +188,10 @@ def core_pair(ref: str, other: str, timeout: float, core_name: str) -> int:
     ops = [sum(1 for _ in prepare(Path(p), Options()).main.body.walk()) for p in (ref, other)]
     print(json.dumps({"ops_ref": ops[0], "ops_other": ops[1]}), flush=True)
     v = verify(Path(ref), Path(other), timeout_s=timeout, progress=True, core=core_name)
-    keys = ("numeric_s", "symbolic_s", "solve_s", "merged", "cut_points")
-    print(json.dumps({"verdict": v.verdict, "stats": {k: v.stats[k] for k in keys if k in v.stats}}), flush=True)
+    keys = ("numeric_s", "symbolic_s", "solve_s", "merged", "cut_points", "element_ops", "element_ops_per_s")
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
+    print(json.dumps({"verdict": v.verdict, "stats": {k: v.stats[k] for k in keys if k in v.stats},
+                      "peak_mb": peak_mb}), flush=True)
     return 0
 
 

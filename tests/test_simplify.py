@@ -137,3 +137,41 @@ def test_min_max_networks_over_own_terms() -> None:
     assert lattice_equal([(m1, m2), (mn(a, b), mn(b, a)), (s.neg(mn(a, b)), mx(s.neg(a), s.neg(b)))]) == \
         [True, True, True]
     assert lattice_equal([(mx(a, b), mn(a, b)), (mn(a, b), mn(a, e)), (m1, mx(a, b))]) == [False, False, False]
+
+
+def test_wide_min_max_networks_by_normal_form() -> None:
+    """Past the 16 atoms the 0-1 enumeration takes, the normal form decides: a max over 64
+    values against the max of four shards' maxes (a vocabulary-parallel softmax's max), a
+    second-largest written two ways; and a max missing one value is told apart."""
+    import random
+
+    from tv_mlir.algebra.term import REAL, TermStore
+
+    s = TermStore()
+    xs = [s.var(f"x{i}", REAL) for i in range(64)]
+
+    def mx(p, q):
+        return s.ite(s.lt(q, p), p, q)
+
+    def mn(p, q):
+        return s.ite(s.le(p, q), p, q)
+
+    def fold(f, items):
+        acc = items[0]
+        for t in items[1:]:
+            acc = f(acc, t)
+        return acc
+
+    whole = fold(mx, xs)
+    shards = fold(mx, [fold(mx, xs[16 * d:16 * d + 16]) for d in range(4)])
+    shuffled = list(xs)
+    random.Random(3).shuffle(shuffled)
+    missing = fold(mx, xs[:-1])
+    assert lattice_equal([(whole, shards), (whole, fold(mx, shuffled)), (whole, missing)]) == [True, True, False]
+
+    # second largest of 20: max over pairs of their min, against the pairwise-max form
+    ys = xs[:20]
+    second = fold(mx, [mn(ys[i], ys[j]) for i in range(20) for j in range(i + 1, 20)])
+    second_b = fold(mx, [mn(ys[j], ys[i]) for j in range(19, -1, -1) for i in range(j)])
+    largest_min = fold(mx, [mn(ys[i], ys[i + 1]) for i in range(19)])
+    assert lattice_equal([(second, second_b), (second, largest_min)]) == [True, False]

@@ -198,6 +198,10 @@ def _symbolic_runs(p: _Proof) -> tuple[list[np.ndarray], list[np.ndarray], list[
         except Unsupported as exc:
             raise p.unsupported(exc) from None
     p.stats.update(merged=sweeper.merged, cut_points=sweeper.store.count, failed_merges=sweeper.local.failed)
+    # Throughput of the symbolic core: scalar operations (one per elementwise result, 2K - 1
+    # per dot result, n - 1 per sum of n) per second of symbolic execution, sweep included.
+    p.stats["element_ops"] = p.alg.element_ops
+    p.stats["element_ops_per_s"] = round(p.alg.element_ops / max(p.stats["symbolic_s"], 1e-6))
     progress(p.options, f"symbolic execution of {p.stats['ops_ref']} + {p.stats['ops_other']} ops, "
                         f"{sweeper.merged} values merged: {p.stats['symbolic_s']:.2f} s")
     p.ctx = _Context(p.ref, p.other, sweeper, p.alg, p.inputs, p.constraints, p.types, p.names, p.options)

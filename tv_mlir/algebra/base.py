@@ -98,6 +98,7 @@ class Symbolic(Algebra, Protocol):
     `tv_mlir.algebra.terms`, which knows the algebra's representation."""
 
     approximations: set[str]
+    element_ops: int  # scalar operations performed so far (elementwise results, dot and sum terms)
 
     def inputs(self, name: str, shape: tuple[int, ...], kind: Kind,
                unsigned: bool = False) -> tuple[np.ndarray, list[Any]]:

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import z3
 
+from tv_mlir.algebra.piecewise import PiecewiseChecker
 from tv_mlir.algebra.term import CMP, ITE, REAL, Term
 
 # z3's default som_blowup (10) stops expanding products early and then reports a zero
@@ -35,6 +36,14 @@ def difference_is_zero(a: Any, b: Any) -> bool:
     if z3.is_rational_value(d):
         return d.numerator_as_long() == 0
     return ite_difference_is_zero(a, b, d)
+
+
+def piecewise_equal(a: Any, b: Any, checker: PiecewiseChecker) -> bool:
+    """a == b by cases over the one integer variable both depend on (own terms only; see
+    `piecewise`): a lookup split over shards against the whole lookup."""
+    if not isinstance(a, Term) or not isinstance(b, Term):
+        return False
+    return checker.equal(a, b)
 
 
 # Indicator polynomials expand like products of (i*x + (1 - i)*y): selects nested in
@@ -162,6 +171,7 @@ class _Lattice:
         self._memo: dict[int, int] = {}  # z3 ast id -> node (the atoms keep the ids alive)
         self._keep: list[Any] = []
         self._neg: dict[int, int] = {}
+        self._dnfs: dict[int, frozenset[frozenset[int]]] = {}
 
     def _node(self, key: tuple[str, int, int]) -> int:
         n = self._intern.get(key)
@@ -282,8 +292,50 @@ class _Lattice:
                     return self._lat("max" if small_first else "min", a, b)
         return self._atom(t, 1)
 
+    def same_normal_form(self, a: int, b: int) -> bool | None:
+        """Whether nodes a and b have the same reduced disjunctive normal form (max over
+        an antichain of mins of atoms), which is unique in a free distributive lattice, so
+        the same form is the same function on every 0-1 assignment and different forms
+        differ on one. None when a form outgrows DNF_TERMS (networks that sort)."""
+        try:
+            return self._dnf(a) == self._dnf(b)
+        except _TooLarge:
+            return None
+
+    def _dnf(self, root: int) -> frozenset[frozenset[int]]:
+        memo = self._dnfs
+        stack = [root]
+        while stack:  # children first, without recursion (networks can be deep)
+            n = stack[-1]
+            if n in memo:
+                stack.pop()
+                continue
+            op, x, y = self.nodes[n]
+            if op == "atom":
+                memo[n] = frozenset({frozenset({x})})
+                stack.pop()
+                continue
+            missing = [k for k in (x, y) if k not in memo]
+            if missing:
+                stack.extend(missing)
+                continue
+            stack.pop()
+            if op == "max":
+                terms = memo[x] | memo[y]
+            else:
+                if len(memo[x]) * len(memo[y]) > DNF_TERMS:
+                    raise _TooLarge
+                terms = frozenset(s | t for s in memo[x] for t in memo[y])
+            memo[n] = _antichain(terms)
+        return memo[root]
+
     def equal_on_01(self, a: int, b: int, max_atoms: int) -> bool:
-        """Nodes a and b agree on every 0-1 assignment of the atoms below them."""
+        """Nodes a and b agree on every 0-1 assignment of the atoms below them: by normal
+        forms, or for a network whose normal form is too large, by enumerating the
+        assignments of at most max_atoms atoms."""
+        same = self.same_normal_form(a, b)
+        if same is not None:
+            return same
         seen: set[int] = set()
         stack = [a, b]
         while stack:
@@ -309,6 +361,25 @@ class _Lattice:
             else:
                 vals[n] = vals[x] | vals[y]
         return bool(np.array_equal(vals[a], vals[b]))
+
+
+DNF_TERMS = 4096  # conjunctions in a normal form before it is given up
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _antichain(terms: frozenset[frozenset[int]]) -> frozenset[frozenset[int]]:
+    """The terms without those absorbed by a smaller one (x | (x & y) == x)."""
+    if len(terms) > DNF_TERMS:
+        raise _TooLarge
+    ordered = sorted(terms, key=len)
+    kept: list[frozenset[int]] = []
+    for t in ordered:
+        if not any(k <= t for k in kept):
+            kept.append(t)
+    return frozenset(kept)
 
 
 def _normalised(d: Term, signed: bool = False) -> Term:

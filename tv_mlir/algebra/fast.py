@@ -105,6 +105,13 @@ class FastAlgebra:
     symbolic: bool = True
     store: TermStore = field(default_factory=TermStore)
     approximations: set[str] = field(default_factory=set)
+    element_ops: int = 0  # scalar operations performed (see `_vec`, `dot`, `reduce_sum`)
+
+    def _vec(self, fn: Any, *arrays: np.ndarray) -> np.ndarray:
+        """fn elementwise, counted: one element op per result element."""
+        out = vec(fn, *arrays)
+        self.element_ops += out.size
+        return out
 
     # -- small helpers over the store -------------------------------------------
     def _int(self, x: int | Term) -> Term:
@@ -395,43 +402,43 @@ class FastAlgebra:
     # -- arithmetic ---------------------------------------------------------------
     def add(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         if kind is Kind.FLOAT:
-            return vec(self.f_add, a, b)
+            return self._vec(self.f_add, a, b)
         if kind is Kind.BOOL:
-            return vec(self.store.or_, a, b)
-        return vec(lambda x, y: self._int_binop(x, y, "+"), a, b)
+            return self._vec(self.store.or_, a, b)
+        return self._vec(lambda x, y: self._int_binop(x, y, "+"), a, b)
 
     def sub(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         if kind is Kind.FLOAT:
-            return vec(lambda x, y: self.f_add(x, self.f_neg(y)), a, b)
-        return vec(lambda x, y: self._int_binop(x, y, "-"), a, b)
+            return self._vec(lambda x, y: self.f_add(x, self.f_neg(y)), a, b)
+        return self._vec(lambda x, y: self._int_binop(x, y, "-"), a, b)
 
     def mul(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         if kind is Kind.FLOAT:
-            return vec(self.f_mul, a, b)
+            return self._vec(self.f_mul, a, b)
         if kind is Kind.BOOL:
-            return vec(self.store.and_, a, b)
-        return vec(lambda x, y: self._int_binop(x, y, "*"), a, b)
+            return self._vec(self.store.and_, a, b)
+        return self._vec(lambda x, y: self._int_binop(x, y, "*"), a, b)
 
     def div(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         if kind is Kind.FLOAT:
-            return vec(self.f_div, a, b)
-        return vec(self._int_trunc_div, a, b)
+            return self._vec(self.f_div, a, b)
+        return self._vec(self._int_trunc_div, a, b)
 
     def rem(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         if kind is Kind.FLOAT:
-            return vec(self.f_rem, a, b)
-        return vec(self._int_rem, a, b)
+            return self._vec(self.f_rem, a, b)
+        return self._vec(self._int_rem, a, b)
 
     def neg(self, a: np.ndarray, kind: Kind) -> np.ndarray:
         if kind is Kind.FLOAT:
-            return vec(self.f_neg, a)
-        return vec(lambda x: -x if isinstance(x, int) else self._fold_int(self.store.neg(x)), a)
+            return self._vec(self.f_neg, a)
+        return self._vec(lambda x: -x if isinstance(x, int) else self._fold_int(self.store.neg(x)), a)
 
     def abs(self, a: np.ndarray, kind: Kind) -> np.ndarray:
         s = self.store
         if kind is Kind.FLOAT:
-            return vec(lambda x: self.f_select(self.negative(x), self.f_neg(x), x), a)
-        return vec(lambda x: abs(x) if isinstance(x, int) else s.ite(s.lt(x, s.int_(0)), s.neg(x), x), a)
+            return self._vec(lambda x: self.f_select(self.negative(x), self.f_neg(x), x), a)
+        return self._vec(lambda x: abs(x) if isinstance(x, int) else s.ite(s.lt(x, s.int_(0)), s.neg(x), x), a)
 
     def sign(self, a: np.ndarray, kind: Kind) -> np.ndarray:
         s = self.store
@@ -440,14 +447,14 @@ class FastAlgebra:
                 k = self._ite_cls(self.nan(x), NAN, FIN)
                 v = s.ite(self.negative(x), s.real(-1), s.ite(self.zero(x), s.real(0), s.real(1)))
                 return FF(v, k)
-            return vec(f, a)
+            return self._vec(f, a)
 
         def g(x: int | Term) -> int | Term:
             if isinstance(x, int):
                 return (x > 0) - (x < 0)
             zero = s.int_(0)
             return s.ite(s.lt(zero, x), s.int_(1), s.ite(s.lt(x, zero), s.int_(-1), zero))
-        return vec(g, a)
+        return self._vec(g, a)
 
     def max(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         return self._minmax(a, b, kind, True)
@@ -458,15 +465,15 @@ class FastAlgebra:
     def _minmax(self, a: np.ndarray, b: np.ndarray, kind: Kind, is_max: bool) -> np.ndarray:
         s = self.store
         if kind is Kind.FLOAT:
-            return vec(lambda x, y: self.f_max(x, y, is_max), a, b)
+            return self._vec(lambda x, y: self.f_max(x, y, is_max), a, b)
         if kind is Kind.BOOL:
-            return vec(s.or_ if is_max else s.and_, a, b)
+            return self._vec(s.or_ if is_max else s.and_, a, b)
 
         def pick(x: int | Term, y: int | Term) -> int | Term:
             if not isinstance(x, int) and not isinstance(y, int) and x.id > y.id:
                 x, y = y, x
             return self._ite_int(self._int_cmp("GE" if is_max else "LE", x, y), x, y)
-        return vec(pick, a, b)
+        return self._vec(pick, a, b)
 
     def _rounding(self, a: np.ndarray, fn: Callable[[Term], Term]) -> np.ndarray:
         s = self.store
@@ -475,7 +482,7 @@ class FastAlgebra:
             if x.k == FIN and isinstance(x.k, int):
                 return FF(fn(x.v), x.k)
             return FF(s.ite(self.fin(x), fn(x.v), x.v), x.k)
-        return vec(r, a)
+        return self._vec(r, a)
 
     def floor(self, a: np.ndarray) -> np.ndarray:
         return self._rounding(a, self.store.floor)
@@ -508,24 +515,24 @@ class FastAlgebra:
         return self._rounding(a, f)
 
     def is_finite(self, a: np.ndarray) -> np.ndarray:
-        return vec(self.fin, a)
+        return self._vec(self.fin, a)
 
     def compare(self, direction: str, a: np.ndarray, b: np.ndarray, kind: Kind, total_order: bool) -> np.ndarray:
         if kind is Kind.FLOAT:
             if total_order:
-                return vec(lambda x, y: self._total_compare(direction, x, y), a, b)
-            return vec(lambda x, y: self.f_compare(direction, x, y, False), a, b)
+                return self._vec(lambda x, y: self._total_compare(direction, x, y), a, b)
+            return self._vec(lambda x, y: self.f_compare(direction, x, y, False), a, b)
         if kind is Kind.BOOL:
-            return vec(lambda x, y: self._bool_cmp(direction, x, y), a, b)
-        return vec(lambda x, y: self._int_cmp(direction, x, y), a, b)
+            return self._vec(lambda x, y: self._bool_cmp(direction, x, y), a, b)
+        return self._vec(lambda x, y: self._int_cmp(direction, x, y), a, b)
 
     def select(self, pred: np.ndarray, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         s = self.store
         if kind is Kind.FLOAT:
-            return vec(self.f_select, pred, a, b)
+            return self._vec(self.f_select, pred, a, b)
         if kind is Kind.BOOL:
-            return vec(s.bite, pred, a, b)
-        return vec(lambda c, x, y: self._fold_ite_int(c, x, y), pred, a, b)
+            return self._vec(s.bite, pred, a, b)
+        return self._vec(lambda c, x, y: self._fold_ite_int(c, x, y), pred, a, b)
 
     def _fold_ite_int(self, c: Bool, x: int | Term, y: int | Term) -> int | Term:
         if isinstance(c, bool):
@@ -536,17 +543,17 @@ class FastAlgebra:
         s = self.store
         if t.is_bool:
             if op == "not":
-                return vec(s.not_, a)
+                return self._vec(s.not_, a)
             assert b is not None, f"{op} takes two operands"
-            return vec({"and": s.and_, "or": s.or_, "xor": s.xor}[op], a, b)
+            return self._vec({"and": s.and_, "or": s.or_, "xor": s.xor}[op], a, b)
         width, signed = t.bit_width, not t.is_unsigned
 
         def g(*xs: int | Term) -> int | Term:
             return self._fold_int(s.bits(op, width, signed, [self._int(x) for x in xs]))
         if op == "not":
-            return vec(g, a)
+            return self._vec(g, a)
         assert b is not None, f"{op} takes two operands"
-        return vec(g, a, b)
+        return self._vec(g, a, b)
 
     def convert(self, a: np.ndarray, src: TensorType, dst: TensorType) -> np.ndarray:
         s = self.store
@@ -554,7 +561,7 @@ class FastAlgebra:
             if dst.is_float:
                 return a
             if dst.is_bool:
-                return vec(lambda x: s.or_(s.not_(self.fin(x)), s.not_(s.eq(x.v, s.real(0)))), a)
+                return self._vec(lambda x: s.or_(s.not_(self.fin(x)), s.not_(s.eq(x.v, s.real(0)))), a)
             lo, hi = int_range(dst)
 
             def to_int(x: FF) -> int | Term:
@@ -570,18 +577,18 @@ class FastAlgebra:
                 out = s.ite(self._cls_eq(x.k, NAN), s.int_(0),
                             s.ite(self._cls_eq(x.k, POS), s.int_(hi), s.ite(self._cls_eq(x.k, NEG), s.int_(lo), trunc)))
                 return self._fold_int(out)
-            return vec(to_int, a)
+            return self._vec(to_int, a)
         if src.is_bool:
             if dst.is_float:
-                return vec(lambda x: FF(s.real(int(x)) if isinstance(x, bool) else s.ite(x, s.real(1), s.real(0)),
+                return self._vec(lambda x: FF(s.real(int(x)) if isinstance(x, bool) else s.ite(x, s.real(1), s.real(0)),
                                          FIN), a)
             if dst.is_bool:
                 return a
-            return vec(lambda x: self._ite_int(x, 1, 0), a)
+            return self._vec(lambda x: self._ite_int(x, 1, 0), a)
         if dst.is_float:
-            return vec(lambda x: FF(s.real(x) if isinstance(x, int) else s.to_real(x), FIN), a)
+            return self._vec(lambda x: FF(s.real(x) if isinstance(x, int) else s.to_real(x), FIN), a)
         if dst.is_bool:
-            return vec(lambda x: x != 0 if isinstance(x, int) else s.not_(s.eq(x, s.int_(0))), a)
+            return self._vec(lambda x: x != 0 if isinstance(x, int) else s.not_(s.eq(x, s.int_(0))), a)
         return a
 
     def _total_compare(self, direction: str, x: FF, y: FF) -> Bool:
@@ -617,7 +624,7 @@ class FastAlgebra:
             k = self._ite_cls(all_fin, dom, s.uf(f"{name}.class", norm + ks, INT))
             return FF(v, k)
 
-        return vec(apply, *args)
+        return self._vec(apply, *args)
 
     # -- contractions ---------------------------------------------------------------
     def dot(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
@@ -629,6 +636,7 @@ class FastAlgebra:
         s = self.store
         B, M, K = a.shape
         N = b.shape[1]
+        self.element_ops += B * M * N * max(2 * K - 1, 0)  # K products and K - 1 sums per result
         out = np.empty((B, M, N), dtype=object)
         for bi in range(B):
             rows = [list(a[bi, m]) for m in range(M)]
@@ -638,13 +646,15 @@ class FastAlgebra:
             for m, row in enumerate(rows):
                 for n, col in enumerate(cols):
                     if finite_rows[m] and finite_cols[n]:
-                        out[bi, m, n] = FF(s.sum([s.mul(x.v, y.v) for x, y in zip(row, col)], REAL), FIN)
+                        out[bi, m, n] = FF(s.sum_of_products([(x.v, y.v) for x, y in zip(row, col)], REAL), FIN)
                     else:
                         out[bi, m, n] = self._sum([self.f_mul(x, y) for x, y in zip(row, col)], kind)
         return out
 
     def reduce_sum(self, a: np.ndarray, axes: tuple[int, ...], kind: Kind) -> np.ndarray:
-        return reduce_by_sums(a, axes, kind, self._sum)
+        out = reduce_by_sums(a, axes, kind, self._sum)
+        self.element_ops += max(a.size - out.size, 0)  # n - 1 sums per result of n elements
+        return out
 
     def _sum(self, items: list[Any], kind: Kind) -> Any:
         s = self.store

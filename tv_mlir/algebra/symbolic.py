@@ -465,6 +465,13 @@ class SymbolicAlgebra:
     # leaves equal polynomials in different forms.
     _simplify: Simplifier = field(default_factory=lambda: Simplifier(1_000_000))
     _keep: list[Any] = field(default_factory=list)
+    element_ops: int = 0  # scalar operations performed (see `_vec`, `dot`, `reduce_sum`)
+
+    def _vec(self, fn: Any, *arrays: np.ndarray) -> np.ndarray:
+        """fn elementwise, counted: one element op per result element."""
+        out = vec(fn, *arrays)
+        self.element_ops += out.size
+        return out
 
     # -- construction -------------------------------------------------------
     def constant(self, values: np.ndarray, kind: Kind) -> np.ndarray:
@@ -501,42 +508,42 @@ class SymbolicAlgebra:
     # -- arithmetic ---------------------------------------------------------
     def add(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         if kind is Kind.FLOAT:
-            return vec(sf_add, a, b)
+            return self._vec(sf_add, a, b)
         if kind is Kind.BOOL:
-            return vec(Or, a, b)
-        return vec(lambda x, y: _int_binop(x, y, "+"), a, b)
+            return self._vec(Or, a, b)
+        return self._vec(lambda x, y: _int_binop(x, y, "+"), a, b)
 
     def sub(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         if kind is Kind.FLOAT:
-            return vec(lambda x, y: sf_add(x, sf_neg(y)), a, b)
-        return vec(lambda x, y: _int_binop(x, y, "-"), a, b)
+            return self._vec(lambda x, y: sf_add(x, sf_neg(y)), a, b)
+        return self._vec(lambda x, y: _int_binop(x, y, "-"), a, b)
 
     def mul(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         if kind is Kind.FLOAT:
-            return vec(sf_mul, a, b)
+            return self._vec(sf_mul, a, b)
         if kind is Kind.BOOL:
-            return vec(And, a, b)
-        return vec(lambda x, y: _int_binop(x, y, "*"), a, b)
+            return self._vec(And, a, b)
+        return self._vec(lambda x, y: _int_binop(x, y, "*"), a, b)
 
     def div(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         if kind is Kind.FLOAT:
-            return vec(sf_div, a, b)
-        return vec(_int_trunc_div, a, b)
+            return self._vec(sf_div, a, b)
+        return self._vec(_int_trunc_div, a, b)
 
     def rem(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         if kind is Kind.FLOAT:
-            return vec(sf_rem, a, b)
-        return vec(_int_rem, a, b)
+            return self._vec(sf_rem, a, b)
+        return self._vec(_int_rem, a, b)
 
     def neg(self, a: np.ndarray, kind: Kind) -> np.ndarray:
         if kind is Kind.FLOAT:
-            return vec(sf_neg, a)
-        return vec(lambda x: -x, a)
+            return self._vec(sf_neg, a)
+        return self._vec(lambda x: -x, a)
 
     def abs(self, a: np.ndarray, kind: Kind) -> np.ndarray:
         if kind is Kind.FLOAT:
-            return vec(lambda x: sf_select(x.negative, sf_neg(x), x), a)
-        return vec(lambda x: abs(x) if isinstance(x, int) else z3.If(x < 0, -x, x), a)
+            return self._vec(lambda x: sf_select(x.negative, sf_neg(x), x), a)
+        return self._vec(lambda x: abs(x) if isinstance(x, int) else z3.If(x < 0, -x, x), a)
 
     def sign(self, a: np.ndarray, kind: Kind) -> np.ndarray:
         if kind is Kind.FLOAT:
@@ -544,8 +551,8 @@ class SymbolicAlgebra:
                 s = If(x.nan, NAN, FIN)
                 v = If(x.negative, z3.RealVal(-1), If(x.zero, ZERO, z3.RealVal(1)))
                 return SF(_real(v), s)
-            return vec(f, a)
-        return vec(lambda x: (x > 0) - (x < 0) if isinstance(x, int) else z3.If(x > 0, 1, z3.If(x < 0, -1, 0)), a)
+            return self._vec(f, a)
+        return self._vec(lambda x: (x > 0) - (x < 0) if isinstance(x, int) else z3.If(x > 0, 1, z3.If(x < 0, -1, 0)), a)
 
     def max(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         return self._minmax(a, b, kind, True)
@@ -555,17 +562,17 @@ class SymbolicAlgebra:
 
     def _minmax(self, a: np.ndarray, b: np.ndarray, kind: Kind, is_max: bool) -> np.ndarray:
         if kind is Kind.FLOAT:
-            return vec(lambda x, y: sf_max(x, y, is_max), a, b)
+            return self._vec(lambda x, y: sf_max(x, y, is_max), a, b)
         if kind is Kind.BOOL:
-            return vec(Or if is_max else And, a, b)
+            return self._vec(Or if is_max else And, a, b)
         def pick(x: Any, y: Any) -> Any:
             if not isinstance(x, int) and not isinstance(y, int) and x.get_id() > y.get_id():
                 x, y = y, x
             return If(_int_cmp("GE" if is_max else "LE", x, y), x, y)
-        return vec(pick, a, b)
+        return self._vec(pick, a, b)
 
     def _rounding(self, a: np.ndarray, fn: Callable[[Any], Any]) -> np.ndarray:
-        return vec(lambda x: SF(fn(x.v), x.k) if x.k == FIN else SF(If(x.fin, fn(x.v), x.v), x.k), a)
+        return self._vec(lambda x: SF(fn(x.v), x.k) if x.k == FIN else SF(If(x.fin, fn(x.v), x.v), x.k), a)
 
     def floor(self, a: np.ndarray) -> np.ndarray:
         return self._rounding(a, _floor_real)
@@ -591,28 +598,28 @@ class SymbolicAlgebra:
         return self._rounding(a, f)
 
     def is_finite(self, a: np.ndarray) -> np.ndarray:
-        return vec(lambda x: x.fin, a)
+        return self._vec(lambda x: x.fin, a)
 
     def compare(self, direction: str, a: np.ndarray, b: np.ndarray, kind: Kind, total_order: bool) -> np.ndarray:
         if kind is Kind.FLOAT:
             if total_order:
-                return vec(lambda x, y: self._total_compare(direction, x, y), a, b)
-            return vec(lambda x, y: sf_compare(direction, x, y, False), a, b)
+                return self._vec(lambda x, y: self._total_compare(direction, x, y), a, b)
+            return self._vec(lambda x, y: sf_compare(direction, x, y, False), a, b)
         if kind is Kind.BOOL:
-            return vec(lambda x, y: _bool_cmp(direction, x, y), a, b)
-        return vec(lambda x, y: _int_cmp(direction, x, y), a, b)
+            return self._vec(lambda x, y: _bool_cmp(direction, x, y), a, b)
+        return self._vec(lambda x, y: _int_cmp(direction, x, y), a, b)
 
     def select(self, pred: np.ndarray, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         if kind is Kind.FLOAT:
-            return vec(sf_select, pred, a, b)
-        return vec(If, pred, a, b)
+            return self._vec(sf_select, pred, a, b)
+        return self._vec(If, pred, a, b)
 
     def logic(self, op: str, a: np.ndarray, b: np.ndarray | None, t: TensorType) -> np.ndarray:
         if t.is_bool:
             if op == "not":
-                return vec(Not, a)
+                return self._vec(Not, a)
             assert b is not None, f"{op} takes two operands"
-            return vec({"and": And, "or": Or, "xor": Xor}[op], a, b)
+            return self._vec({"and": And, "or": Or, "xor": Xor}[op], a, b)
         width = t.bit_width
         signed = not t.is_unsigned
 
@@ -631,17 +638,17 @@ class SymbolicAlgebra:
             return g
 
         if op == "not":
-            return vec(fold(lambda x: ~x, lambda x: ~x), a)
+            return self._vec(fold(lambda x: ~x, lambda x: ~x), a)
         assert b is not None, f"{op} takes two operands"
         py = {"and": lambda x, y: x & y, "or": lambda x, y: x | y, "xor": lambda x, y: x ^ y}[op]
-        return vec(fold(py, py), a, b)
+        return self._vec(fold(py, py), a, b)
 
     def convert(self, a: np.ndarray, src: TensorType, dst: TensorType) -> np.ndarray:
         if src.is_float:
             if dst.is_float:
                 return a
             if dst.is_bool:
-                return vec(lambda x: Or(Not(x.fin), Not(_cmp(x.v, "==", ZERO))), a)
+                return self._vec(lambda x: Or(Not(x.fin), Not(_cmp(x.v, "==", ZERO))), a)
             lo, hi = int_range(dst)
 
             def to_int(x: SF) -> Any:
@@ -655,21 +662,21 @@ class SymbolicAlgebra:
                 if x.k == FIN:
                     return trunc
                 return If(Eq(x.k, NAN), 0, If(Eq(x.k, POS), hi, If(Eq(x.k, NEG), lo, trunc)))
-            return vec(to_int, a)
+            return self._vec(to_int, a)
         if src.is_bool:
             if dst.is_float:
                 def as_real(x: Any) -> Any:
                     return _real(If(x, Fraction(1), Fraction(0))) if isinstance(x, bool) else \
                         z3.If(x, z3.RealVal(1), ZERO)
-                return vec(lambda x: SF(as_real(x), FIN), a)
+                return self._vec(lambda x: SF(as_real(x), FIN), a)
             if dst.is_bool:
                 return a
-            return vec(lambda x: If(x, 1, 0), a)
+            return self._vec(lambda x: If(x, 1, 0), a)
         # integer source
         if dst.is_float:
-            return vec(lambda x: SF(z3.RealVal(x) if isinstance(x, int) else z3.ToReal(x), FIN), a)
+            return self._vec(lambda x: SF(z3.RealVal(x) if isinstance(x, int) else z3.ToReal(x), FIN), a)
         if dst.is_bool:
-            return vec(lambda x: Not(Eq(x, 0)), a)
+            return self._vec(lambda x: Not(Eq(x, 0)), a)
         return a
 
     def _total_compare(self, direction: str, x: SF, y: SF) -> Any:
@@ -714,14 +721,18 @@ class SymbolicAlgebra:
             k = If(all_fin, _domain(name, norm, dk(*norm)), kf(*norm, *ks))
             return SF(v, k)
 
-        return vec(apply, *args)
+        return self._vec(apply, *args)
 
     # -- contractions -------------------------------------------------------
     def dot(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
+        # The products count themselves (through `mul`); the K - 1 sums per result here.
+        self.element_ops += a.shape[0] * a.shape[1] * b.shape[1] * max(a.shape[2] - 1, 0)
         return dot_by_sums(a, b, kind, self.mul, self._sum)
 
     def reduce_sum(self, a: np.ndarray, axes: tuple[int, ...], kind: Kind) -> np.ndarray:
-        return reduce_by_sums(a, axes, kind, self._sum)
+        out = reduce_by_sums(a, axes, kind, self._sum)
+        self.element_ops += max(a.size - out.size, 0)  # n - 1 sums per result of n elements
+        return out
 
     def _sum(self, items: list[Any], kind: Kind) -> Any:
         if kind is Kind.FLOAT:

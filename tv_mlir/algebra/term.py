@@ -61,15 +61,19 @@ PolyData = tuple[tuple[Monomial, Coeff], ...]
 class Term:
     """One node, made only by a `TermStore`: equal structure, same object."""
 
-    __slots__ = ("id", "kind", "sort", "args", "data", "store", "__weakref__")
+    __slots__ = ("id", "kind", "sort", "args", "data", "store", "const", "leaf", "__weakref__")
 
-    def __init__(self, id_: int, kind: str, sort: str, args: tuple[Term, ...], data: Any, store: TermStore) -> None:
+    def __init__(self, id_: int, kind: str, sort: str, args: tuple[Term, ...], data: Any, store: TermStore,
+                 const: Fraction | None = None, leaf: Term | None = None) -> None:
         self.id = id_
         self.kind = kind
         self.sort = sort
         self.args = args
         self.data = data
         self.store = store  # the store that made it: the term layer builds new terms from any term
+        # Read on every element the sweep touches, so worked out once here:
+        self.const = const  # a constant polynomial's value
+        self.leaf = leaf  # the free constant (VAR atom) a `1 * var` polynomial is; a BVAR itself
 
     def __repr__(self) -> str:
         return f"Term#{self.id}({self.kind}, {self.sort})"
@@ -96,6 +100,8 @@ class TermStore:
         t = self._intern.get(key)
         if t is None:
             t = Term(len(self.nodes), kind, sort, args, data, self)
+            if kind == BVAR:
+                t.leaf = t
             self.nodes.append(t)
             self._intern[key] = t
         return t
@@ -114,10 +120,24 @@ class TermStore:
         key = (POLY, sort, data)
         t = self._intern.get(key)
         if t is None:
-            atoms = sorted({a for m, _ in data for a, _ in m})
-            t = Term(len(self.nodes), POLY, sort, tuple(self.nodes[a] for a in atoms), data, self)
-            self.nodes.append(t)
+            t = self._new_poly(sort, data)
             self._intern[key] = t
+        return t
+
+    def _new_poly(self, sort: str, data: PolyData) -> Term:
+        atoms = sorted({a for m, _ in data for a, _ in m})
+        const: Fraction | None = None
+        leaf: Term | None = None
+        if not data:
+            const = Fraction(0)
+        elif len(data) == 1:
+            (m, c), = data
+            if not m:
+                const = Fraction(c)
+            elif c == 1 and len(m) == 1 and m[0][1] == 1 and self.nodes[m[0][0]].kind == VAR:
+                leaf = self.nodes[m[0][0]]
+        t = Term(len(self.nodes), POLY, sort, tuple(self.nodes[a] for a in atoms), data, self, const, leaf)
+        self.nodes.append(t)
         return t
 
     def polynomial(self, sort: str, terms: dict[Monomial, Coeff]) -> Term:
@@ -125,7 +145,13 @@ class TermStore:
         return self._poly(sort, terms)
 
     def _atom_poly(self, atom: Term) -> Term:
-        return self._poly(atom.sort, {((atom.id, 1),): 1})
+        data: PolyData = ((((atom.id, 1),), 1),)
+        key = (POLY, atom.sort, data)
+        t = self._intern.get(key)
+        if t is None:
+            t = self._new_poly(atom.sort, data)
+            self._intern[key] = t
+        return t
 
     # -- constants and variables ---------------------------------------------
     def real(self, value: int | Fraction) -> Term:
@@ -152,16 +178,10 @@ class TermStore:
         assert p.kind == POLY, p
         return p.data
 
-    def constant(self, p: Term) -> Fraction | None:
+    @staticmethod
+    def constant(p: Term) -> Fraction | None:
         """The value of a constant polynomial, else None."""
-        if p.kind != POLY:
-            return None
-        data = p.data
-        if not data:
-            return Fraction(0)
-        if len(data) == 1 and data[0][0] == ():
-            return Fraction(data[0][1])
-        return None
+        return p.const
 
     def atom_of(self, p: Term) -> Term | None:
         """The atom a polynomial is (1 * atom), else None."""
@@ -210,6 +230,25 @@ class TermStore:
                 m = _mono_mul(ma, mb)
                 acc[m] = acc.get(m, 0) + ca * cb
         return self._poly(a.sort, acc)
+
+    def sum_of_products(self, pairs: Iterable[tuple[Term, Term]], sort: str) -> Term:
+        """sum(a * b for a, b in pairs): the same term as `sum` of `mul`s, without interning
+        a polynomial per product (the inner loop of every contraction)."""
+        acc: dict[Monomial, Coeff] = {}
+        get = acc.get
+        for a, b in pairs:
+            ta, tb = a.data, b.data
+            if a.kind != POLY or b.kind != POLY:
+                raise ValueError("products of polynomials only")
+            if len(ta) * len(tb) > EXPAND_LIMIT:
+                for m, c in self.mul(a, b).data:
+                    acc[m] = get(m, 0) + c
+                continue
+            for ma, ca in ta:
+                for mb, cb in tb:
+                    m = _mono_mul(ma, mb)
+                    acc[m] = get(m, 0) + ca * cb
+        return self._poly(sort, acc)
 
     def sum(self, ps: Sequence[Term], sort: str) -> Term:
         return self.add(*ps) if ps else (self.real(0) if sort == REAL else self.int_(0))
@@ -408,6 +447,11 @@ class TermStore:
             memo[node.id] = mapping[node.id] if node.id in mapping else self._rebuild(node, memo)
         return memo[t.id]
 
+    def replace_atoms(self, p: Term, mapping: dict[int, Term]) -> Term:
+        """The polynomial p with some of its own atoms (by id) replaced by polynomials, one
+        level deep: unlike `substitute`, nothing under the atoms is walked."""
+        return self._rebuild(p, {a.id: mapping.get(a.id, a) for a in p.args})
+
     def _rebuild(self, t: Term, memo: dict[int, Any]) -> Any:
         args = [memo[a.id] for a in t.args]
         if all(x is a for x, a in zip(args, t.args)):
@@ -485,6 +529,11 @@ def _mono_mul(a: Monomial, b: Monomial) -> Monomial:
         return b
     if not b:
         return a
+    if len(a) == 1 and len(b) == 1:  # two atoms: the common case of products of cut points
+        (x, ex), (y, ey) = a[0], b[0]
+        if x == y:
+            return ((x, ex + ey),)
+        return (a[0], b[0]) if x < y else (b[0], a[0])
     acc = dict(a)
     for atom, e in b:
         acc[atom] = acc.get(atom, 0) + e

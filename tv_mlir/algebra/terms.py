@@ -22,7 +22,7 @@ from tv_mlir.algebra import fast
 from tv_mlir.algebra.base import Kind
 from tv_mlir.algebra.fast import FF
 from tv_mlir.algebra.symbolic import FIN, NAN, NEG, POS, POSITIVE_CUT_PREFIX, SF, Simplifier, known_positive, lift_any
-from tv_mlir.algebra.term import BOOL, BVAR, INT, POLY, REAL, VAR, Term, TermStore
+from tv_mlir.algebra.term import BVAR, INT, REAL, VAR, Term, TermStore
 from tv_mlir.algebra.term_z3 import Z3Translator
 
 FLOATS = (SF, FF)
@@ -96,27 +96,16 @@ def element_id(x: Any) -> Any:
 def term_id(t: Any) -> int:
     """A term's id. An own free constant is a polynomial `1 * atom`: its id is the atom's,
     the id under which other terms mention it (and under which `scan` reports it)."""
-    if isinstance(t, Term):
-        atom = _own_constant(t)
-        return atom.id if atom is not None else t.id
+    if type(t) is Term:
+        leaf = t.leaf
+        return leaf.id if leaf is not None else t.id
     return int(t.get_id())
-
-
-def _own_constant(t: Term) -> Term | None:
-    """The VAR atom an own polynomial is (a free constant), else None."""
-    if t.kind == BVAR:
-        return t
-    if t.kind == POLY:
-        atom = t.store.atom_of(t)
-        if atom is not None and atom.kind == VAR:
-            return atom
-    return None
 
 
 def is_compound(t: Any) -> bool:
     """An application with arguments (not an input, a cut variable or a literal)."""
-    if isinstance(t, Term):
-        return _own_constant(t) is None and t.store.constant(t) is None if t.sort != BOOL else t.kind != BVAR
+    if type(t) is Term:
+        return t.leaf is None and t.const is None
     return bool(t.num_args() > 0)
 
 
@@ -239,6 +228,16 @@ def class_equality(ka: Any, kb: Any) -> Any:
     if isinstance(ka, int):
         return z3.IntVal(ka) == kb
     return ka == (z3.IntVal(kb) if isinstance(kb, int) else kb)
+
+
+def class_term(k: Any, like: Any) -> Any | None:
+    """An IEEE class as an own int term (a known class as a constant of `like`'s store);
+    None for the z3 core."""
+    if isinstance(k, Term):
+        return k
+    if isinstance(like, Term):
+        return like.store.int_(k)
+    return None
 
 
 def formula(eq: Any) -> Any:

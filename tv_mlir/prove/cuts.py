@@ -40,7 +40,18 @@ class Cut:
     vars: frozenset[int] = frozenset()  # ids of the cut variables the definition mentions
     leaves: frozenset[int] = frozenset()  # ids of the other free constants (program inputs)
     local_approximation: bool = False  # the definition itself applies an uninterpreted function
-    origin: Origin | None = None
+    site: Origin | None = None  # the op result it was cut from (index not set)
+    position: int = 0  # the element's flat position in that result
+    shape: tuple[int, ...] = ()  # the result's shape
+
+    @property
+    def origin(self) -> Origin | None:
+        """Where the value was computed, with the element's index (worked out only for
+        reports: most cuts never need it)."""
+        if self.site is None:
+            return None
+        index = tuple(int(i) for i in np.unravel_index(self.position, self.shape)) if self.shape else ()
+        return replace(self.site, index=index)
 
 
 @dataclass
@@ -57,25 +68,18 @@ class CutStore:
     def cut_array(self, arr: np.ndarray) -> np.ndarray:
         new = np.empty(arr.shape, dtype=object)
         flat, src = new.reshape(-1), arr.reshape(-1)
-        base = self.origin
-        if base is None:
-            for i in range(src.size):
-                flat[i] = self._cut(src[i])
-            return new
-        for i, idx in enumerate(np.ndindex(*arr.shape)):
-            self.origin = replace(base, index=idx)
-            flat[i] = self._cut(src[i])
-        self.origin = base
+        shape = arr.shape
+        for i in range(src.size):
+            x = src[i]
+            if T.is_folded(x):
+                flat[i] = x
+                continue
+            terms = T.element_terms(x)
+            cut = [self._cut_term(t, i, shape) for t in terms]
+            flat[i] = x if all(c is t for c, t in zip(cut, terms)) else T.with_terms(x, cut)
         return new
 
-    def _cut(self, x: Any) -> Any:
-        if T.is_folded(x):
-            return x
-        terms = T.element_terms(x)
-        cut = [self._cut_term(t) for t in terms]
-        return x if all(c is t for c, t in zip(cut, terms)) else T.with_terms(x, cut)
-
-    def _cut_term(self, t: Any) -> Any:
+    def _cut_term(self, t: Any, position: int, shape: tuple[int, ...]) -> Any:
         if not T.is_compound(t):  # an input, a cut variable or a literal
             return t
         key = T.term_id(t)
@@ -83,7 +87,7 @@ class CutStore:
         if hit is not None:  # the same term already has a variable (in either program)
             return hit
         var = T.fresh_cut(t)
-        self.cuts_by_id[T.term_id(var)] = Cut(var, t, self.count, origin=self.origin)
+        self.cuts_by_id[T.term_id(var)] = Cut(var, t, self.count, site=self.origin, position=position, shape=shape)
         self._by_term[key] = var
         self.count += 1
         return var
@@ -95,6 +99,11 @@ class CutStore:
             cut.vars, cut.leaves, cut.local_approximation = self._scan(cut.term)
             cut.scanned = True
         return cut
+
+    def definition(self, var: Any) -> Any | None:
+        """The defining term of a cut variable (given as its free constant), else None."""
+        cut = self.cuts_by_id.get(T.term_id(var))
+        return None if cut is None else cut.term
 
     def alias(self, ours: Any, ref: Any) -> None:
         """`ours` was proved equal to the reference element `ref`: later terms identical to

@@ -11,7 +11,8 @@ from typing import Any
 
 from tv_mlir.algebra import Kind, Symbolic
 from tv_mlir.algebra import terms as T
-from tv_mlir.algebra.checks import difference_is_zero, ite_difference_is_zero, lattice_equal
+from tv_mlir.algebra.checks import difference_is_zero, ite_difference_is_zero, lattice_equal, piecewise_equal
+from tv_mlir.algebra.piecewise import PiecewiseChecker
 from tv_mlir.prove import solve
 from tv_mlir.prove.cuts import CutStore
 
@@ -35,11 +36,15 @@ class LocalProver:
     store: CutStore
     alg: Symbolic
     timeout_s: float = 0.2  # per batched local solver call
-    unfold_steps: int = 12  # newest-first unfolding batches per local proof
+    unfold_steps: int = 24  # newest-first unfolding batches per local proof
     max_unfold: int = 400  # cut variables unfolded per local proof before giving up
     deep: int = 3  # common cut points unfolded when the sides meet but do not prove equal
     failed: int = 0
     _simplify: Any = field(default_factory=lambda: T.sweep_simplifier(SWEEP_BLOWUP))
+    _cases: PiecewiseChecker = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._cases = PiecewiseChecker(self.store.definition)
 
     def prove_pairs(self, pairs: Sequence[tuple[Any, Any]], kind: Kind, timeout_s: float,
                     steps: int | None = None, max_unfold: int | None = None,
@@ -137,7 +142,8 @@ class LocalProver:
         if lv != rv:
             return _Attempt(False)
         finite = T.finite_float(a) and T.finite_float(b)
-        if finite and ite_difference_is_zero(left[0], right[0]):
+        if finite and (piecewise_equal(left[0], right[0], self._cases) or
+                       ite_difference_is_zero(left[0], right[0])):
             return _Attempt(True)
         if not finite and T.is_float(a) and T.is_float(b) and self._split_equal(a, b, left, right):
             return _Attempt(True)
@@ -148,12 +154,18 @@ class LocalProver:
         when the classes are equal for all values of the free constants and the values are
         the same polynomial (then they agree whatever the class). Proving the two apart
         keeps nonlinear real arithmetic away from the solver, which only sees classes."""
-        if not difference_is_zero(left[0], right[0]):
+        if not (difference_is_zero(left[0], right[0]) or piecewise_equal(left[0], right[0], self._cases)):
             return False
         ka = left[1] if T.symbolic_class(a) else T.float_class(a)
         right_k = right[1] if T.symbolic_class(b) else T.float_class(b)
         same = T.class_equality(ka, right_k)
-        return T.simplifies_true(same, self._simplify) or solve.valid(T.formula(same), self.timeout_s)
+        if T.simplifies_true(same, self._simplify):
+            return True
+        # A class that depends on an index (a gather that fills NaN out of range): by cases.
+        ta, tb = T.class_term(ka, left[0]), T.class_term(right_k, right[0])
+        if ta is not None and tb is not None and piecewise_equal(ta, tb, self._cases):
+            return True
+        return solve.valid(T.formula(same), self.timeout_s)
 
     def _equal(self, a: Any, b: Any, left: list[Any], right: list[Any], kind: Kind) -> Any:
         """a == b with their terms replaced by `left` and `right`. Finite floats (the usual

@@ -68,6 +68,7 @@ class Sweeper:
     _proof_s: float = 0.0
     _tried: set[tuple[Any, Any]] = field(default_factory=set)  # (reference, ours) proofs tried
     _dtypes: dict[Any, str] = field(default_factory=dict)  # reference element id -> its float type
+    _float_types: set[str] = field(default_factory=set)  # the float types in _dtypes
     precision: dict[tuple[str, str, str, str], PrecisionFinding] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -90,6 +91,7 @@ class Sweeper:
                     self.table.setdefault(key, []).append(x)
                     if t.is_float:
                         self._dtypes.setdefault(T.element_id(x), t.dtype)
+                        self._float_types.add(t.dtype)
 
     def record_ref(self, op: Op, results: list[np.ndarray]) -> list[np.ndarray]:
         out = []
@@ -106,11 +108,14 @@ class Sweeper:
                             cands.append(x)
                             if t.is_float:
                                 self._dtypes.setdefault(T.element_id(x), t.dtype)
+                                self._float_types.add(t.dtype)
             out.append(new)
         self.store.origin = None
         return out
 
     def _note_precision(self, op: Op, t: TensorType, ref_element: Any) -> None:
+        if not t.is_float or self._float_types <= {t.dtype}:  # nothing of another float type to meet
+            return
         ref_dtype = self._dtypes.get(T.element_id(ref_element))
         if t.is_float and ref_dtype is not None and ref_dtype != t.dtype:
             f = PrecisionFinding(op.name, op.loc, t.dtype, ref_dtype)
