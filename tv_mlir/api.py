@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from tv_mlir.driver import prove_pair
 from tv_mlir.errors import Unsupported, UsageError
 from tv_mlir.frontend import symshape
 from tv_mlir.frontend.classify import check_signatures
-from tv_mlir.frontend.read import BYTECODE_MAGIC, Loaded, load_module, load_module_mlir, read_source
+from tv_mlir.frontend.read import BYTECODE_MAGIC, Loaded, SourceSpec, load_module, load_module_mlir, read_source
 from tv_mlir.ir import Module
 from tv_mlir.options import Options
 from tv_mlir.passes import load_pipeline, run_pipeline
@@ -24,7 +23,9 @@ from tv_mlir.verdict import Verdict
 from tv_mlir.witness.replay import xla_replay
 from tv_mlir.witness.settle import concrete_inputs, py_list
 
-ModuleLike = str | bytes | Path | Module
+# A path (str or os.PathLike), MLIR text, bytes, a text or binary stream (frontend.read.read_source
+# has the rule), or a module already read.
+ModuleLike = SourceSpec | Module
 CORES = ("own", "z3")  # Options.core
 
 
@@ -38,14 +39,14 @@ def prepare(spec: ModuleLike | Loaded, options: Options, name: str | None = None
 def verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, **overrides: Any) -> Verdict:
     """Prove `ref` and `other` compute the same function, or find an input where they differ.
     Raises ParseError/UsageError for unreadable or incomparable inputs."""
-    options = replace(options or Options(), **overrides)
+    options = resolve_options(options, overrides)
     if options.core not in CORES:
         raise UsageError(f"unknown symbolic core {options.core!r} (choose one of {', '.join(CORES)})")
     t0 = time.perf_counter()
     # Each input is read and parsed once: the passes copy rather than edit, so the module
     # as read (with its MLIR) is still there for the shrink pass.
-    ref_read, ref_sym = _read(ref)
-    other_read, other_sym = _read(other)
+    ref_read, ref_sym = _read(ref, options)
+    other_read, other_sym = _read(other, options)
     ref_m = prepare(ref_read, options)
     other_m = prepare(other_read, options)
     check_signatures(ref_m, other_m)
@@ -73,13 +74,24 @@ def verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, *
 SYMBOLIC_SIZE = 840
 
 
-def _read(spec: ModuleLike) -> tuple[Loaded | Module, list[list[int]]]:
+def resolve_options(options: object, overrides: dict[str, Any]) -> Options:
+    """The options with the keyword overrides applied; a wrong type or an unknown name is a
+    UsageError like any other bad argument (Options checks the values)."""
+    if options is not None and not isinstance(options, Options):
+        raise UsageError(f"options must be a tv_mlir.Options, got {type(options).__name__}")
+    try:
+        return replace(options or Options(), **overrides)
+    except TypeError as exc:  # an unknown keyword
+        raise UsageError(f"bad option: {exc}") from None
+
+
+def _read(spec: ModuleLike, options: Options) -> tuple[Loaded | Module, list[list[int]]]:
     """The module as read (stdin is read once), instantiated at SYMBOLIC_SIZE when its
     entry has dynamic dims; and those dims. A Module given by the caller stays as it is."""
     if isinstance(spec, Module):
         return spec, []
 
-    src = read_source(spec)
+    src = read_source(spec, limit=options.max_input_bytes)
     dims = [] if not src.data.startswith(BYTECODE_MAGIC) and b"?" not in src.data else \
         symshape.dynamic_dims(src.data, src.name)
     if not dims:

@@ -38,3 +38,16 @@ class Unsupported(TvError):
     def __init__(self, message: str, loc: str | None = None, op: str | None = None) -> None:
         super().__init__(message, loc)
         self.op = op
+
+
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM arrived: the run stops (exit 128 + signal number). A BaseException,
+    like KeyboardInterrupt, so that no `except Exception` on the way swallows it."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"interrupted by signal {signum}")
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum

@@ -5,19 +5,25 @@ are touched elsewhere just where MLIR itself is the point: shape instantiation
 `check-pass`."""
 from __future__ import annotations
 
+import os
 import re
+import stat
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import ml_dtypes
 import numpy as np
 
 from tv_mlir import ir as tir
-from tv_mlir.errors import ParseError, Unsupported
+from tv_mlir.errors import ParseError, Unsupported, UsageError
+from tv_mlir.options import DEFAULT_MAX_INPUT_BYTES
 
 BYTECODE_MAGIC = b"ML\xefR"
+MODULE_SUFFIXES = (".mlir", ".mlirbc")
+
+# What `read_source` reads a module from (see there); anything else is a UsageError.
+SourceSpec = str | bytes | bytearray | memoryview | os.PathLike[str] | IO[str] | IO[bytes]
 
 
 @dataclass
@@ -28,20 +34,87 @@ class Source:
     name: str
 
 
-def read_source(spec: str | bytes | Path, name: str | None = None) -> Source:
-    """A path, '-' for stdin, or module text/bytes given directly."""
-    if isinstance(spec, bytes):
-        return Source(spec, name or "<bytes>")
-    looks_like_text = isinstance(spec, str) and ("\n" in spec or spec.lstrip().startswith(("module", "func", "#")))
-    if isinstance(spec, Path) or (isinstance(spec, str) and not looks_like_text):
-        path = str(spec)
-        if path == "-":
-            return Source(sys.stdin.buffer.read(), name or "<stdin>")
-        try:
-            return Source(Path(path).read_bytes(), name or path)
-        except OSError as exc:
-            raise ParseError(f"cannot read {path}: {exc.strerror or exc}") from None
-    return Source(spec.encode(), name or "<text>")
+def read_source(spec: object, name: str | None = None, limit: int = DEFAULT_MAX_INPUT_BYTES) -> Source:
+    """The module's bytes. `spec`: a path (`pathlib.Path` or any `os.PathLike`: always a
+    file), '-' for stdin, bytes/bytearray/memoryview (module text or bytecode), a text or
+    binary stream (read to its end), or a str: a file when it names an existing one, MLIR
+    text when it holds a newline or a '{' (every module has a body), and otherwise a file
+    that is missing. Files, streams and stdin over `limit` bytes are refused unread (a
+    regular file by its size; a stream, pipe or device after `limit` + 1 bytes).
+    Raises UsageError for anything else."""
+    if isinstance(spec, bytes | bytearray | memoryview):
+        return Source(bytes(spec), name or "<bytes>")
+    if isinstance(spec, os.PathLike):
+        path = os.fsdecode(spec)
+        return Source(_read_file(path, limit), name or path)
+    if isinstance(spec, str):
+        if spec == "-":
+            return Source(_read_stdin(limit), name or "<stdin>")
+        if os.path.exists(spec):  # False, not an error, for a NUL or text longer than a path
+            return Source(_read_file(spec, limit), name or spec)
+        if _is_mlir_text(spec):
+            return Source(spec.encode("utf-8", "surrogateescape"), name or "<text>")
+        raise UsageError(f"no such file: {spec}")
+    if callable(getattr(spec, "read", None)):
+        stream_name = getattr(spec, "name", None)
+        what = name or (stream_name if isinstance(stream_name, str) else "<stream>")
+        return Source(_read_stream(spec, limit, what), what)
+    raise UsageError(f"cannot read a module from {type(spec).__name__}: give a path, MLIR text, bytes or a stream")
+
+
+def _is_mlir_text(spec: str) -> bool:
+    """A str that is not an existing file is taken as MLIR text only when it cannot be a
+    path: it has a newline or a '{' and does not end in a module file's suffix. So a
+    mistyped `modul_a.mlir` says 'no such file' instead of a parse error about a dialect."""
+    if "\n" not in spec and spec.rstrip().endswith(MODULE_SUFFIXES):
+        return False
+    return "\n" in spec or "{" in spec
+
+
+def _too_large(what: str, limit: int) -> UsageError:
+    return UsageError(f"{what}: larger than the input limit of {_size(limit)} "
+                      f"(raise it with --max-input-mb or TV_MLIR_MAX_INPUT_MB)")
+
+
+def _size(n: int) -> str:
+    return f"{n / 2**20:g} MiB" if n >= 2**20 else f"{n} bytes"
+
+
+def _read_file(path: str, limit: int) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            if stat.S_ISREG(st.st_mode) and st.st_size > limit:
+                raise _too_large(path, limit)
+            data = f.read(limit + 1)  # a device (/dev/zero) or a pipe has no size to check
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if len(data) > limit:
+        raise _too_large(path, limit)
+    return data
+
+
+def _read_stdin(limit: int) -> bytes:
+    if sys.stdin is None:  # started with stdin closed (<&-)
+        raise UsageError("cannot read <stdin>: it is closed")
+    return _read_stream(sys.stdin.buffer, limit, "<stdin>")
+
+
+def _read_stream(stream: Any, limit: int, what: str = "<stream>") -> bytes:
+    """At most `limit` + 1 characters or bytes, so that an endless stream is refused."""
+    try:
+        data = stream.read(limit + 1)
+    except UnicodeDecodeError:
+        raise UsageError(f"{what}: not UTF-8 text") from None
+    except (OSError, ValueError) as exc:  # ValueError: a closed file
+        raise UsageError(f"cannot read {what}: {getattr(exc, 'strerror', None) or exc}") from None
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogateescape")
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise UsageError(f"{what}: read() gave {type(data).__name__}, not str or bytes")
+    if len(data) > limit:
+        raise _too_large(what, limit)
+    return bytes(data)
 
 
 def mlir_context():
@@ -99,7 +172,7 @@ def _first_diagnostic(text: str, name: str) -> str:
     return f"{name}: {lines[-1] if lines else 'unparseable module'}"
 
 
-def load_module(spec: str | bytes | Path, name: str | None = None) -> tir.Module:
+def load_module(spec: SourceSpec, name: str | None = None) -> tir.Module:
     return load_module_mlir(spec, name).module
 
 
@@ -114,7 +187,7 @@ class Loaded:
     values: dict[str, Any]
 
 
-def load_module_mlir(spec: str | bytes | Path, name: str | None = None) -> Loaded:
+def load_module_mlir(spec: SourceSpec, name: str | None = None) -> Loaded:
     source = read_source(spec, name)
     ctx, module = parse_mlir(source)
     with ctx:
