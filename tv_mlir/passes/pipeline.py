@@ -1,6 +1,7 @@
 """Pipelines: plain text, one pass per line with key=value options, so a user can read
 and write them. The named ones (default, shrink, none) are package data in
-tv_mlir/passes/pipelines/NAME.txt; `--pipeline PATH` reads a user's own file."""
+tv_mlir/passes/pipelines/NAME.txt; `--pipeline PATH` reads a user's own file (a
+built-in name always means the built-in pipeline)."""
 from __future__ import annotations
 
 import inspect
@@ -65,30 +66,74 @@ def parse_pipeline(text: str, name: str) -> Pipeline:
         if not line:
             continue
         pass_name, *opts = line.split()
+        where = f"pipeline {name}, line {lineno}"
         if pass_name not in PASSES and pass_name not in PAIR_PASSES:
             known = ", ".join(sorted(set(PASSES) | PAIR_PASSES))
-            raise UsageError(f"pipeline {name}, line {lineno}: unknown pass '{pass_name}' (known: {known})")
+            raise UsageError(f"{where}: unknown pass '{pass_name}' (known: {known})")
         kv = []
         for opt in opts:
             if "=" not in opt:
-                raise UsageError(f"pipeline {name}, line {lineno}: option '{opt}' is not key=value")
+                raise UsageError(f"{where}: option '{opt}' is not key=value")
             k, v = opt.split("=", 1)
             kv.append((k.replace("-", "_"), _parse_value(v)))
+        _check_options(pass_name, dict(kv), where)
         steps.append((pass_name, tuple(kv)))
     return Pipeline(name, tuple(steps))
 
 
+def _check_options(pass_name: str, opts: dict[str, Any], where: str) -> None:
+    """Options a pass does not take are refused when the pipeline is read, not silently
+    dropped (pair passes take none) nor found only once a module reaches the pass."""
+    if pass_name in PAIR_PASSES:
+        if opts:
+            raise UsageError(f"{where}: pass {pass_name} takes no options, got {', '.join(opts)}")
+        return
+    try:
+        inspect.signature(PASSES[pass_name]).bind(None, **opts)
+    except TypeError as exc:
+        raise UsageError(f"{where}: pass {pass_name}: bad options ({exc})") from None
+
+
+# A pipeline file is a few lines; anything this large is not one (a device, a wrong file).
+MAX_PIPELINE_BYTES = 2**20
+
+
 def load_pipeline(spec: str) -> Pipeline:
-    """A pipeline by file path (an existing file is always read as one), or by name
-    (tv_mlir/passes/pipelines/NAME.txt)."""
+    """A built-in pipeline by name (tv_mlir/passes/pipelines/NAME.txt), else a pipeline file.
+    The built-in names always win, so a file called `default` in the current folder does
+    not change what `--pipeline default` means; write `./default` to read that file."""
+    if spec in pipeline_names():
+        return parse_pipeline((_named() / f"{spec}.txt").read_text(encoding="utf-8"), spec)
     path = Path(spec)
-    if path.is_file():
-        return parse_pipeline(path.read_text(encoding="utf-8"), str(path))
-    if "/" not in spec and "\\" not in spec:
-        named = _named() / f"{spec}.txt"
-        if named.is_file():
-            return parse_pipeline(named.read_text(encoding="utf-8"), spec)
-    raise UsageError(f"no pipeline '{spec}': not a file and not one of {', '.join(pipeline_names())}")
+    if not _exists(path):
+        raise UsageError(f"no pipeline '{spec}': not a file and not one of {', '.join(pipeline_names())}")
+    return parse_pipeline(_read_text(path), str(path))
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except (OSError, ValueError):  # a NUL character, a name longer than the system takes
+        return False
+
+
+def _read_text(path: Path) -> str:
+    """The file as text; anything that is not a readable small UTF-8 text file is the
+    user's mistake (a usage error), never ours."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_PIPELINE_BYTES + 1)
+    except OSError as exc:
+        raise UsageError(f"cannot read pipeline {path}: {exc.strerror or exc}") from None
+    if len(data) > MAX_PIPELINE_BYTES:
+        raise UsageError(f"pipeline {path}: larger than {MAX_PIPELINE_BYTES} bytes, not a pipeline file")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(f"pipeline {path}: not UTF-8 text") from None
+    if "\x00" in text:
+        raise UsageError(f"pipeline {path}: binary data, not a pipeline file")
+    return text
 
 
 def run_pipeline(pipeline: Pipeline, module: Module) -> Module:
