@@ -3,13 +3,22 @@ processes when --jobs > 1), batched local proofs for the sweep, single validity 
 and reading values out of a model. Checks that need no solver live in `algebra.checks`."""
 from __future__ import annotations
 
+import multiprocessing
 import os
-from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
+import signal
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from multiprocessing.process import BaseProcess
 from typing import Any
 
 import z3
+
+# z3's own Ctrl-C handling (on by default while a check runs) turns SIGINT into an
+# `unknown` result with this reason; it is an interrupt, never a verdict.
+_INTERRUPTED = ("interrupted from keyboard", "canceled")
 
 
 @dataclass
@@ -21,10 +30,60 @@ class Query:
     constraints: list[Any] = field(default_factory=list)
 
     def smt2(self) -> str:
-        s = z3.Solver()
-        s.add(*self.constraints)
-        s.add(self.formula)
-        return s.to_smt2()
+        """SMT-LIB text for a worker process. Every constant and function of the query is
+        renamed to a generated name first: input names come from the user's MLIR, and z3
+        prints a name with a backslash or a bar in a form its own reader rejects, and a
+        name such as `and` or `pi` bare, where it means the built-in. Only the status comes
+        back, so no name is mapped back."""
+        renamed = _renamed([*self.constraints, self.formula])
+        formula = renamed[0] if len(renamed) == 1 else z3.And(*renamed)
+        # The printer itself rather than Solver.to_smt2: asserting into a solver first
+        # costs seconds on a large query.
+        none = (z3.Ast * 0)()
+        return str(z3.Z3_benchmark_to_smtlib_string(formula.ctx.ref(), "", "", "unknown", "", 0, none,
+                                                    formula.as_ast()))
+
+
+def _renamed(formulas: list[Any]) -> list[Any]:
+    decls = _uninterpreted_decls(formulas)
+    consts = [(d(), z3.Const(f"c{i}", d.range())) for i, d in enumerate(decls) if d.arity() == 0]
+    funcs = [(d, z3.Function(f"f{i}", *[d.domain(j) for j in range(d.arity())], d.range()))
+             for i, d in enumerate(decls) if d.arity() > 0]
+    out = [z3.substitute(f, *consts) if consts else f for f in formulas]
+    if funcs:
+        pairs = [(d, g(*[z3.Var(j, d.domain(j)) for j in range(d.arity())])) for d, g in funcs]
+        out = [z3.substitute_funs(f, *pairs) for f in out]
+    return out
+
+
+def _uninterpreted_decls(formulas: list[Any]) -> list[Any]:
+    """The user-named constants and functions, each once. An iterative walk over z3's C
+    API on raw pointers (kept alive by the formulas): Python wrappers per node made this
+    ten times slower than z3 printing the text."""
+    if not formulas:
+        return []
+    ctx = formulas[0].ctx
+    c = ctx.ref()
+    seen: set[int] = set()
+    decls: dict[int, Any] = {}
+    stack = [f.as_ast() for f in formulas]
+    while stack:
+        a = stack.pop()
+        key = z3.Z3_get_ast_id(c, a)
+        if key in seen:
+            continue
+        seen.add(key)
+        kind = z3.Z3_get_ast_kind(c, a)
+        if kind == z3.Z3_QUANTIFIER_AST:
+            stack.append(z3.Z3_get_quantifier_body(c, a))
+        if kind != z3.Z3_APP_AST:
+            continue
+        app = z3.Z3_to_app(c, a)
+        d = z3.Z3_get_app_decl(c, app)
+        if z3.Z3_get_decl_kind(c, d) == z3.Z3_OP_UNINTERPRETED:
+            decls.setdefault(z3.Z3_get_ast_id(c, z3.Z3_func_decl_to_ast(c, d)), d)
+        stack.extend(z3.Z3_get_app_arg(c, app, i) for i in range(z3.Z3_get_app_num_args(c, app)))
+    return [z3.FuncDeclRef(d, ctx) for d in decls.values()]
 
 
 @dataclass
@@ -35,17 +94,35 @@ class Outcome:
     model: Model | None = None  # only when solved in this process
 
 
+# z3 takes its timeout in milliseconds as an unsigned 32-bit int (about 49 days).
+_MAX_TIMEOUT_MS = 2**32 - 1
+
+
 def _solver(timeout_s: float) -> z3.Solver:
     s = z3.Solver()
-    s.set("timeout", max(1, int(timeout_s * 1000)))
+    s.set("timeout", min(_MAX_TIMEOUT_MS, max(1, int(timeout_s * 1000))))
     return s
+
+
+def _check(s: z3.Solver) -> Any:
+    """s.check(), with z3's own Ctrl-C cancellation raised as the interrupt it is."""
+    r = s.check()
+    if r == z3.unknown and s.reason_unknown() in _INTERRUPTED:
+        raise KeyboardInterrupt
+    return r
+
+
+def interrupt_solvers() -> None:
+    """Make a running check in this process return at once (thread-safe; for a signal
+    handler thread: the check then ends and the pending Python handler raises)."""
+    z3.main_ctx().interrupt()
 
 
 def solve_local(q: Query, timeout_s: float) -> Outcome:
     s = _solver(timeout_s)
     s.add(*q.constraints)
     s.add(q.formula)
-    r = s.check()
+    r = _check(s)
     if r == z3.unsat:
         return Outcome(q.output, "unsat")
     if r == z3.sat:
@@ -53,31 +130,156 @@ def solve_local(q: Query, timeout_s: float) -> Outcome:
     return Outcome(q.output, "unknown", s.reason_unknown())
 
 
-def _solve_text(args: tuple[int, str, float]) -> tuple[int, str, str]:
-    output, text, timeout_s = args
-    s = _solver(timeout_s)
-    s.from_string(text)
-    r = s.check()
-    return output, str(r), s.reason_unknown() if r == z3.unknown else ""
-
-
 def solve_all(queries: Sequence[Query], timeout_s: float, jobs: int) -> list[Outcome]:
     """Every query's status. With jobs > 1 the queries run in worker processes as SMT-LIB
-    text; a query found sat there is solved again here to get a model we can evaluate."""
+    text; a query found sat there is solved again here to get a model we can evaluate, and
+    one a worker could not run (it died, or could not read the text) is solved here."""
     if jobs <= 1 or len(queries) <= 1:
         return [solve_local(q, timeout_s) for q in queries]
     workers = min(jobs, len(queries), os.cpu_count() or 1)
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        results = list(pool.map(_solve_text, [(q.output, q.smt2(), timeout_s) for q in queries]))
+    try:
+        results = _run_workers([q.smt2() for q in queries], timeout_s, workers)
+    except OSError:  # no process or pipe to be had (ulimit -u / -n): solve them all here
+        return [solve_local(q, timeout_s) for q in queries]
     outcomes = []
-    for q, (_, status, reason) in zip(queries, results):
-        if status == "sat":
+    for q, (status, reason) in zip(queries, results):
+        if status in ("sat", "error"):
             outcomes.append(solve_local(q, timeout_s))
         else:
             outcomes.append(Outcome(q.output, status, reason))
     return outcomes
 
 
+# ---------------------------------------------------------------------------
+# Worker processes: one per query, at most `workers` at a time. Plain processes rather
+# than a pool, so that every exit path (an exception, SIGINT, SIGTERM) kills and reaps
+# them at once: a pool's shutdown waits for running queries (up to the timeout each).
+
+# A worker whose z3 ignores its timeout is killed this long after it.
+_GRACE_S = 5.0
+
+
+def _run_workers(texts: list[str], timeout_s: float, workers: int) -> list[tuple[str, str]]:
+    results: list[tuple[str, str] | None] = [None] * len(texts)
+    todo = list(range(len(texts)))[::-1]
+    with _processes() as running:
+        while todo or running:
+            while todo and len(running) < workers:
+                i = todo.pop()
+                _start(running, i, texts[i], timeout_s)
+            _collect(running, results)
+    return [r or ("error", "no result") for r in results]
+
+
+Running = dict[int, tuple[BaseProcess, Connection, float]]
+
+
+@contextmanager
+def _processes() -> Iterator[Running]:
+    running: Running = {}
+    try:
+        yield running
+    finally:
+        for proc, conn, _ in running.values():
+            _reap(proc, conn)
+
+
+def _reap(proc: BaseProcess, conn: Connection) -> None:
+    if proc.pid is not None:  # started
+        if proc.is_alive():
+            proc.kill()
+        proc.join()
+    conn.close()
+
+
+def _start(running: Running, i: int, text: str, timeout_s: float) -> None:
+    recv, send = multiprocessing.Pipe(duplex=False)
+    proc = multiprocessing.get_context().Process(target=_worker, args=(send, text, timeout_s), daemon=True)
+    # Listed before it starts: a signal's handler may raise in this thread at any point
+    # after the fork (the signal can land on another thread), and `_processes` must know
+    # the child then. Signals stay blocked in the child until it has its own handlers.
+    running[i] = (proc, recv, time.monotonic() + timeout_s + _GRACE_S)
+    with _signals_blocked():
+        proc.start()
+    send.close()
+
+
+def _collect(running: Running, results: list[tuple[str, str] | None]) -> None:
+    """Wait for the next worker to finish (or the earliest deadline), record its result."""
+    deadline = min(d for _, _, d in running.values())
+    ready = wait([conn for _, conn, _ in running.values()], timeout=max(0.0, deadline - time.monotonic()))
+    now = time.monotonic()
+    for i, (proc, conn, d) in list(running.items()):
+        if conn in ready:
+            try:
+                results[i] = conn.recv()
+            except (EOFError, OSError):  # died without an answer (a crash, the OOM killer)
+                results[i] = ("error", f"solver process ended with code {proc.exitcode}")
+        elif d <= now:
+            results[i] = ("unknown", "timeout (the solver process did not stop)")
+        else:
+            continue
+        _reap(proc, conn)
+        del running[i]
+
+
+@contextmanager
+def _signals_blocked() -> Iterator[None]:
+    sigs = {signal.SIGINT, signal.SIGTERM}
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, sigs)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _worker(conn: Connection, text: str, timeout_s: float) -> None:
+    """One query in a child process: answers (status, reason); ("error", ...) when z3
+    cannot read the text, so the parent solves that query itself."""
+    _child_signals()
+    try:
+        result = _solve_text(text, timeout_s)
+    except Exception as exc:  # a z3 error here is not a verdict: the parent retries
+        result = ("error", " ".join(str(exc).split())[:200])
+    try:
+        conn.send(result)
+    except OSError:  # the parent is gone
+        pass
+
+
+def _child_signals() -> None:
+    """Ctrl-C reaches the whole process group: the parent alone handles it and kills the
+    workers. SIGTERM kills a worker at once, even inside z3. Forked children inherit the
+    parent's wakeup fd; a worker must not write to it."""
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.set_wakeup_fd(-1)
+    except ValueError:  # not the main thread (a start method that runs us elsewhere)
+        pass
+    _die_with_parent()
+    signal.pthread_sigmask(signal.SIG_SETMASK, set())
+
+
+def _die_with_parent() -> None:
+    """On Linux, a worker gets SIGKILL when the parent dies (even by SIGKILL), so no
+    worker outlives it. Elsewhere the parent's cleanup is all there is."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+
+
+def _solve_text(text: str, timeout_s: float) -> tuple[str, str]:
+    s = _solver(timeout_s)
+    s.set("ctrl_c", False)  # SIGINT is ignored here; z3 must not take it over either
+    s.from_string(text)
+    r = s.check()
+    return str(r), s.reason_unknown() if r == z3.unknown else ""
 
 
 # ---------------------------------------------------------------------------
@@ -88,14 +290,14 @@ def valid(claim: Any, timeout_s: float) -> bool:
     """The claim holds for all values of its free constants (False: refuted or unknown)."""
     s = _solver(timeout_s)
     s.add(z3.Not(claim))
-    return bool(s.check() == z3.unsat)
+    return bool(_check(s) == z3.unsat)
 
 
 def satisfiable(formulas: Sequence[Any], timeout_s: float) -> bool | None:
     """Whether the formulas hold together for some values (None: the solver gave up)."""
     s = _solver(timeout_s)
     s.add(*formulas)
-    r = s.check()
+    r = _check(s)
     return True if r == z3.sat else False if r == z3.unsat else None
 
 
@@ -112,7 +314,7 @@ def prove_batch(items: list[tuple[int, Any]], timeout_s: float) -> list[int]:
             break
         s = _solver(timeout_s)
         s.add(z3.Or(*[z3.Not(e) for _, e in rest]))
-        r = s.check()
+        r = _check(s)
         if r == z3.unsat:
             proved += [i for i, _ in rest]
             return proved
