@@ -11,6 +11,14 @@ def to_json(v: Verdict) -> str:
     return json.dumps(v.to_dict(), default=_default, sort_keys=False)
 
 
+def error_json(kind: str, message: str, exit_code: int) -> str:
+    """The one JSON object `--json` prints when there is no verdict: `verdict` is "error"
+    (as in verdict.EXIT_CODES), `exit_code` the process's exit code, `kind` one of usage,
+    parse, shape, unsupported, internal, interrupted; `error` the one-line message
+    also printed on stderr."""
+    return json.dumps({"verdict": "error", "exit_code": exit_code, "kind": kind, "error": message})
+
+
 def _default(x: Any) -> Any:
     if hasattr(x, "item"):
         return x.item()
