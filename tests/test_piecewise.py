@@ -172,3 +172,32 @@ def test_random_sharded_lookups_and_off_by_one_twins() -> None:
         assert got == same, (mutation, shards, n)
         outcomes[got] += 1
     assert outcomes[True] > 20 and outcomes[False] > 20
+
+
+def test_sums_of_updates_at_data_dependent_rows() -> None:
+    """An embedding gradient: row r sums the updates of every token whose (clamped) id is
+    r; split over shards, each shard sums the masked updates of the ids in its rows. Each
+    summand depends on one token's id: decided group by group. A twin whose last shard
+    forgets its offset is told apart."""
+    s = TermStore()
+    vocab, shards, tokens = 8, 2, 3
+    n = vocab // shards
+    ids = [_clamp(s, s.var(f"tok{t}", INT), 0, vocab - 1) for t in range(tokens)]
+    g = [s.var(f"g{t}", REAL) for t in range(tokens)]
+    checker = PiecewiseChecker(lambda v: None)
+
+    def ref_row(r: int) -> Term:
+        return s.sum([s.ite(s.eq(ids[t], s.int_(r)), g[t], s.real(0)) for t in range(tokens)], REAL)
+
+    def shard_row(r: int, bug: bool) -> Term:
+        d, rl = divmod(r, n)
+        off = 0 if bug and d == shards - 1 else d * n
+        parts = []
+        for t in range(tokens):
+            local = s.sub(ids[t], s.int_(off))
+            hit = s.and_(s.le(s.int_(0), local), s.lt(local, s.int_(n)))
+            parts.append(s.ite(s.and_(hit, s.eq(_clamp(s, local, 0, n - 1), s.int_(rl))), g[t], s.real(0)))
+        return s.sum(parts, REAL)
+
+    assert all(checker.equal(ref_row(r), shard_row(r, bug=False)) for r in range(vocab))
+    assert not all(checker.equal(ref_row(r), shard_row(r, bug=True)) for r in range(vocab))

@@ -175,3 +175,32 @@ def test_wide_min_max_networks_by_normal_form() -> None:
     second_b = fold(mx, [mn(ys[j], ys[i]) for j in range(19, -1, -1) for i in range(j)])
     largest_min = fold(mx, [mn(ys[i], ys[i + 1]) for i in range(19)])
     assert lattice_equal([(second, second_b), (second, largest_min)]) == [True, False]
+
+
+def test_exact_values_of_uninterpreted_functions_match_xla() -> None:
+    """Where the own core folds a transcendental of a constant to a rational, XLA computes
+    exactly that value (f32); everywhere else it stays uninterpreted."""
+    from fractions import Fraction
+
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    from tv_mlir.algebra.fast import exact_value
+
+    fns = {"exponential": jnp.exp, "exponential_minus_one": jnp.expm1, "tanh": jnp.tanh,
+           "logistic": jax.nn.sigmoid, "sine": jnp.sin, "cosine": jnp.cos, "tan": jnp.tan, "erf": lax.erf,
+           "log_plus_one": jnp.log1p, "sqrt": jnp.sqrt, "cbrt": jnp.cbrt, "log": jnp.log, "rsqrt": lax.rsqrt,
+           "atan2": jnp.arctan2, "power": lax.pow}
+    points = [(name, (0.0,)) for name in fns if name not in ("atan2", "power", "log", "rsqrt")] + [
+        ("log", (1.0,)), ("sqrt", (2.25,)), ("sqrt", (16.0,)), ("rsqrt", (4.0,)), ("rsqrt", (0.25,)),
+        ("cbrt", (-8.0,)), ("cbrt", (0.125,)), ("atan2", (0.0, 3.0)), ("power", (2.0, -3.0)),
+        ("power", (-1.5, 2.0)), ("power", (0.0, 0.0)), ("power", (7.0, 1.0))]
+    for name, args in points:
+        got = exact_value(name, [Fraction(a) for a in args])
+        assert got is not None, (name, args)
+        want = float(fns[name](*[jnp.float32(a) for a in args]))
+        assert float(got) == want, (name, args, got, want)
+    for name, args in [("sqrt", (2.0,)), ("cosine", (1.0,)), ("log", (2.0,)), ("power", (0.0, -1.0)),
+                       ("atan2", (0.0, -1.0)), ("exponential", (1.0,))]:
+        assert exact_value(name, [Fraction(a) for a in args]) is None, (name, args)

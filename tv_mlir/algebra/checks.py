@@ -11,7 +11,7 @@ import numpy as np
 import z3
 
 from tv_mlir.algebra.piecewise import PiecewiseChecker
-from tv_mlir.algebra.term import CMP, ITE, REAL, Term
+from tv_mlir.algebra.term import CMP, ITE, REAL, Term, TermBudget
 
 # z3's default som_blowup (10) stops expanding products early and then reports a zero
 # polynomial as non-zero; the sizes we hand it are bounded by the cut points.
@@ -51,6 +51,7 @@ def piecewise_equal(a: Any, b: Any, checker: PiecewiseChecker) -> bool:
 # only shallow ones are tried, and the expansion has a step budget besides.
 MAX_ITE_NESTING = 2
 INDICATOR_STEPS = 200_000
+INDICATOR_TERMS = 200_000  # new own terms an indicator-form check may make
 
 
 def ite_difference_is_zero(a: Any, b: Any, simplified: Any = None) -> bool:
@@ -405,7 +406,14 @@ def _own_indicator_zero(a: Term, b: Term) -> bool:
     becomes i*x + (1 - i)*y, one fresh real i per condition, level by level; True when
     the difference is then the zero polynomial."""
     store = a.store
-    d = store.sub(a, b)
+    try:
+        with store.budget(INDICATOR_TERMS):
+            return _indicator_zero(store, store.sub(a, b))
+    except TermBudget:  # the indicator polynomials blew up: leave it to other checks
+        return False
+
+
+def _indicator_zero(store: Any, d: Term) -> bool:
     for level in range(MAX_ITE_NESTING + 1):
         if store.constant(d) == 0:
             return True

@@ -89,6 +89,53 @@ def _atom_sign(atom: Term, depth: int) -> int:
     return 0
 
 
+def exact_value(name: str, args: Sequence[Fraction | None]) -> Fraction | None:
+    """The value of an uninterpreted function at constant arguments where it is rational
+    and known exactly (cos 0 = 1, exp 0 = 1, sqrt 9/4 = 3/2, 2^-3 = 1/8, ...), else None.
+    A program that multiplies by cos(0) and its sharded twin that multiplies by the
+    literal 1.0 (or skips the product) then have the same terms."""
+    if any(a is None for a in args):
+        return None
+    x = args[0]
+    assert x is not None
+    at_zero: dict[str, int | Fraction] = {
+        "exponential": 1, "exponential_minus_one": 0, "tanh": 0, "logistic": Fraction(1, 2), "sine": 0,
+        "cosine": 1, "tan": 0, "erf": 0, "log_plus_one": 0, "sqrt": 0, "cbrt": 0}
+    if x == 0 and name in at_zero:
+        return Fraction(at_zero[name])
+    if name == "log" and x == 1:
+        return Fraction(0)
+    if name in ("sqrt", "rsqrt", "cbrt") and x > 0:
+        k = 3 if name == "cbrt" else 2
+        root = _exact_root(x, k)
+        if root is not None:
+            return 1 / root if name == "rsqrt" else root
+    if name == "cbrt" and x < 0:
+        root = _exact_root(-x, 3)
+        return None if root is None else -root
+    if name == "atan2" and x == 0 and args[1] is not None and args[1] > 0:
+        return Fraction(0)
+    if name == "power" and args[1] is not None and args[1].denominator == 1 and abs(args[1]) <= 64:
+        e = int(args[1])
+        if e >= 0 or x != 0:
+            return x ** e
+    return None
+
+
+def _exact_root(x: Fraction, k: int) -> Fraction | None:
+    """The positive rational k-th root of x > 0 when there is one."""
+    def iroot(n: int) -> int | None:
+        r = round(n ** (1.0 / k))
+        for c in (r - 1, r, r + 1):
+            if c >= 0 and c ** k == n:
+                return c
+        return None
+    if x.numerator.bit_length() > 200 or x.denominator.bit_length() > 200:
+        return None
+    num, den = iroot(x.numerator), iroot(x.denominator)
+    return None if num is None or den is None else Fraction(num, den)
+
+
 @dataclass(frozen=True, eq=False)
 class FF:
     """A symbolic float: value (meaningful only when finite) and IEEE class."""
@@ -614,6 +661,9 @@ class FastAlgebra:
         def apply(*xs: FF) -> FF:
             vs = [x.v for x in xs]
             if all(x.k == FIN and isinstance(x.k, int) for x in xs):
+                exact = exact_value(name, [s.constant(v) for v in vs])
+                if exact is not None:
+                    return FF(s.real(exact), FIN)
                 fresh = s.uf(f"{name}.domain_class", vs, INT)
                 return FF(s.uf(name, vs), self._domain(name, vs, fresh))
             all_fin = s.and_(*[self.fin(x) for x in xs])

@@ -23,7 +23,24 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from tv_mlir.algebra.term import AND, BITE, BOOL, BVAR, CMP, INT, ITE, NOT, OR, POLY, VAR, Term, TermStore
+from tv_mlir.algebra.term import (
+    AND,
+    BITE,
+    BOOL,
+    BVAR,
+    CMP,
+    INT,
+    ITE,
+    NOT,
+    OR,
+    POLY,
+    VAR,
+    Coeff,
+    Monomial,
+    Term,
+    TermBudget,
+    TermStore,
+)
 
 INF = math.inf
 Bound = int | float  # an integer, or -inf / +inf
@@ -32,6 +49,7 @@ Pieces = list[tuple[Bound, Bound, Value]]
 
 MAX_PIECES = 4096  # per term: past this the case split is not worth it
 MAX_DEPTH = 2000  # nested selects followed (a gather over a long axis is a chain of them)
+MAX_TERMS = 200_000  # new terms one check may make
 
 
 class _GiveUp(Exception):
@@ -282,15 +300,45 @@ class PiecewiseChecker:
         if a.kind != POLY or b.kind != POLY or a.sort != b.sort or a.sort == BOOL:
             return False
         xs = int_variables([a, b], self.definition)
-        if len(xs) != 1:
+        if not xs:
             return False
-        x = next(iter(xs))
+        try:
+            with a.store.budget(MAX_TERMS):
+                if len(xs) == 1:
+                    ev = self._evaluator(next(iter(xs)))
+                    return all(u is v for _, _, u, v in _overlay(ev.pieces(a, -INF, INF), ev.pieces(b, -INF, INF)))
+                return self._separable_zero(a.store.sub(a, b))
+        except (_GiveUp, RecursionError, TermBudget):
+            return False
+
+    def _evaluator(self, x: Term) -> _Evaluator:
         ev = self._evaluators.get(x.id)
         if ev is None:
-            ev = self._evaluators[x.id] = _Evaluator(a.store, x, self.definition)
-        try:
-            pa = ev.pieces(a, -INF, INF)
-            pb = ev.pieces(b, -INF, INF)
-        except (_GiveUp, RecursionError):
-            return False
-        return all(u is v for _, _, u, v in _overlay(pa, pb))
+            ev = self._evaluators[x.id] = _Evaluator(x.store, x, self.definition)
+        return ev
+
+    def _separable_zero(self, d: Term) -> bool:
+        """d == 0 for all values of several integer variables, when each monomial of d
+        depends on at most one of them: the monomials grouped by their variable, each
+        group zero by cases over its variable and the rest zero as a polynomial. (A sum
+        of updates scattered to data-dependent rows, one index per update.) Sufficient,
+        not necessary: groups that cancel only together are not recognised."""
+        s = d.store
+        groups: dict[int, dict[Monomial, Coeff]] = {}
+        variables: dict[int, Term] = {}
+        for mono, c in d.data:
+            xs = int_variables([s.nodes[atom] for atom, _ in mono], self.definition)
+            if len(xs) > 1:
+                return False
+            key = next(iter(xs)).id if xs else -1
+            if xs:
+                variables[key] = next(iter(xs))
+            groups.setdefault(key, {})[mono] = c
+        if -1 in groups:
+            return False  # monomials without an index that do not cancel
+        for key, monos in groups.items():
+            part = s.polynomial(d.sort, monos)
+            pieces = self._evaluator(variables[key]).pieces(part, -INF, INF)
+            if any(v.const != 0 for _, _, v in pieces if isinstance(v, Term)):
+                return False
+        return True

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -56,6 +57,20 @@ EXPAND_LIMIT = 4096  # monomials a product may expand to before it stays a `PROD
 Monomial = tuple[tuple[int, int], ...]
 Coeff = int | Fraction  # an int where the value is integral: int arithmetic is much cheaper
 PolyData = tuple[tuple[Monomial, Coeff], ...]
+
+
+# The size of the terms one store may hold, counted as nodes plus polynomial monomials (a
+# node or a monomial is a few hundred bytes at most): past it a proof is stopped with an
+# `unknown`, not by the machine running out of memory.
+MAX_TERMS = 8_000_000
+
+
+class TermBudget(Exception):
+    """More terms than the store's budget allows (the whole proof's, or a scoped one)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"symbolic terms past the size budget of {limit} (nodes and monomials)")
+        self.limit = limit
 
 
 class Term:
@@ -93,12 +108,28 @@ class TermStore:
     caches: dict[str, Any] = field(default_factory=dict)  # per-store helpers (the z3 translator)
     _intern: dict[tuple[Any, ...], Term] = field(default_factory=dict)
     _fresh: int = 0
+    size: int = 0  # nodes made plus the monomials of the polynomials among them
+    limit: int = MAX_TERMS  # `TermBudget` when `size` passes it
+
+    @contextmanager
+    def budget(self, extra: int) -> Iterator[None]:
+        """At most `extra` more size inside the block (and never past the store's limit):
+        a check that may blow up (an expansion) stops with `TermBudget` instead."""
+        old = self.limit
+        self.limit = min(old, self.size + extra)
+        try:
+            yield
+        finally:
+            self.limit = old
 
     # -- interning -----------------------------------------------------------
     def _mk(self, kind: str, sort: str, args: tuple[Term, ...] = (), data: Any = None) -> Term:
         key = (kind, sort, tuple(a.id for a in args), data)
         t = self._intern.get(key)
         if t is None:
+            self.size += 1
+            if self.size > self.limit:
+                raise TermBudget(self.limit)
             t = Term(len(self.nodes), kind, sort, args, data, self)
             if kind == BVAR:
                 t.leaf = t
@@ -125,6 +156,9 @@ class TermStore:
         return t
 
     def _new_poly(self, sort: str, data: PolyData) -> Term:
+        self.size += 1 + len(data)
+        if self.size > self.limit:
+            raise TermBudget(self.limit)
         atoms = sorted({a for m, _ in data for a, _ in m})
         const: Fraction | None = None
         leaf: Term | None = None

@@ -11,7 +11,8 @@ store, with a cache. Several z3 walks use z3's C API: the Python wrappers built 
 (ExprRef.children()) dominated run time."""
 from __future__ import annotations
 
-from collections.abc import Container, Iterable
+from collections.abc import Container, Iterable, Iterator
+from contextlib import contextmanager
 from fractions import Fraction
 from typing import Any
 
@@ -23,6 +24,7 @@ from tv_mlir.algebra.base import Kind
 from tv_mlir.algebra.fast import FF
 from tv_mlir.algebra.symbolic import FIN, NAN, NEG, POS, POSITIVE_CUT_PREFIX, SF, Simplifier, known_positive, lift_any
 from tv_mlir.algebra.term import BVAR, INT, REAL, VAR, Term, TermStore
+from tv_mlir.algebra.term import TermBudget as TermBudget  # re-exported: callers catch it here
 from tv_mlir.algebra.term_z3 import Z3Translator
 
 FLOATS = (SF, FF)
@@ -238,6 +240,17 @@ def class_term(k: Any, like: Any) -> Any | None:
     if isinstance(like, Term):
         return like.store.int_(k)
     return None
+
+
+@contextmanager
+def term_budget(like: Any, extra: int) -> Iterator[None]:
+    """At most `extra` new own terms inside the block (`TermBudget` past it); the z3 core
+    has no budget."""
+    if isinstance(like, Term):
+        with like.store.budget(extra):
+            yield
+    else:
+        yield
 
 
 def formula(eq: Any) -> Any:

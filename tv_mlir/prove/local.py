@@ -17,6 +17,7 @@ from tv_mlir.prove import solve
 from tv_mlir.prove.cuts import CutStore
 
 SWEEP_BLOWUP = 1000  # local proofs are small; a blow-up means the match is a coincidence
+UNFOLD_TERMS = 300_000  # new own terms one local proof may make
 
 
 @dataclass
@@ -67,7 +68,11 @@ class LocalProver:
             attempts: dict[int, _Attempt] = {}
             for i in todo:
                 a, b = pairs[i]
-                att = self._unfold(a, b, kind, steps, max_unfold, common)
+                try:
+                    with T.term_budget(T.element_terms(a)[0] if T.element_terms(a) else None, UNFOLD_TERMS):
+                        att = self._unfold(a, b, kind, steps, max_unfold, common)
+                except T.TermBudget:  # the unfolded terms blew up: not a local proof
+                    att = _Attempt(False)
                 if att.result is True:
                     status[i] = "simplified"
                 elif att.result is not False:

@@ -12,6 +12,7 @@ import numpy as np
 from tv_mlir.algebra import Algebra, Kind
 from tv_mlir.ir import Op
 from tv_mlir.semantics.common import OpContext, Rule, unsupported
+from tv_mlir.semantics.reduction import simple_reducer
 
 MAX_CANDIDATES = 4096  # symbolic positions enumerated per element before giving up
 
@@ -221,6 +222,17 @@ def _scatter(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]
 def _apply(ctx: OpContext, body: Any, results: list[np.ndarray], pos: tuple[int, ...],
            upd_vals: list[Any], kinds: list[Kind], cond: Any) -> None:
     cur = [r[pos] for r in results]
+    if cond is not True and len(results) == 1 and kinds[0] is not Kind.BOOL and simple_reducer(body) == "add":
+        # A scatter-add to a symbolic position: cur + (update where cond, else 0), not
+        # select(cond, cur + update, cur). The same value (x + 0 == x, for inf and NaN
+        # too), but the updates stay side by side in one sum instead of nesting one
+        # select per update, so a sum of updates at data-dependent rows (an embedding's
+        # gradient) is a flat polynomial whose summands each depend on one index.
+        alg = ctx.alg
+        zero = alg.constant(np.zeros(()), kinds[0])[()]
+        masked = alg.choose([(cond, upd_vals[0]), (True, zero)], kinds[0])
+        results[0][pos] = alg.add(alg.scalar(cur[0]), alg.scalar(masked), kinds[0])[()]
+        return
     new = _combine(ctx, body, cur, upd_vals)
     for r, c, nv, k in zip(results, cur, new, kinds):
         if cond is True:
