@@ -108,6 +108,8 @@ class TermStore:
     caches: dict[str, Any] = field(default_factory=dict)  # per-store helpers (the z3 translator)
     _intern: dict[tuple[Any, ...], Term] = field(default_factory=dict)
     _fresh: int = 0
+    _negated: dict[int, Term] = field(default_factory=dict)
+    _compared: dict[tuple[str, int, int], Bool] = field(default_factory=dict)
     size: int = 0  # nodes made plus the monomials of the polynomials among them
     limit: int = MAX_TERMS  # `TermBudget` when `size` passes it
 
@@ -234,13 +236,17 @@ class TermStore:
 
     def scale(self, p: Term, k: Fraction | int) -> Term:
         assert not isinstance(k, float), "coefficients are exact"
-        k = _coeff(Fraction(k))
+        if type(k) is not int:
+            k = _coeff(Fraction(k))
         if k == 1:
             return p
         return self._poly(p.sort, {m: c * k for m, c in self.terms_of(p)})
 
     def neg(self, p: Term) -> Term:
-        return self.scale(p, -1)
+        hit = self._negated.get(p.id)
+        if hit is None:
+            hit = self._negated[p.id] = self.scale(p, -1)
+        return hit
 
     def sub(self, a: Term, b: Term) -> Term:
         return self.add(a, self.neg(b))
@@ -413,23 +419,37 @@ class TermStore:
         return self.or_(self.and_(a, self.not_(b)), self.and_(self.not_(a), b))
 
     # -- comparisons -----------------------------------------------------------
+    # Comparisons are memoised: the IEEE class logic asks the same ones again and again
+    # (is this class NaN? is this divisor 0?) and each builds a difference and scales it.
     def lt(self, a: Term, b: Term) -> Bool:
-        return self._cmp("lt0", self.sub(a, b))
+        return self._compare("lt0", a, b)
 
     def le(self, a: Term, b: Term) -> Bool:
-        return self._cmp("le0", self.sub(a, b))
+        return self._compare("le0", a, b)
 
     def eq(self, a: Term, b: Term) -> Bool:
         if a is b:
             return True
-        return self._cmp("eq0", self.sub(a, b))
+        return self._compare("eq0", a, b)
+
+    def _compare(self, op: str, a: Term, b: Term) -> Bool:
+        key = (op, a.id, b.id)
+        hit = self._compared.get(key)
+        if hit is None:
+            hit = self._compared[key] = self._cmp(op, self.sub(a, b))
+        return hit
 
     def _cmp(self, op: str, d: Term) -> Bool:
         k = self.constant(d)
         if k is not None:
             return {"lt0": k < 0, "le0": k <= 0, "eq0": k == 0}[op]
         data = self.terms_of(d)
-        lead = Fraction(data[-1][1])
+        c = data[-1][1]
+        if c == 1 and (d.sort != INT or all(type(x) is int for _, x in data)):
+            # Already in canonical scale (below): a leading 1 is its own magnitude, and the
+            # content of integer coefficients with a leading 1 is 1.
+            return self._mk(CMP, BOOL, (d,), op)
+        lead = Fraction(c)
         # Canonical scaling: EQ by the leading coefficient; orders by its magnitude only
         # (a negative factor would flip them). An int polynomial keeps integer coefficients
         # (`to_z3` and `substitute` read them as ints): it is divided by their content (gcd
