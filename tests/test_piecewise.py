@@ -201,3 +201,40 @@ def test_sums_of_updates_at_data_dependent_rows() -> None:
 
     assert all(checker.equal(ref_row(r), shard_row(r, bug=False)) for r in range(vocab))
     assert not all(checker.equal(ref_row(r), shard_row(r, bug=True)) for r in range(vocab))
+
+
+def test_ranges_of_integer_terms_hold_at_every_point() -> None:
+    """int_range of random clamps, selects and affine pieces in one variable: every value
+    the term takes (at integer points around its breakpoints) lies in the range; a clamp's
+    range is exactly its bounds."""
+    from tv_mlir.algebra.piecewise import int_range
+
+    s = TermStore()
+    x = s.var("x", INT)
+    assert int_range(_clamp(s, x, 0, 63), lambda v: None) == (0, 63)
+    assert int_range(s.add(_clamp(s, x, 2, 5), s.int_(3)), lambda v: None) == (5, 8)
+    rng = random.Random(5)
+    bounded = 0
+    for _ in range(300):
+        t = _random_int(s, x, rng, 4)
+        got = int_range(t, lambda v: None)
+        if got is None:
+            continue
+        lo, hi = got
+        bounded += lo != float("-inf") and hi != float("inf")
+        for p in range(-60, 61):
+            value = evaluate(t, {"x": p})
+            assert lo <= value <= hi, (lo, hi, p, value)
+    assert bounded > 50
+
+
+def test_known_bounds_fold_comparisons() -> None:
+    """A cut variable with recorded bounds (a clamped index): comparisons it decides fold
+    to True/False as they are built, the others stay conditions."""
+    s = TermStore()
+    c = s.var("c!1", INT)
+    s.bounds[s.atom_of(c).id] = (0, 63)  # type: ignore[union-attr]
+    assert s.le(s.int_(0), c) is True and s.le(c, s.int_(63)) is True
+    assert s.lt(c, s.int_(0)) is False and s.eq(c, s.int_(64)) is False
+    assert isinstance(s.lt(s.int_(63), s.add(c, s.int_(1))), Term)  # c = 63 makes it true, c = 0 false
+    assert isinstance(s.eq(c, s.int_(5)), Term)

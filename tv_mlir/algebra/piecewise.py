@@ -284,6 +284,42 @@ def int_variables(terms: list[Term], definition: Callable[[Term], Term | None]) 
     return out
 
 
+def int_range(t: Term, definition: Callable[[Term], Term | None]) -> tuple[Bound, Bound] | None:
+    """Bounds of an integer term that depends on (at most) one integer variable, from its
+    pieces: a clamp of an id is [lo, hi] whatever the id. None when unknown."""
+    if t.kind != POLY or t.sort != INT:
+        return None
+    xs = int_variables([t], definition)
+    if len(xs) != 1:
+        return None
+    x = next(iter(xs))
+    ev = _Evaluator(t.store, x, definition)
+    lo, hi = t.store.bounds.get(x.id, (-INF, INF))
+    try:
+        with t.store.budget(MAX_TERMS):
+            pieces = ev.pieces(t, lo, hi)
+    except (_GiveUp, RecursionError, TermBudget):
+        return None
+    low: Fraction | Bound = INF
+    high: Fraction | Bound = -INF
+    for plo, phi, v in pieces:
+        assert isinstance(v, Term)
+        ends: list[Fraction | Bound]
+        if v.const is not None:
+            ends = [v.const, v.const]
+        else:
+            affine = ev._affine(v)
+            if affine is None:
+                return None
+            a, b = affine
+            ends = [a * plo + b if plo != -INF else (-INF if a > 0 else INF),
+                    a * phi + b if phi != INF else (INF if a > 0 else -INF)]
+        low, high = min(low, *ends), max(high, *ends)
+    lower: Bound = -INF if low == -INF else math.floor(low)
+    upper: Bound = INF if high == INF else math.ceil(high)
+    return lower, upper
+
+
 @dataclass
 class PiecewiseChecker:
     """Decides equalities by cases over one integer variable (module docstring), keeping
@@ -305,8 +341,10 @@ class PiecewiseChecker:
         try:
             with a.store.budget(MAX_TERMS):
                 if len(xs) == 1:
-                    ev = self._evaluator(next(iter(xs)))
-                    return all(u is v for _, _, u, v in _overlay(ev.pieces(a, -INF, INF), ev.pieces(b, -INF, INF)))
+                    x = next(iter(xs))
+                    ev = self._evaluator(x)
+                    lo, hi = a.store.bounds.get(x.id, (-INF, INF))  # x never leaves its bounds
+                    return all(u is v for _, _, u, v in _overlay(ev.pieces(a, lo, hi), ev.pieces(b, lo, hi)))
                 return self._separable_zero(a.store.sub(a, b))
         except (_GiveUp, RecursionError, TermBudget):
             return False

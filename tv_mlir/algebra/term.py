@@ -108,6 +108,10 @@ class TermStore:
     caches: dict[str, Any] = field(default_factory=dict)  # per-store helpers (the z3 translator)
     _intern: dict[tuple[Any, ...], Term] = field(default_factory=dict)
     _fresh: int = 0
+    # Known ranges of integer atoms (cut variables whose definitions bound them, such as a
+    # clamped index): comparisons they decide fold as they are built. Bounds are ints or
+    # +-inf floats.
+    bounds: dict[int, tuple[int | float, int | float]] = field(default_factory=dict)
     _negated: dict[int, Term] = field(default_factory=dict)
     _compared: dict[tuple[str, int, int], Bool] = field(default_factory=dict)
     size: int = 0  # nodes made plus the monomials of the polynomials among them
@@ -444,6 +448,10 @@ class TermStore:
         if k is not None:
             return {"lt0": k < 0, "le0": k <= 0, "eq0": k == 0}[op]
         data = self.terms_of(d)
+        if self.bounds and d.sort == INT and len(data) <= 2:
+            decided = self._decided_by_bounds(op, data)
+            if decided is not None:
+                return decided
         c = data[-1][1]
         if c == 1 and (d.sort != INT or all(type(x) is int for _, x in data)):
             # Already in canonical scale (below): a leading 1 is its own magnitude, and the
@@ -462,6 +470,30 @@ class TermStore:
         else:
             d = self.scale(d, one / lead if op == "eq0" else one / abs(lead))
         return self._mk(CMP, BOOL, (d,), op)
+
+    def _decided_by_bounds(self, op: str, data: PolyData) -> bool | None:
+        """a*x + b < 0 (<= 0, == 0) when the atom x has known bounds that decide it."""
+        b: Coeff = 0
+        a: Coeff = 0
+        atom = None
+        for mono, c in data:
+            if not mono:
+                b = c
+            elif len(mono) == 1 and mono[0][1] == 1:
+                atom, a = mono[0][0], c
+            else:
+                return None
+        rng = self.bounds.get(atom) if atom is not None else None
+        if rng is None:
+            return None
+        lo, hi = rng
+        ends = [a * lo + b, a * hi + b]  # inf * 0 does not occur: a != 0
+        low, high = min(ends), max(ends)
+        if op == "lt0":
+            return True if high < 0 else False if low >= 0 else None
+        if op == "le0":
+            return True if high <= 0 else False if low > 0 else None
+        return False if low > 0 or high < 0 else (True if low == high == 0 else None)
 
     # -- walking ---------------------------------------------------------------
     def walk(self, roots: Iterable[Term]) -> Iterator[Term]:

@@ -11,6 +11,7 @@ store, with a cache. Several z3 walks use z3's C API: the Python wrappers built 
 (ExprRef.children()) dominated run time."""
 from __future__ import annotations
 
+import math
 from collections.abc import Container, Iterable, Iterator
 from contextlib import contextmanager
 from fractions import Fraction
@@ -22,6 +23,7 @@ from z3 import z3core as _C
 from tv_mlir.algebra import fast
 from tv_mlir.algebra.base import Kind
 from tv_mlir.algebra.fast import FF
+from tv_mlir.algebra.piecewise import int_range
 from tv_mlir.algebra.symbolic import FIN, NAN, NEG, POS, POSITIVE_CUT_PREFIX, SF, Simplifier, known_positive, lift_any
 from tv_mlir.algebra.term import BVAR, INT, REAL, VAR, Term, TermStore
 from tv_mlir.algebra.term import TermBudget as TermBudget  # re-exported: callers catch it here
@@ -133,6 +135,17 @@ def fresh_cut(t: Any) -> Any | None:
     prefix = POSITIVE_CUT_PREFIX if isinstance(t, z3.ArithRef) and known_positive(t) else "c"
     raw = _C.Z3_mk_fresh_const(ctx.ref(), prefix, _C.Z3_get_sort(ctx.ref(), a))
     return t.__class__(raw, ctx)
+
+
+def record_range(var: Any, definition_of: Any, definition: Any) -> None:
+    """Note the bounds of an integer cut variable's definition (own core), so that
+    comparisons they decide fold as they are built (an index clamped into range is in
+    range: the NaN fill of a gather never happens)."""
+    if not isinstance(var, Term) or var.sort != INT or var.leaf is None:
+        return
+    rng = int_range(definition_of, definition)
+    if rng is not None and rng != (-math.inf, math.inf):
+        var.store.bounds[var.leaf.id] = rng
 
 
 def substitute(t: Any, pairs: list[tuple[Any, Any]]) -> Any:

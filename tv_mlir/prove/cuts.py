@@ -88,6 +88,7 @@ class CutStore:
             return hit
         var = T.fresh_cut(t)
         self.cuts_by_id[T.term_id(var)] = Cut(var, t, self.count, site=self.origin, position=position, shape=shape)
+        T.record_range(var, t, self.definition)
         self._by_term[key] = var
         self.count += 1
         return var
