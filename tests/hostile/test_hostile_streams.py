@@ -61,7 +61,8 @@ def _solving(cubes: tuple[str, str], jobs: int, *extra: str, new_session: bool =
     proc = subprocess.Popen([TV_MLIR, "verify", "--progress", "--timeout", "30", "--jobs", str(jobs), *extra, *cubes],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env(), start_new_session=new_session)
     try:
-        wait_for_stderr(proc, b"tv-mlir: solving 2 queries")
+        # Generous: on a loaded machine the phases before the solver have taken over 30 s.
+        wait_for_stderr(proc, b"tv-mlir: solving 2 queries", timeout=120)
     except BaseException:
         proc.kill()
         proc.wait()
