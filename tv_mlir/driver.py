@@ -295,7 +295,7 @@ def _expand(p: _Proof) -> None:
         kind = p.obligations[i].kind
         for idx, a0, b0 in elems:
             try:
-                with T.term_budget(T.element_terms(a0)[0] if T.element_terms(a0) else None, EXPANSION_TERMS):
+                with T.term_budget((a0, b0), EXPANSION_TERMS):
                     a, b = store.expand_element(a0), store.expand_element(b0)
                     closed = T.finite_float(a) and T.finite_float(b) and \
                         difference_is_zero(T.element_terms(a)[0], T.element_terms(b)[0])
@@ -304,6 +304,7 @@ def _expand(p: _Proof) -> None:
                 res.verdict = "unknown"
                 res.detail = (f"its elements' full expansion to the inputs passes {EXPANSION_TERMS} terms "
                               "(the local proofs at the cut points did not close them)")
+                p.pending.pop(i, None)  # the output is unknown already: no query for the rest
                 break
             if closed:
                 p.results[i].syntactic += 1

@@ -256,13 +256,14 @@ def class_term(k: Any, like: Any) -> Any | None:
 
 
 @contextmanager
-def term_budget(like: Any, extra: int) -> Iterator[None]:
-    """At most `extra` new own terms inside the block (`TermBudget` past it); the z3 core
-    has no budget."""
-    if isinstance(like, Term):
-        with like.store.budget(extra):
-            yield
-    else:
+def term_budget(elements: Iterable[Any], extra: int) -> Iterator[None]:
+    """At most `extra` more own term size inside the block (`TermBudget` past it), in the
+    store of whichever of the elements has own terms; the z3 core has no budget."""
+    store = next((t.store for x in elements for t in element_terms(x) if isinstance(t, Term)), None)
+    if store is None:
+        yield
+        return
+    with store.budget(extra):
         yield
 
 

@@ -69,7 +69,7 @@ class LocalProver:
             for i in todo:
                 a, b = pairs[i]
                 try:
-                    with T.term_budget(T.element_terms(a)[0] if T.element_terms(a) else None, UNFOLD_TERMS):
+                    with T.term_budget((a, b), UNFOLD_TERMS):
                         att = self._unfold(a, b, kind, steps, max_unfold, common)
                 except T.TermBudget:  # the unfolded terms blew up: not a local proof
                     att = _Attempt(False)
