@@ -9,8 +9,10 @@ from typing import Any
 
 import numpy as np
 
+# Floats are exact reals whatever their width (a narrower type is a precision finding).
 FLOAT_DTYPES = frozenset({"f16", "bf16", "f32", "f64",
-                          "f8E4M3FN", "f8E5M2", "f8E4M3FNUZ", "f8E5M2FNUZ", "f8E4M3B11FNUZ"})
+                          "f8E4M3FN", "f8E5M2", "f8E4M3FNUZ", "f8E5M2FNUZ", "f8E4M3B11FNUZ",
+                          "f8E3M4", "f6E2M3FN", "f6E3M2FN", "f4E2M1FN"})
 
 
 @dataclass(frozen=True)
@@ -72,10 +74,26 @@ class Block:
     returns: tuple[str, ...]
 
     def walk(self) -> Iterator[Op]:
-        for op in self.ops:
+        """Every op, nested ones included, in program order (an op, then the ops of its
+        regions). An explicit stack, not recursion: nesting depth costs no Python frames."""
+        stack: list[Iterator[Op]] = [iter(self.ops)]
+        while stack:
+            op = next(stack[-1], None)
+            if op is None:
+                stack.pop()
+                continue
             yield op
-            for region in op.regions:
-                yield from region.walk()
+            stack.extend(iter(region.ops) for region in reversed(op.regions))
+
+    def nesting(self) -> int:
+        """How deep regions nest inside this block (0: no op has a region)."""
+        deepest = 0
+        stack = [(self, 0)]
+        while stack:
+            block, depth = stack.pop()
+            deepest = max(deepest, depth)
+            stack.extend((region, depth + 1) for op in block.ops for region in op.regions)
+        return deepest
 
 
 @dataclass

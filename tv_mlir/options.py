@@ -14,6 +14,36 @@ MIB = 2**20
 # verdict in any useful time anyway. `--max-input-mb` / TV_MLIR_MAX_INPUT_MB raise it.
 DEFAULT_MAX_INPUT_BYTES = 64 * MIB
 
+# Budgets (README "Budgets"). Past any of them the run ends in `unknown` (exit 2) with one
+# line naming the budget, never in a crash, a RecursionError or a hang.
+#
+# Brackets ({ ( [ <) nested in MLIR text, counted before jaxlib's parser sees the text: the
+# parser recurses in C++ once per level and overflows the 8 MiB stack near 2,000 nested
+# regions (a `case` in a `case` ...), killing the process.
+MAX_BRACKET_DEPTH = 1000
+# Regions nested in regions (a `case` in a `while` in an `if` ...). The reader, the passes and
+# the interpreter walk regions by recursion; jax programs nest a few levels deep.
+MAX_NESTING = 100
+# Calls nested in calls (inlining, and the interpreter when calls are kept).
+MAX_CALL_DEPTH = 64
+# Ops: in one module as read, in the entry function once calls are inlined (every call
+# inlines a copy of its callee, so calls that fan out, f20 calls f19 twice ..., grow
+# exponentially), and op executions in one run of a program with loop bodies counted per
+# iteration. The largest bundled program (testdata/core/llama_train_step) has 1,250 ops and
+# executes 3,400. Every op costs ~0.3 ms over the whole verification (reading, shrinking,
+# 8 numeric runs and a symbolic run per program), so this bounds a run to tens of seconds.
+MAX_OPS = 20_000
+# Tensor elements computed in one run of one program (per device in SPMD programs), loops
+# counted per iteration: every element becomes a term in the symbolic run. The same
+# number as the static check of the whole program (`driver.MAX_ELEMENTS`).
+MAX_EXECUTED_ELEMENTS = 4_000_000
+# The longest chain of dependent ops in a module that XLA replay compiles: XLA's compile
+# time grows with its square (a chain of 4,000 adds: 6 s, 10,000: 38 s) and its compiler
+# overflows a thread's stack somewhere past 10,000.
+MAX_XLA_CHAIN = 4000
+# while-loop iterations in one run of a program, all loops together (`Options.max_unroll`).
+DEFAULT_MAX_UNROLL = 100_000
+
 
 @dataclass(frozen=True)
 class Options:
@@ -21,7 +51,9 @@ class Options:
     jobs: int = 1  # parallel solver processes
     pipeline: str = "default"  # a named pipeline (tv_mlir/passes/pipelines/NAME.txt) or a pipeline file
     shrink: bool = True
-    max_unroll: int = 100_000  # while-loop iterations before `unknown`
+    # while-loop iterations in one run of a program, all loops together (nested loops
+    # multiply: 1,000 x 1,000 is 1,000,000), before `unknown`
+    max_unroll: int = DEFAULT_MAX_UNROLL
     replay: bool = True  # replay counterexamples on the float64 interpreter and XLA (always when approximated)
     progress: bool = False  # phase lines on stderr
     sweep: bool = True  # cut points and merging of proven-equal intermediate values
