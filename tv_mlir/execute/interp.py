@@ -1,6 +1,7 @@
 """Runs a function of the plain-data IR with an element algebra."""
 from __future__ import annotations
 
+import hashlib
 from collections import ChainMap
 from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -11,7 +12,9 @@ import numpy as np
 from tv_mlir.algebra import Algebra
 from tv_mlir.errors import ShapeError, TvError, Unsupported
 from tv_mlir.ir import Block, Func, Module, Op, TensorType
+from tv_mlir.options import DEFAULT_MAX_UNROLL, MAX_CALL_DEPTH, MAX_NESTING
 from tv_mlir.semantics import TABLE, OpContext
+from tv_mlir.semantics.common import Budget
 from tv_mlir.semantics.reduction import simple_reducer
 
 # Sees every top-level op and its results; may return replacement results.
@@ -32,8 +35,8 @@ class SharedValues:
     def key(op: Op, args: list[np.ndarray]) -> tuple | None:
         if op.regions and not _commutative_body(op):
             return None
-        return (op.name, tuple(id(a) for a in args), repr(sorted(op.attrs.items(), key=lambda kv: kv[0])),
-                op.result_types)
+        attrs = tuple(sorted((k, _attr_key(v)) for k, v in op.attrs.items()))
+        return (op.name, tuple(id(a) for a in args), attrs, op.result_types)
 
     def remember(self, key: tuple, args: list[np.ndarray], results: list[np.ndarray]) -> None:
         self._keep.append(args)  # the ids in the key must not be reused
@@ -44,6 +47,24 @@ def _commutative_body(op: Op) -> bool:
     return op.name == "stablehlo.reduce" and len(op.regions) == 1 and simple_reducer(op.regions[0]) is not None
 
 
+def _attr_key(value: Any) -> Any:
+    """An attribute value as a hashable key that equals another's only when the values are
+    equal. Not repr: numpy abbreviates arrays past 1,000 elements, so two constants that
+    differ only in the middle had the same key and the second program took the first's."""
+    if isinstance(value, np.ndarray):
+        data = value.astype(str) if value.dtype == object else np.ascontiguousarray(value)
+        return ("ndarray", value.dtype.str, value.shape, hashlib.sha256(data.tobytes()).hexdigest())
+    if isinstance(value, (tuple, list)):
+        return (type(value).__name__, tuple(_attr_key(v) for v in value))
+    if isinstance(value, dict):
+        return ("dict", tuple(sorted((str(k), _attr_key(v)) for k, v in value.items())))
+    try:
+        hash(value)
+    except TypeError:
+        return ("repr", repr(value))
+    return value
+
+
 @dataclass
 class Interpreter:
     """Values are numpy arrays of algebra elements; in SPMD programs, values inside manual
@@ -51,17 +72,29 @@ class Interpreter:
 
     module: Module
     alg: Algebra
-    max_unroll: int = 100_000
+    max_unroll: int = DEFAULT_MAX_UNROLL  # loop iterations in the whole run (Budget.max_iterations)
     observer: Observer | None = None  # sees every top-level op's results (for divergence reports)
     shared: SharedValues | None = None
     device: int | None = None  # set in a per-device view of an SPMD run
     # Obligations found while running: replicas that must agree (spmd.ReplicaCheck).
     replica_checks: list = field(default_factory=list)
+    # The budget of the run this interpreter belongs to (a per-device view shares its
+    # run's); None: a fresh one from max_unroll and the defaults.
+    budget: Budget | None = None
     _env: ChainMap = field(default_factory=ChainMap)
     _types: ChainMap = field(default_factory=ChainMap)
     _depth: int = 0
     _batched: int = 0
     _views: dict[int, Interpreter] = field(default_factory=dict)
+    _budget: Budget = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._budget = self.budget or Budget(max_iterations=self.max_unroll, calls=[self.module.entry])
+
+    @property
+    def run_budget(self) -> Budget:
+        """The budget this run spends (shared with its per-device views)."""
+        return self._budget
 
     def run(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         if self.module.per_device:
@@ -82,7 +115,7 @@ class Interpreter:
         run an op (and its nested regions) on one device at a time."""
         v = self._views.get(device)
         if v is None:
-            v = Interpreter(self.module, self.alg, self.max_unroll, device=device)
+            v = Interpreter(self.module, self.alg, self.max_unroll, device=device, budget=self._budget)
             v._env = ChainMap(_DeviceProjection(self, device))
             v._types = ChainMap(_TypesProjection(self))
             self._views[device] = v
@@ -104,16 +137,40 @@ class Interpreter:
             raise Unsupported(f"call to unknown function @{name}", loc, "func.call")
         return self.module.funcs[name]
 
+    def run_call(self, op: Op, callee: str, args: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """The callee's body on `args` (calls that the pipeline did not inline). A call to a
+        function that is running already never ends: `unknown`, not a RecursionError."""
+        func = self.func(callee, op.loc)
+        calls = self._budget.calls
+        if callee in calls:
+            chain = " -> ".join(f"@{f}" for f in (*calls[calls.index(callee):], callee))
+            raise Unsupported(f"recursive call to @{callee} ({chain})", op.loc, "budget.recursion")
+        if len(calls) > MAX_CALL_DEPTH:
+            raise Unsupported(f"calls nested deeper than {MAX_CALL_DEPTH} (the call budget) at @{callee}",
+                              op.loc, "budget.calls")
+        calls.append(callee)
+        try:
+            return self.run_block(func.body, args)
+        finally:
+            calls.pop()
+
     def run_block(self, block: Block, args: Sequence[np.ndarray], batched: bool = False,
                   top_level: bool = False) -> list[np.ndarray]:
         """batched: the block is a scalar body (reducer, comparator) run on arrays of
         independent elements at once, so result shapes are those of the arguments.
         top_level: the block's ops count as top-level ones (a manual computation's body)."""
+        budget = self._budget
+        if budget.blocks > MAX_NESTING:
+            # Regions and calls that were not inlined (`--pipeline none`) nest together here,
+            # six Python frames a level: past the budget, `unknown` rather than RecursionError.
+            raise Unsupported(f"regions and calls nested deeper than {MAX_NESTING} (the nesting budget)",
+                              block.ops[0].loc if block.ops else "", "budget.nesting")
         self._env = self._env.new_child()
         self._types = self._types.new_child()
         depth = 0 if top_level else 1
         self._depth += depth
         self._batched += batched
+        budget.blocks += 1
         try:
             for name, t, value in zip(block.args, block.arg_types, args):
                 self._env[name] = value
@@ -122,6 +179,7 @@ class Interpreter:
                 self._step(op)
             return [self._env[r] for r in block.returns]
         finally:
+            budget.blocks -= 1
             self._depth -= depth
             self._batched -= batched
             self._env = self._env.parents
@@ -135,6 +193,7 @@ class Interpreter:
             types = tuple(self._types[o] for o in op.operands)
         except KeyError as exc:
             raise ShapeError(f"{op.name} uses an undefined value {exc.args[0]}", op.loc) from None
+        self._budget.executed(op)
         shared = self.shared if self._depth == 1 else None
         key = SharedValues.key(op, args) if shared is not None else None
         if shared is not None and key is not None and key in shared.table:
@@ -151,6 +210,7 @@ class Interpreter:
             results = self._observe(op, results)
         if shared is not None and key is not None:
             shared.remember(key, args, results)
+        self._budget.computed(op, sum(_elements(r) for r in results))
         for name, t, value in zip(op.results, op.result_types, results):
             self._env[name] = value
             self._types[name] = t
@@ -160,7 +220,7 @@ class Interpreter:
         rule = TABLE.get(op.name)
         if rule is None:
             raise Unsupported(f"op {op.name} has no semantics", op.loc, op.name)
-        ctx = OpContext(self.alg, types, self, self.max_unroll)
+        ctx = OpContext(self.alg, types, self, self._budget)
         try:
             results = [self.alg.canonical(r) for r in rule(ctx, op, args)]
         except TvError:
@@ -189,6 +249,14 @@ class Interpreter:
             for k, g in enumerate(got):
                 new_parts[k].append(g)
         return [Local(tuple(p)) for p in new_parts]
+
+
+def _elements(value: Any) -> int:
+    """Tensor elements of a result: every device's part of a per-device value."""
+    parts = getattr(value, "parts", None)
+    if parts is not None:
+        return sum(int(np.size(p)) for p in parts)
+    return int(np.size(value))
 
 
 class _ReadOnly(MutableMapping[str, Any]):

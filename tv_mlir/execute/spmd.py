@@ -522,12 +522,12 @@ def _lockstep(interp: Any, op: Op, args: list[Any]) -> list[Any]:
     if op.name == "stablehlo.while":
         cond, body = op.regions
         values = list(args)
-        for _ in range(interp.max_unroll):
+        while True:  # ends: every trip is charged to the run's loop budget
             pred = interp.run_block(cond, values)[0]
             if not _uniform(interp, op, pred, Kind.BOOL):
                 return values
+            interp.run_budget.iteration(op)
             values = interp.run_block(body, values)
-        raise Unsupported(f"while loop running over {interp.max_unroll} iterations", op.loc, op.name)
     if op.name == "stablehlo.if":
         taken = _uniform(interp, op, args[0], Kind.BOOL)
         return interp.run_block(op.regions[0 if taken else 1], [])
@@ -537,5 +537,7 @@ def _lockstep(interp: Any, op: Op, args: list[Any]) -> list[Any]:
         return interp.run_block(op.regions[v if 0 <= v < n else n - 1], [])
     if op.name in CALLS:
         callee = op.attrs.get("callee") or op.attrs.get("decomposition")
-        return interp.run_block(interp.func(callee, op.loc).body, args)
+        if not isinstance(callee, str):
+            raise Unsupported(f"call to unknown function @{callee}", op.loc, op.name)
+        return interp.run_call(op, callee, args)
     return list(args)  # optimization_barrier

@@ -2,43 +2,100 @@
 from __future__ import annotations
 
 import itertools
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 from tv_mlir.errors import Unsupported
 from tv_mlir.ir import Block, Module, Op
+from tv_mlir.options import MAX_CALL_DEPTH, MAX_NESTING, MAX_OPS
 from tv_mlir.passes.rename import fresh_copy, substitute
 from tv_mlir.semantics.ops import CALLS, NOOP_CUSTOM_CALLS
 
 
-def inline(module: Module, max_depth: int = 64) -> Module:
+def inline(module: Module, max_depth: int = MAX_CALL_DEPTH, max_ops: int = MAX_OPS) -> Module:
     """Replace func.call and stablehlo.composite (by its decomposition) with the callee's
-    body. jax emits calls to private functions that MLIR's inliner leaves in place."""
-    counter = itertools.count()
+    body. jax emits calls to private functions that MLIR's inliner leaves in place.
+    Recursion, calls nested deeper than `max_depth` and more than `max_ops` ops after
+    inlining (calls that fan out) are `Unsupported` naming the budget, decided from the
+    call graph before anything is copied."""
+    size = _CallGraph(module, max_depth).inlined_size(module.entry)
+    if size > max_ops:
+        raise Unsupported(f"inlining calls would make {size} ops, over the op budget of {max_ops} (every call "
+                          "copies its callee: calls that fan out grow exponentially)",
+                          module.main.loc, "budget.inlining")
+    inliner = _Inliner(module)
+    funcs = dict(module.funcs)
+    main = funcs[module.entry]
+    funcs[module.entry] = replace(main, body=inliner.expand(main.body))
+    return replace(module, funcs=funcs)
 
-    def expand(block: Block, depth: int) -> Block:
+
+def _callee(op: Op) -> object:
+    return op.attrs.get("callee") if op.name == "func.call" else op.attrs.get("decomposition")
+
+
+@dataclass
+class _CallGraph:
+    """Sizes and depths of functions once their calls are inlined, one visit per function."""
+
+    module: Module
+    max_depth: int
+    sizes: dict[str, int] = field(default_factory=dict)
+    heights: dict[str, int] = field(default_factory=dict)  # calls nested below a function
+
+    def inlined_size(self, name: str, calls: tuple[str, ...] = ()) -> int:
+        """Ops of `name`'s body with every call replaced by its callee's inlined body;
+        `calls`: the functions whose bodies enclose this one (recursion is bounded by
+        max_depth, and a call into them is recursion)."""
+        if name in self.sizes:
+            return self.sizes[name]
+        calls = (*calls, name)
+        size, height = 0, 0
+        for op in self.module.funcs[name].body.walk():
+            if op.name not in CALLS:
+                size += 1
+                continue
+            callee = self.checked_callee(op, calls)
+            size += self.inlined_size(callee, calls)
+            height = max(height, self.heights[callee] + 1)
+        self.sizes[name], self.heights[name] = size, height
+        return size
+
+    def checked_callee(self, op: Op, calls: tuple[str, ...]) -> str:
+        callee = _callee(op)
+        if not isinstance(callee, str) or callee not in self.module.funcs:
+            raise Unsupported(f"call to unknown function @{callee}", op.loc, op.name)
+        if callee in calls:
+            chain = " -> ".join(f"@{f}" for f in (*calls[calls.index(callee):], callee))
+            raise Unsupported(f"recursive call to @{callee} ({chain})", op.loc, "budget.recursion")
+        if len(calls) + self.heights.get(callee, 0) > self.max_depth:
+            raise Unsupported(f"calls nested deeper than {self.max_depth} (the call budget) at @{callee}",
+                              op.loc, "budget.calls")
+        return callee
+
+
+@dataclass
+class _Inliner:
+    module: Module
+    counter: itertools.count[int] = field(default_factory=itertools.count)
+
+    def expand(self, block: Block, depth: int = 0) -> Block:
+        """`block` with its calls inlined (the call graph is known to be acyclic and within
+        the budgets); `depth`: the regions around the block in the result (a call inside a
+        region nests its callee's regions deeper)."""
         ops: list[Op] = []
         mapping: dict[str, str] = {}
         for op in block.ops:
             if op.name in CALLS:
-                callee = op.attrs.get("callee") if op.name == "func.call" else op.attrs.get("decomposition")
-                if callee not in module.funcs:
-                    raise Unsupported(f"call to unknown function @{callee}", op.loc, op.name)
-                if depth >= max_depth:
-                    raise Unsupported(f"calls nested deeper than {max_depth} (recursion?) at @{callee}",
-                                      op.loc, op.name)
-                body, _ = fresh_copy(module.funcs[callee].body, "%i", counter)
-                body = substitute(body, dict(zip(body.args, op.operands)))
-                body = expand(body, depth + 1)
+                body, _ = fresh_copy(self.module.funcs[str(_callee(op))].body, "%i", self.counter)
+                body = self.expand(substitute(body, dict(zip(body.args, op.operands))), depth)
                 ops.extend(body.ops)
                 mapping.update(zip(op.results, body.returns))
-            else:
-                ops.append(replace(op, regions=tuple(expand(r, depth) for r in op.regions)))
+                continue
+            if op.regions and depth + 1 > MAX_NESTING:
+                raise Unsupported(f"regions nested deeper than {MAX_NESTING} once calls are inlined "
+                                  "(the nesting budget)", op.loc, "budget.nesting")
+            ops.append(replace(op, regions=tuple(self.expand(r, depth + 1) for r in op.regions)))
         return substitute(replace(block, ops=ops), mapping)
-
-    funcs = dict(module.funcs)
-    main = funcs[module.entry]
-    funcs[module.entry] = replace(main, body=expand(main.body, 0))
-    return replace(module, funcs=funcs)
 
 
 def drop_noop_custom_calls(module: Module) -> Module:

@@ -12,8 +12,9 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
-from tv_mlir.errors import UsageError
+from tv_mlir.errors import Unsupported, UsageError
 from tv_mlir.ir import Module
+from tv_mlir.options import MAX_NESTING
 from tv_mlir.passes import normalize
 
 PassFn = Callable[..., Module]
@@ -137,6 +138,12 @@ def _read_text(path: Path) -> str:
 
 
 def run_pipeline(pipeline: Pipeline, module: Module) -> Module:
+    """The module after the pipeline's passes. A module nested deeper than the budget is
+    refused first: the reader refuses such input, but a `Module` may come from the API."""
+    for func in module.funcs.values():
+        if func.body.nesting() > MAX_NESTING:
+            raise Unsupported(f"regions nested deeper than {MAX_NESTING} in @{func.name} (the nesting budget)",
+                              func.loc, "budget.nesting")
     for name, opts in pipeline.steps:
         if name in PAIR_PASSES:
             continue

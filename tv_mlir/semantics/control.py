@@ -13,20 +13,22 @@ from tv_mlir.semantics.ops import CALLS, NOOP_CUSTOM_CALLS, VALUE_IDENTITIES
 def _while(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     cond, body = op.regions
     values = list(args)
-    for _ in range(ctx.max_unroll):
+    while True:  # ends: every trip is charged to the run's loop budget
         pred = ctx.runner.run_block(cond, values)[0]
         decided = concrete_bool(ctx.alg, pred.reshape(())[()])
         if decided is None:
             raise unsupported(op, "while loop whose condition does not fold to a constant (data-dependent trip count)")
         if not decided:
             return values
+        ctx.budget.iteration(op)
         values = ctx.runner.run_block(body, values)
-    raise unsupported(op, f"while loop running over {ctx.max_unroll} iterations")
 
 
 def _branch_merge(ctx: OpContext, op: Op, conds: list, branches: list) -> list[np.ndarray]:
     """Run every branch whose condition is not known false and merge the results."""
-    outs = [ctx.runner.run_block(b, []) for b in branches]
+    outs = []
+    for b in branches:  # a loop, not a comprehension: one Python frame less per nesting level
+        outs.append(ctx.runner.run_block(b, []))
     merged = outs[-1]
     for cond, out in zip(reversed(conds[:-1]), reversed(outs[:-1])):
         merged = [ctx.alg.select(np.full(o.shape, cond, dtype=object) if ctx.alg.symbolic else np.full(o.shape, cond),
@@ -58,7 +60,7 @@ def _call(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     callee = op.attrs.get("callee") or op.attrs.get("decomposition")
     if not isinstance(callee, str):  # the error RegionRunner.func raises for a name it does not know
         raise Unsupported(f"call to unknown function @{callee}", op.loc, "func.call")
-    return ctx.runner.run_block(ctx.runner.func(callee, op.loc).body, args)
+    return ctx.runner.run_call(op, callee, args)
 
 
 def _identity(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
