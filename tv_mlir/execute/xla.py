@@ -29,6 +29,7 @@ import numpy as np
 
 from tv_mlir.errors import ParseError, Unsupported
 from tv_mlir.frontend.read import asm_text, entry_func, func_name, named_attrs, np_dtype
+from tv_mlir.options import MAX_XLA_CHAIN
 
 # How the module maps onto devices:
 #   "single":      one device, one partition.
@@ -220,6 +221,10 @@ class XlaRunner:
         with self._ir_context, ir.Location.unknown():
             entry = _entry_function(parsed)
             params = _entry_params(entry)
+            chain = longest_chain(parsed, entry)
+            if chain > MAX_XLA_CHAIN:
+                raise XlaRunError(f"not compiled: a chain of {chain} dependent ops, over XLA replay's budget of "
+                                  f"{MAX_XLA_CHAIN} (XLA's compile time grows with its square)")
             # XLA's own HLO->StableHLO conversion drops this attribute; then
             # the number of per-device input lists decides.
             num_partitions = _int_attr(parsed.operation, "mhlo.num_partitions", num_devices)
@@ -371,6 +376,41 @@ def _entry_params(func: Any) -> tuple[_Param, ...]:
             raise XlaRunError(f"parameter {i}: unsupported {e.message}") from e
         params.append(_Param(tuple(t.shape), dtype))
     return tuple(params)
+
+
+def longest_chain(module: Any, entry: Any) -> int:
+    """The longest chain of dependent ops from the entry's arguments, with calls counted as
+    the callee's own longest chain (XLA inlines them) and an op with regions as one op (XLA
+    compiles a region as a computation of its own)."""
+    from jaxlib.mlir import ir
+
+    funcs = {func_name(op.operation): op.operation for op in module.body.operations
+             if op.operation.name == "func.func"}
+    lengths: dict[str, int] = {}
+
+    def of_func(name: str) -> int:
+        if name not in lengths:
+            lengths[name] = 0  # a (refused elsewhere) recursive call adds nothing
+            lengths[name] = of_block(funcs[name].regions[0].blocks[0]) if name in funcs else 0
+        return lengths[name]
+
+    def of_block(block: Any) -> int:
+        chain: dict[Any, int] = {}
+        longest = 0
+        for op in block.operations:
+            o = op.operation
+            here = max((chain.get(v, 0) for v in o.operands), default=0)
+            if o.name == "func.call" and "callee" in o.attributes:
+                here += of_func(ir.FlatSymbolRefAttr(o.attributes["callee"]).value)
+            else:
+                here += 1
+            if len(o.results):  # not a terminator
+                for r in o.results:
+                    chain[r] = here
+                longest = max(longest, here)
+        return longest
+
+    return of_func(func_name(entry))
 
 
 def _rename_entry_to_main(module: Any, entry: Any) -> None:
