@@ -24,8 +24,18 @@ class Degrees:
     analysis: DimAnalysis
     family: set[int]
     bindings: dict[str, int] = field(default_factory=dict)  # a called function's arguments
-    calls: dict[tuple[str, tuple[int, ...]], tuple[int, ...]] = field(default_factory=dict)
+    # A called function's degrees per argument degrees, shared by every Degrees of a family
+    # (a function called at several depths is not one summary, but each is made once).
+    calls: dict[tuple[str, tuple[int, ...]], Degrees] = field(default_factory=dict)
     memo: dict[str, int] = field(default_factory=dict)
+
+    def warm(self, block: Block) -> None:
+        """Degrees of the block's values in program order: each finds its operands' known,
+        so asking for a value at the end of a 10,000-op chain recurses one level, not
+        10,000 (a RecursionError)."""
+        for op in block.walk():
+            for r in op.results:
+                self.of(r)
 
     def has(self, value: str) -> bool:
         key = (self.facts.program, value)
@@ -98,9 +108,11 @@ class Degrees:
         if fn is None:
             return None
         key = (fn.name, tuple(arg_degrees))
-        sub = Degrees(self.facts, self.analysis, self.family, dict(zip(fn.body.args, arg_degrees)), self.calls)
-        if key not in self.calls:
-            self.calls[key] = tuple(sub.of(r) for r in fn.body.returns)
+        sub = self.calls.get(key)
+        if sub is None:
+            sub = self.calls[key] = Degrees(self.facts, self.analysis, self.family,
+                                            dict(zip(fn.body.args, arg_degrees)), self.calls)
+            sub.warm(fn.body)
         return sub
 
     def _loop(self, op: Op) -> None:
@@ -115,6 +127,7 @@ class Degrees:
             for region in (cond, body):
                 for a, d in zip(region.args, degs):
                     self.memo[a] = d
+            self.warm(body)
             nxt = [max(d, self.of(ret)) for d, ret in zip(degs, body.returns)]
             if nxt == degs:
                 return
@@ -147,9 +160,7 @@ def summand_degrees(facts: ProgramFacts, analysis: DimAnalysis, families: dict[i
             d = roots[key] = Degrees(facts, analysis, set(key))
             # In program order from the entry, so that a loop is resolved from outside
             # before any value inside it is asked for.
-            for op in facts.module.main.body.walk():
-                for r in op.results:
-                    d.of(r)
+            d.warm(facts.module.main.body)
         return roots[key]
 
     def visit(block: Block, context: dict[frozenset[int], Degrees], depth: int) -> None:

@@ -71,19 +71,23 @@ class ProgramFacts:
     def ops(self) -> list[Op]:
         return [op for fn in self.module.funcs.values() for op in fn.body.walk()]
 
-    def device_derived(self, value: str, seen: set[str] | None = None) -> bool:
-        """Computed from partition_id/replica_id by integer arithmetic (mesh coordinates)."""
-        seen = seen if seen is not None else set()
-        if value in seen or value not in self.defs:
-            return False
-        seen.add(value)
-        op, _ = self.defs[value]
-        if op.name in DEVICE_IDS:
-            return True
-        # Mesh-coordinate arithmetic only: a product with a size (shard * rows) is an
-        # offset, whose constants are sizes.
-        if op.name in MESH_ARITHMETIC:
-            return any(self.device_derived(o, seen) for o in op.operands)
+    def device_derived(self, value: str) -> bool:
+        """Computed from partition_id/replica_id by integer arithmetic (mesh coordinates).
+        A worklist, not recursion: an arithmetic chain may be thousands of ops long."""
+        seen: set[str] = set()
+        todo = [value]
+        while todo:
+            v = todo.pop()
+            if v in seen or v not in self.defs:
+                continue
+            seen.add(v)
+            op, _ = self.defs[v]
+            if op.name in DEVICE_IDS:
+                return True
+            # Mesh-coordinate arithmetic only: a product with a size (shard * rows) is an
+            # offset, whose constants are sizes.
+            if op.name in MESH_ARITHMETIC:
+                todo.extend(op.operands)
         return False
 
     def mesh_arithmetic(self, use: Op, pos: int) -> bool:
