@@ -382,6 +382,7 @@ SLOW_TESTS = {
     "test_shrink.py::test_realistic_plan_same_verdict": "Llama-sized plans shrunk and verified, ~80 s",
     "test_witness.py::test_first_divergence_names_the_wrong_collective": "~10 s",
     "test_core_differential.py::test_z3_core_same_verdict": "every bundled pair on the z3 core, ~2 min",
+    "test_hostile_budgets.py::test_long_chain_with_a_bug": "a 10,000-op chain through every phase, ~15 s",
 }
 
 

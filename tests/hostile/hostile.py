@@ -178,3 +178,117 @@ def main_in_process(capsys: Any, *args: str) -> tuple[int, str, str]:
     code = main(list(args))
     captured = capsys.readouterr()
     return code, captured.out, captured.err
+
+
+# ---------------------------------------------------------------------------
+# Generated modules for the budgets (tv_mlir/options.py): deep nesting, recursion, call
+# bombs, long loops, long chains, huge splats, narrow types.
+
+SCALAR = "tensor<f32>"
+
+# The reference for `nested`: every branch of its cases and ifs computes abs(x).
+NESTED_REF = f"""func.func public @main(%i: tensor<i32>, %p: tensor<i1>, %x: {SCALAR}) -> {SCALAR} {{
+  %y = stablehlo.abs %x : {SCALAR}
+  return %y : {SCALAR}
+}}
+"""
+
+
+def nested(depth: int, kind: str = "case") -> str:
+    """`depth` cases (on a data index, so every branch runs) or ifs (on a data predicate)
+    nested in their first branch; every branch computes abs(x), so the module is NESTED_REF."""
+    head = '"stablehlo.case"(%i)' if kind == "case" else '"stablehlo.if"(%p)'
+    sig = "(tensor<i32>)" if kind == "case" else "(tensor<i1>)"
+    lines = [f"func.func public @main(%i: tensor<i32>, %p: tensor<i1>, %x: {SCALAR}) -> {SCALAR} {{"]
+    lines += [f"%r{d} = {head} ({{" for d in range(depth)]
+    lines += [f"%leaf = stablehlo.abs %x : {SCALAR}", f"stablehlo.return %leaf : {SCALAR}"]
+    for d in reversed(range(depth)):
+        lines += ["}, {", f"%o{d} = stablehlo.abs %x : {SCALAR}", f"stablehlo.return %o{d} : {SCALAR}",
+                  f"}}) : {sig} -> {SCALAR}"]
+        lines.append(f"stablehlo.return %r{d} : {SCALAR}" if d else f"return %r0 : {SCALAR}")
+    return "\n".join(lines) + "\n}\n"
+
+
+ABS = f"""func.func public @main(%x: {SCALAR}) -> {SCALAR} {{
+  %y = stablehlo.abs %x : {SCALAR}
+  return %y : {SCALAR}
+}}
+"""
+
+
+def calls(kind: str) -> str:
+    """'direct': @f calls itself; 'mutual': @f calls @g calls @f."""
+    g = "f" if kind == "direct" else "g"
+    text = f"""func.func public @main(%x: {SCALAR}) -> {SCALAR} {{
+  %y = func.call @f(%x) : ({SCALAR}) -> {SCALAR}
+  return %y : {SCALAR}
+}}
+func.func private @f(%x: {SCALAR}) -> {SCALAR} {{
+  %y = func.call @{g}(%x) : ({SCALAR}) -> {SCALAR}
+  return %y : {SCALAR}
+}}
+"""
+    if kind == "mutual":
+        text += f"""func.func private @g(%x: {SCALAR}) -> {SCALAR} {{
+  %a = stablehlo.abs %x : {SCALAR}
+  %y = func.call @f(%a) : ({SCALAR}) -> {SCALAR}
+  return %y : {SCALAR}
+}}
+"""
+    return text
+
+
+def call_bomb(depth: int) -> str:
+    """f<depth> calls f<depth-1> twice, ..., f0 is abs: 2**depth copies of abs once inlined."""
+    funcs = [f"""func.func public @main(%x: {SCALAR}) -> {SCALAR} {{
+  %y = func.call @f{depth}(%x) : ({SCALAR}) -> {SCALAR}
+  return %y : {SCALAR}
+}}
+func.func private @f0(%x: {SCALAR}) -> {SCALAR} {{
+  %y = stablehlo.abs %x : {SCALAR}
+  return %y : {SCALAR}
+}}"""]
+    for d in range(1, depth + 1):
+        funcs.append(f"""func.func private @f{d}(%x: {SCALAR}) -> {SCALAR} {{
+  %a = func.call @f{d - 1}(%x) : ({SCALAR}) -> {SCALAR}
+  %b = func.call @f{d - 1}(%a) : ({SCALAR}) -> {SCALAR}
+  return %b : {SCALAR}
+}}""")
+    return "\n".join(funcs) + "\n"
+
+
+def loops(trips: int, levels: int) -> str:
+    """`levels` while loops nested in each other's bodies, each running `trips` times
+    (trips ** levels iterations in all); the innermost body takes abs(x)."""
+    i32 = "tensor<i32>"
+
+    def loop(level: int, acc: str) -> list[str]:
+        if level == levels:
+            return [f"%a{level} = stablehlo.abs {acc} : {SCALAR}"]
+        k = level
+        return [f"%c{k} = stablehlo.constant dense<0> : {i32}",
+                f"%w{k}:2 = stablehlo.while(%i{k} = %c{k}, %v{k} = {acc}) : {i32}, {SCALAR}",
+                "cond {",
+                f"%n{k} = stablehlo.constant dense<{trips}> : {i32}",
+                f"%p{k} = stablehlo.compare LT, %i{k}, %n{k}, SIGNED : ({i32}, {i32}) -> tensor<i1>",
+                f"stablehlo.return %p{k} : tensor<i1>",
+                "} do {",
+                f"%one{k} = stablehlo.constant dense<1> : {i32}",
+                f"%j{k} = stablehlo.add %i{k}, %one{k} : {i32}",
+                *loop(level + 1, f"%v{k}"),
+                f"stablehlo.return %j{k}, %a{level + 1} : {i32}, {SCALAR}",
+                "}",
+                f"%a{level} = stablehlo.abs %w{k}#1 : {SCALAR}"]
+
+    body = "\n".join(loop(0, "%x"))
+    return f"func.func public @main(%x: {SCALAR}) -> {SCALAR} {{\n{body}\nreturn %a0 : {SCALAR}\n}}\n"
+
+
+def chain(n: int, bug: bool = False) -> str:
+    """v0 = x + y, v_k = v_(k-1) + y: n dependent adds; with `bug` the middle one multiplies."""
+    t = "tensor<4xf32>"
+    lines = [f"func.func public @main(%x: {t}, %y: {t}) -> {t} {{", f"%v0 = stablehlo.add %x, %y : {t}"]
+    for k in range(1, n):
+        op = "multiply" if bug and k == n // 2 else "add"
+        lines.append(f"%v{k} = stablehlo.{op} %v{k - 1}, %y : {t}")
+    return "\n".join(lines) + f"\nreturn %v{n - 1} : {t}\n}}\n"
