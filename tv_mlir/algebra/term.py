@@ -76,7 +76,7 @@ class TermBudget(Exception):
 class Term:
     """One node, made only by a `TermStore`: equal structure, same object."""
 
-    __slots__ = ("id", "kind", "sort", "args", "data", "store", "const", "leaf", "__weakref__")
+    __slots__ = ("id", "kind", "sort", "args", "data", "store", "const", "leaf", "mask", "__weakref__")
 
     def __init__(self, id_: int, kind: str, sort: str, args: tuple[Term, ...], data: Any, store: TermStore,
                  const: Fraction | None = None, leaf: Term | None = None) -> None:
@@ -89,6 +89,9 @@ class Term:
         # Read on every element the sweep touches, so worked out once here:
         self.const = const  # a constant polynomial's value
         self.leaf = leaf  # the free constant (VAR atom) a `1 * var` polynomial is; a BVAR itself
+        # A bloom filter of the free constants under the term (`free_mask`), worked out on
+        # first use: most terms are never substituted into.
+        self.mask: int | None = None
 
     def __repr__(self) -> str:
         return f"Term#{self.id}({self.kind}, {self.sort})"
@@ -165,7 +168,10 @@ class TermStore:
         self.size += 1 + len(data)
         if self.size > self.limit:
             raise TermBudget(self.limit)
-        atoms = sorted({a for m, _ in data for a, _ in m})
+        if len(data) == 1:  # one monomial: its atoms are sorted and distinct already
+            atoms = [a for a, _ in data[0][0]]
+        else:
+            atoms = sorted({a for m, _ in data for a, _ in m})
         const: Fraction | None = None
         leaf: Term | None = None
         if not data:
@@ -256,11 +262,12 @@ class TermStore:
         return self.add(a, self.neg(b))
 
     def mul(self, a: Term, b: Term) -> Term:
-        ka, kb = self.constant(a), self.constant(b)
-        if ka is not None:
-            return self.scale(b, ka)
-        if kb is not None:
-            return self.scale(a, kb)
+        # A constant factor scales by its coefficient as stored (an int where integral),
+        # not by `const` (always a Fraction, whose arithmetic is much slower).
+        if a.const is not None:
+            return self.scale(b, a.data[0][1] if a.data else 0)
+        if b.const is not None:
+            return self.scale(a, b.data[0][1] if b.data else 0)
         ta, tb = self.terms_of(a), self.terms_of(b)
         if len(ta) == 1 and len(tb) == 1:  # monomial times monomial: most products of cut points
             (ma, ca), (mb, cb) = ta[0], tb[0]
@@ -517,7 +524,8 @@ class TermStore:
         """t with the atoms (or Boolean atoms) whose ids `mapping` names replaced (a key may
         also be a variable's polynomial, as `var` returns it: it stands for its atom), rebuilt
         bottom-up through the constructors: the result is in normal form again (constants
-        fold, polynomials re-expand)."""
+        fold, polynomials re-expand). A memo shared between calls must come with the same
+        mapping."""
         if isinstance(t, bool):
             return t
         memo = {} if memo is None else memo
@@ -527,16 +535,115 @@ class TermStore:
             atom = self.atom_of(self.nodes[key])
             if atom is not None and atom.id not in mapping:
                 mapping = {**mapping, atom.id: mapping[key]}
-        for node in self.walk([t]):
-            if node.id in memo:
+        if not mapping:
+            return t
+        return self._substitute(t, mapping, memo)
+
+    def _substitute(self, root: Term, mapping: dict[int, Term | bool], memo: dict[int, Any]) -> Any:
+        # Subterms that cannot mention a key are kept without a walk (unfolding substitutes
+        # a few cut variables into large terms, step after step): a term is made after its
+        # subterms, so one older than every key mentions none; and one whose bloom filter
+        # of free constants misses every key's bit mentions no free constant among them.
+        low = min(mapping)
+        kmask = _keys_mask(self.nodes[k] for k in mapping)
+        stack: list[tuple[Term, bool]] = [(root, False)]
+        while stack:
+            t, done = stack.pop()
+            i = t.id
+            if i in memo:
                 continue
-            memo[node.id] = mapping[node.id] if node.id in mapping else self._rebuild(node, memo)
-        return memo[t.id]
+            if i in mapping:
+                memo[i] = mapping[i]
+            elif done:
+                memo[i] = self._rebuild(t, memo)
+            elif i < low or not t.args or (kmask and not self.free_mask(t) & kmask):
+                memo[i] = t
+            else:
+                stack.append((t, True))
+                stack.extend((a, False) for a in t.args if a.id not in memo)
+        return memo[root.id]
+
+    def free_mask(self, t: Term) -> int:
+        """A bloom filter of the free constants (VAR, BVAR) under t: the OR of their `_bit`s.
+        Worked out once per term, children first, without recursion (terms nest deeply)."""
+        m = t.mask
+        if m is not None:
+            return m
+        stack: list[tuple[Term, bool]] = [(t, False)]
+        while stack:
+            x, done = stack.pop()
+            if x.mask is not None:
+                continue
+            if done or not x.args:
+                if x.kind in (VAR, BVAR):
+                    x.mask = _bit(x.id)
+                else:
+                    acc = 0
+                    for a in x.args:
+                        acc |= a.mask  # type: ignore[operator]  # set: children come first
+                    x.mask = acc
+                continue
+            stack.append((x, True))
+            stack.extend((a, False) for a in x.args if a.mask is None)
+        return t.mask  # type: ignore[return-value]
 
     def replace_atoms(self, p: Term, mapping: dict[int, Term]) -> Term:
         """The polynomial p with some of its own atoms (by id) replaced by polynomials, one
         level deep: unlike `substitute`, nothing under the atoms is walked."""
         return self._rebuild(p, {a.id: mapping.get(a.id, a) for a in p.args})
+
+    def _rebuild_poly(self, t: Term, memo: dict[int, Any]) -> Term:
+        """The polynomial t with its atoms replaced as `memo` says: each monomial is the
+        product of its coefficient and its atoms' replacements (`mul` in turn, so products
+        past `EXPAND_LIMIT` stay atoms as they would), the sum of them all. Monomials whose
+        atoms all stay, and the products within the limit, are worked out in one dict
+        instead of interning a polynomial per partial product (most of a rebuilt
+        polynomial is unchanged)."""
+        changed = {a.id for a in t.args if memo[a.id] is not a}
+        acc: dict[Monomial, Coeff] = {}
+        get = acc.get
+        for m, c in t.data:
+            if len(m) == 1:
+                if m[0][0] not in changed:
+                    acc[m] = get(m, 0) + c
+                    continue
+            elif changed.isdisjoint([a for a, _ in m]):
+                acc[m] = get(m, 0) + c
+                continue
+            prod: PolyData = (((), c),)
+            for atom_id, e in m:
+                factor = memo[atom_id]
+                if factor.kind != POLY:  # an atom left as it was: its polynomial
+                    factor = self._atom_poly(factor)
+                for _ in range(e):
+                    prod = self._mul_data(t.sort, prod, factor)
+            for pm, pc in prod:
+                acc[pm] = get(pm, 0) + pc
+        return self._poly(t.sort, acc)
+
+    def _mul_data(self, sort: str, a: PolyData, b: Term) -> PolyData:
+        """The data of `mul(a, b)` for the polynomial a with data `a` (zero coefficients
+        dropped as `_poly` drops them), without interning a unless the product would stay
+        an atom (past `EXPAND_LIMIT`): the same normal form `mul` gives."""
+        tb = b.data
+        if not a or (len(a) == 1 and not a[0][0]):  # a constant: `mul` scales b
+            k = a[0][1] if a else 0
+            return tb if k == 1 else tuple((m, c * k) for m, c in tb if k)
+        if b.const is not None:
+            k = tb[0][1] if tb else 0
+            return a if k == 1 else tuple((m, c * k) for m, c in a if k)
+        if len(a) == 1 and len(tb) == 1:
+            (ma, ca), (mb, cb) = a[0], tb[0]
+            return ((_mono_mul(ma, mb), ca * cb),)
+        if len(a) * len(tb) > EXPAND_LIMIT:
+            return self.mul(self._poly(sort, dict(a)), b).data
+        acc: dict[Monomial, Coeff] = {}
+        get = acc.get
+        for ma, ca in a:
+            for mb, cb in tb:
+                m = _mono_mul(ma, mb)
+                acc[m] = get(m, 0) + ca * cb
+        return tuple((m, c) for m, c in acc.items() if c)
 
     def _rebuild(self, t: Term, memo: dict[int, Any]) -> Any:
         args = [memo[a.id] for a in t.args]
@@ -544,17 +651,7 @@ class TermStore:
             return t
         k = t.kind
         if k == POLY:
-            acc: list[Term] = []
-            for m, c in t.data:
-                term = self._poly(t.sort, {(): c})  # the coefficient as it is (no int() cut)
-                for atom_id, e in m:
-                    factor = memo[atom_id]
-                    if factor.kind != POLY:  # an atom left as it was: its polynomial
-                        factor = self._atom_poly(factor)
-                    for _ in range(e):
-                        term = self.mul(term, factor)
-                acc.append(term)
-            return self.sum(acc, t.sort)
+            return self._rebuild_poly(t, memo)
         if k in (VAR, BVAR):
             return t
         if k == ITE:
@@ -601,6 +698,31 @@ def bitwise(op: str, width: int, signed: bool, xs: Sequence[int]) -> int:
     else:
         r = {"and": xs[0] & xs[1], "or": xs[0] | xs[1], "xor": xs[0] ^ xs[1]}[op] & mask
     return r - (1 << width) if signed and r >= 1 << (width - 1) else r
+
+
+# Bits of the bloom filter of free constants (`TermStore.free_mask`): wide enough that the
+# terms of a local proof, which mention a few hundred free constants, rarely fill it.
+MASK_LOG = 10  # 1024 bits
+
+
+def _bit(i: int) -> int:
+    """The bloom-filter bit of the free constant with id i (a multiplicative hash: cut
+    variables made one after another land on scattered bits)."""
+    return 1 << (((i * 0x9E3779B1) & 0xFFFFFFFF) >> (32 - MASK_LOG))
+
+
+def _keys_mask(keys: Iterable[Term]) -> int:
+    """The bloom-filter bits of substitution keys, or 0 (no filtering) when a key is not a
+    free constant: a term mentions such a key without mentioning its bit."""
+    mask = 0
+    for k in keys:
+        if k.kind in (VAR, BVAR):
+            mask |= _bit(k.id)
+        elif k.leaf is not None:  # a variable's polynomial: any term with it has the atom
+            mask |= _bit(k.leaf.id)
+        else:
+            return 0
+    return mask
 
 
 def _coeff(c: Coeff) -> Coeff:

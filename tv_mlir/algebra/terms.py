@@ -168,6 +168,19 @@ def substitute(t: Any, pairs: list[tuple[Any, Any]]) -> Any:
     return t.__class__(raw, t.ctx)
 
 
+def substitute_all(ts: list[Any], pairs: list[tuple[Any, Any]]) -> list[Any]:
+    """Each of ts with the same pairs substituted (`substitute`); own terms share one memo,
+    so a subterm common to several of them (a float's value and class, both sides of a
+    local proof) is rebuilt once."""
+    own = [t for t in ts if isinstance(t, Term)]
+    if not pairs or not own:
+        return [substitute(t, pairs) for t in ts]
+    store = own[0].store
+    mapping = {term_id(f): v for f, v in pairs}
+    memo: dict[int, Any] = {}
+    return [store.substitute(t, mapping, memo) if isinstance(t, Term) else substitute(t, pairs) for t in ts]
+
+
 def scan(t: Any, stop: Container[int], check_uf: bool) -> tuple[frozenset[int], frozenset[int], bool]:
     """The ids in `stop` that t mentions (the walk does not enter them), the ids of its
     other free constants (program inputs), and whether it applies an uninterpreted
@@ -321,28 +334,40 @@ def simplify(t: Any) -> Any:
 # Inputs and values
 
 
-def input_bindings(sym: Any, value: Any, kind: Kind) -> Binding:
-    """An input element's free constant and the literal of a concrete value."""
-    if isinstance(sym, FF):
-        return sym.v, sym.v.store.real(Fraction(float(value)))
-    if isinstance(sym, Term):
-        return sym, (bool(value) if kind is Kind.BOOL else sym.store.int_(int(value)))
+def input_bindings(sym: Any, value: Any, kind: Kind) -> list[Binding]:
+    """An input element's free constants and the literals of a concrete value: the value,
+    and for a float input whose IEEE class is free (`--inputs ieee`) the class as well (the
+    value of a non-finite one is bound to 0: it means nothing there)."""
     if kind is Kind.FLOAT:
-        return sym.v, z3.RealVal(Fraction(float(value)))
+        v = float(value)
+        cls = FIN if math.isfinite(v) else NAN if math.isnan(v) else POS if v > 0 else NEG
+        real = Fraction(v) if cls == FIN else Fraction(0)
+        own = isinstance(sym, FF)
+        out: list[Binding] = [(sym.v, sym.v.store.real(real) if own else z3.RealVal(real))]
+        if not isinstance(sym.k, int):
+            out.append((sym.k, sym.k.store.int_(cls) if own else z3.IntVal(cls)))
+        elif cls != sym.k:
+            raise ValueError(f"input value {value} outside the input domain (class {sym.k})")
+        return out
+    if isinstance(sym, Term):
+        return [(sym, (bool(value) if kind is Kind.BOOL else sym.store.int_(int(value))))]
     if kind is Kind.BOOL:
-        return sym, z3.BoolVal(bool(value))
-    return sym, z3.IntVal(int(value))
+        return [(sym, z3.BoolVal(bool(value)))]
+    return [(sym, z3.IntVal(int(value)))]
 
 
 def differs_from(sym: Any, value: Any, kind: Kind) -> Any:
     """The input element takes another value than `value`."""
-    term, literal_ = input_bindings(sym, value, kind)
-    if isinstance(term, Term):
-        store = term.store
-        same = (store.eq(term, literal_) if not isinstance(literal_, bool) else
-                (term if literal_ else store.not_(term)))
-        return z3.Not(formula(same))
-    return term != literal_
+    differ = []
+    for term, literal_ in input_bindings(sym, value, kind):
+        if isinstance(term, Term):
+            store = term.store
+            same = (store.eq(term, literal_) if not isinstance(literal_, bool) else
+                    (term if literal_ else store.not_(term)))
+            differ.append(z3.Not(formula(same)))
+        else:
+            differ.append(term != literal_)
+    return differ[0] if len(differ) == 1 else z3.Or(*differ)
 
 
 def number(v: Any) -> Any:

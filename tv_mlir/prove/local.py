@@ -113,10 +113,8 @@ class LocalProver:
                 if common <= 0 or not lv:
                     break
                 common -= 1
-                newest = [max(lv, key=lambda v: order[v].order)]
-                left, lv = self._unfold_side(left, lv, newest)
-                right, rv = self._unfold_side(right, rv, newest)
-                batch = newest
+                batch = [max(lv, key=lambda v: order[v].order)]
+                left, lv, right, rv = self._unfold_both(left, lv, right, rv, batch)
             else:
                 ml = max((order[v].order for v in only_l), default=-1)
                 mr = max((order[v].order for v in only_r), default=-1)
@@ -125,8 +123,7 @@ class LocalProver:
                 excl = only_l | only_r
                 bridge = [v for v in lv & rv if self.store.info(v).vars & excl]
                 if bridge:
-                    left, lv = self._unfold_side(left, lv, bridge)
-                    right, rv = self._unfold_side(right, rv, bridge)
+                    left, lv, right, rv = self._unfold_both(left, lv, right, rv, bridge)
                     batch = bridge
                 elif ml > mr:
                     batch = [v for v in only_l if order[v].order > mr]
@@ -184,9 +181,21 @@ class LocalProver:
 
     def _unfold_side(self, terms: list[Any], vs: set[int], batch: list[int]) -> tuple[list[Any], set[int]]:
         cuts = [self.store.info(v) for v in batch]
-        pairs = [(c.var, c.term) for c in cuts]
+        return T.substitute_all(terms, [(c.var, c.term) for c in cuts]), self._unfolded_vars(vs, batch)
+
+    def _unfold_both(self, left: list[Any], lv: set[int], right: list[Any], rv: set[int], batch: list[int]
+                     ) -> tuple[list[Any], set[int], list[Any], set[int]]:
+        """The same batch unfolded on both sides in one substitution: the sides share most
+        of their subterms, which are then rebuilt once."""
+        cuts = [self.store.info(v) for v in batch]
+        both = T.substitute_all(left + right, [(c.var, c.term) for c in cuts])
+        n = len(left)
+        return both[:n], self._unfolded_vars(lv, batch), both[n:], self._unfolded_vars(rv, batch)
+
+    def _unfolded_vars(self, vs: set[int], batch: list[int]) -> set[int]:
+        """The cut variables of a side once `batch` is unfolded in it."""
         new_vs = vs.difference(batch)
-        for c in cuts:
-            new_vs |= c.vars
-        return [T.substitute(t, pairs) for t in terms], new_vs
+        for v in batch:
+            new_vs |= self.store.info(v).vars
+        return new_vs
 
