@@ -27,6 +27,7 @@ from tv_mlir.execute.interp import Interpreter
 from tv_mlir.frontend.classify import classify
 from tv_mlir.frontend.read import load_module
 from tv_mlir.passes import load_pipeline, run_pipeline
+from tv_mlir.semantics.fixed_width import int_width
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTDATA = ROOT / "testdata"
@@ -51,7 +52,7 @@ def symbolic_values(module, inputs: Sequence[np.ndarray], alg: SymbolicAlgebra |
     types = module.global_arg_types()
     syms, env = [], {}
     for i, (t, val) in enumerate(zip(types, inputs)):
-        arr, _ = alg.inputs(f"in{i}", t.shape, Kind.of(t), t.is_unsigned)
+        arr, _ = alg.inputs(f"in{i}", t.shape, Kind.of(t), t.is_unsigned, int_width(t) or 64)
         syms.append(arr)
         for idx in np.ndindex(*t.shape):
             label = f"in{i}[{','.join(map(str, idx))}]" if t.shape else f"in{i}"

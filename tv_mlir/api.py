@@ -43,16 +43,19 @@ def verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, *
     if options.core not in CORES:
         raise UsageError(f"unknown symbolic core {options.core!r} (choose one of {', '.join(CORES)})")
     t0 = time.perf_counter()
-    # Each input is read and parsed once: the passes copy rather than edit, so the module
-    # as read (with its MLIR) is still there for the shrink pass.
-    ref_read, ref_sym = _read(ref, options)
-    other_read, other_sym = _read(other, options)
-    ref_m = prepare(ref_read, options)
-    other_m = prepare(other_read, options)
-    check_signatures(ref_m, other_m)
-    shrink, embedding, originals = None, None, (ref_m, other_m)
-    if options.shrink and load_pipeline(options.pipeline).has("shrink"):
-        ref_m, other_m, shrink, embedding = _shrink(ref_read, other_read, ref_m, other_m, options)
+    try:
+        # Each input is read and parsed once: the passes copy rather than edit, so the
+        # module as read (with its MLIR) is still there for the shrink pass.
+        ref_read, ref_sym = _read(ref, options)
+        other_read, other_sym = _read(other, options)
+        ref_m = prepare(ref_read, options)
+        other_m = prepare(other_read, options)
+        check_signatures(ref_m, other_m)
+        shrink, embedding, originals = None, None, (ref_m, other_m)
+        if options.shrink and load_pipeline(options.pipeline).has("shrink"):
+            ref_m, other_m, shrink, embedding = _shrink(ref_read, other_read, ref_m, other_m, options)
+    except Unsupported as exc:  # a form or type not modelled, or a budget: before any proof
+        return unsupported_verdict(exc, options, t0)
     if ref_sym or other_sym:
         shrink = dict(shrink or {"applied": False, "reason": "off (--no-shrink, or no shrink in the pipeline)"})
         shrink["symbolic"] = {"instantiated_at": SYMBOLIC_SIZE, "ref": ref_sym, "other": other_sym}
@@ -66,6 +69,15 @@ def verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, *
             verdict.counterexample.not_embedded = "replay is off (--no-replay)"
     verdict.time_s = round(time.perf_counter() - t0, 4)
     return verdict
+
+
+def unsupported_verdict(exc: Unsupported, options: Options, t0: float) -> Verdict:
+    """`unknown`, naming what is not modelled or which budget was passed (exit 2, like the
+    same finding during the proof), instead of an error."""
+    v = Verdict("unknown", f"unsupported: {exc.one_line()}",
+                unsupported=[{"op": exc.op or "", "loc": exc.loc or "", "message": exc.message}], inputs=options.inputs)
+    v.time_s = round(time.perf_counter() - t0, 4)
+    return v
 
 
 # Dynamic dims (`?`, jax.export with symbolic shapes) are first instantiated at one size

@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from tv_mlir.errors import UsageError
+from tv_mlir.errors import Unsupported, UsageError
 from tv_mlir.frontend.read import SourceSpec, parse_mlir, read_source
 from tv_mlir.options import DEFAULT_MAX_INPUT_BYTES, Options
 from tv_mlir.verdict import Verdict
@@ -71,10 +72,14 @@ def _fd2_captured(into: list[str]) -> Iterator[None]:
 
 
 def check_pass(spec: SourceSpec, pipeline: str, options: Options | None = None, **overrides: Any) -> Verdict:
-    from tv_mlir.api import resolve_options, verify
+    from tv_mlir.api import resolve_options, unsupported_verdict, verify
 
     options = resolve_options(options, overrides)
-    before, after = apply_mlir_passes(spec, pipeline, options.max_input_bytes)
+    t0 = time.perf_counter()
+    try:
+        before, after = apply_mlir_passes(spec, pipeline, options.max_input_bytes)
+    except Unsupported as exc:
+        return unsupported_verdict(exc, options, t0)
     verdict = verify(before, after, options)
     verdict.stats["pass_pipeline"] = pipeline
     return verdict

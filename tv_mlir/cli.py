@@ -20,7 +20,7 @@ from types import FrameType
 from typing import Any, NoReturn
 
 from tv_mlir.errors import Interrupted, TvError, UsageError
-from tv_mlir.options import MIB, Options
+from tv_mlir.options import INPUT_DOMAINS, MIB, Options
 
 EXIT_UNKNOWN = 2  # also an internal error: the question is left undecided
 EXIT_USAGE = 3
@@ -101,6 +101,9 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--core", choices=("own", "z3"), default=Options.core,
                         help="symbolic core: the project's own hash-consed terms (default) or z3 terms "
                              "(the earlier core, kept for comparison)")
+        sp.add_argument("--inputs", choices=tuple(INPUT_DOMAINS), default=Options.inputs,
+                        help="the float inputs the verdict is about: finite reals (default) or every IEEE value, "
+                             "+-inf and NaN included (then x * 0.0 is not 0.0)")
         sp.add_argument("--progress", action="store_true", default=None,
                         help="phase lines on stderr (default: when stderr is a terminal)")
         sp.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -122,7 +125,7 @@ def _options(args: argparse.Namespace) -> Options:
     mb = args.max_input_mb if args.max_input_mb is not None else _env_max_input_mb()
     return Options(timeout_s=args.timeout, jobs=args.jobs, pipeline=args.pipeline,
                    shrink=not args.no_shrink, replay=not args.no_replay, strict_dtypes=args.strict_dtypes,
-                   core=args.core, max_input_bytes=max(1, int(mb * MIB)),
+                   core=args.core, max_input_bytes=max(1, int(mb * MIB)), inputs=args.inputs,
                    progress=_stderr_isatty() if args.progress is None else args.progress)
 
 

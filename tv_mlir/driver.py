@@ -25,6 +25,7 @@ from tv_mlir.prove.fingerprints import Trace, numeric_trace, random_inputs
 from tv_mlir.prove.obligations import Obligation, build_obligations
 from tv_mlir.prove.solve import Model, Query, solve_all
 from tv_mlir.prove.sweep import Sweeper
+from tv_mlir.semantics.fixed_width import int_width
 from tv_mlir.verdict import Counterexample, OutputResult, Verdict
 from tv_mlir.witness.replay import py_value, values_differ
 from tv_mlir.witness.settle import RunnerSlot, Witness, environment, exact_values, py_list, settle
@@ -143,7 +144,14 @@ def _timed(p: _Proof, key: str) -> Iterator[None]:
 def prove_pair(ref: Module, other: Module, options: Options) -> Verdict:
     """The verdict for two prepared programs of the same global signature: numeric runs,
     symbolic runs with sweeping, the obligations, counterexamples from the random runs,
-    local proofs at the cut points, full expansion, the solver."""
+    local proofs at the cut points, full expansion, the solver. The verdict names the
+    inputs it is about (`Options.inputs`)."""
+    verdict = _prove_pair(ref, other, options)
+    verdict.inputs = options.inputs
+    return verdict
+
+
+def _prove_pair(ref: Module, other: Module, options: Options) -> Verdict:
     stats: dict[str, Any] = {"pipeline": options.pipeline, "ops_ref": sum(1 for _ in ref.main.body.walk()),
                              "ops_other": sum(1 for _ in other.main.body.walk())}
     too_big = _too_large(ref, other, options)
@@ -184,7 +192,8 @@ def _symbolic_runs(p: _Proof) -> tuple[list[np.ndarray], list[np.ndarray], list[
     """Both programs on symbolic inputs, the other program's values merged into the
     reference's where they are proved equal (the sweep)."""
     for name, t in zip(p.names, p.types):
-        arr, cons = p.alg.inputs(name, t.shape, Kind.of(t), t.is_unsigned)
+        arr, cons = p.alg.inputs(name, t.shape, Kind.of(t), t.is_unsigned, int_width(t) or 64,
+                                 ieee=p.options.inputs == "ieee")
         p.inputs.append(arr)
         p.constraints += cons
     assert p.ref_trace is not None and p.other_trace is not None

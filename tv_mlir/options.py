@@ -45,6 +45,10 @@ MAX_XLA_CHAIN = 4000
 DEFAULT_MAX_UNROLL = 100_000
 
 
+# What `Options.inputs` may say, and how a verdict states it.
+INPUT_DOMAINS = {"finite": "finite float inputs", "ieee": "IEEE float inputs (+-inf and NaN included)"}
+
+
 @dataclass(frozen=True)
 class Options:
     timeout_s: float = 60.0  # per solver query
@@ -63,12 +67,17 @@ class Options:
     # verdicts until it is removed).
     core: str = "own"
     max_input_bytes: int = DEFAULT_MAX_INPUT_BYTES  # per input file, stream or stdin
+    # The float inputs the verdict is about: "finite" (every finite real, the default: what
+    # a training step is fed) or "ieee" (also +-inf and NaN, where x * 0 is not 0).
+    inputs: str = "finite"
 
     def __post_init__(self) -> None:
         _check_positive_number("timeout_s", self.timeout_s)
         _check_positive_int("jobs", self.jobs)
         _check_positive_int("max_unroll", self.max_unroll)
         _check_positive_int("max_input_bytes", self.max_input_bytes)
+        if self.inputs not in INPUT_DOMAINS:
+            raise UsageError(f"option inputs must be one of {', '.join(INPUT_DOMAINS)}, got {self.inputs!r}")
         if not isinstance(self.pipeline, str):
             raise UsageError(f"option pipeline must be a name or a file path (str), got {type(self.pipeline).__name__}")
 

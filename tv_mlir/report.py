@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tv_mlir.options import INPUT_DOMAINS
 from tv_mlir.verdict import Verdict
 
 
@@ -70,7 +71,10 @@ def _shrink_lines(shrink: dict[str, Any] | None) -> list[str]:
 
 
 def to_text(v: Verdict) -> str:
-    lines = [f"verdict: {v.verdict}", f"reason:  {v.reason}", f"time:    {v.time_s:.3f} s"]
+    lines = [f"verdict: {v.verdict}", f"reason:  {v.reason}",
+             f"inputs:  {INPUT_DOMAINS.get(v.inputs, v.inputs)}" + (" (--inputs ieee for +-inf and NaN)"
+                                                                  if v.inputs == "finite" else ""),
+             f"time:    {v.time_s:.3f} s"]
     lines.extend(_shrink_lines(v.shrink))
     if v.outputs:
         lines.append("outputs:")

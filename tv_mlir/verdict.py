@@ -70,6 +70,8 @@ class Verdict:
     # The shrink map (docs/shrinking.md): applied, shrunk/kept dimension classes with
     # original and verified sizes, and why each kept class keeps its size.
     shrink: dict[str, Any] | None = None
+    # The float inputs the verdict is about (Options.inputs): "finite" or "ieee".
+    inputs: str = "finite"
 
     @property
     def exit_code(self) -> int:

@@ -1,7 +1,7 @@
-// Hand-written, i32 as mathematical integers (divide truncates toward zero,
-// remainder takes the sign of the dividend).
+// Hand-written, i32 two's complement (divide truncates toward zero, remainder takes the
+// sign of the dividend, negate wraps at INT_MIN).
 // out0 = select(y != 0, (x / y) * y + x rem y, x)       (= x; the y == 0 case is guarded)
-// out1 = select(x < 0, -((-x) rem 5), x rem 5)          (= x rem 5)
+// out1 = select(x < 0, -((-x) rem 5), x rem 5)          (= x rem 5 except at x = INT_MIN)
 module @int_ops_a {
   func.func public @main(%arg0: tensor<8xi32>, %arg1: tensor<8xi32>) -> (tensor<8xi32>, tensor<8xi32>) {
     %0 = stablehlo.divide %arg0, %arg1 : tensor<8xi32>

@@ -46,6 +46,21 @@ def one_error_line(p: subprocess.CompletedProcess[bytes], code: int = 3) -> str:
     return lines[0]
 
 
+def unknown_reason(p: subprocess.CompletedProcess[bytes]) -> str:
+    """The run ended `unknown` (exit 2) with its report on stdout, nothing on stderr: the
+    report's reason (text or --json)."""
+    err = p.stderr.decode(errors="replace")
+    assert p.returncode == 2, (p.returncode, err)
+    assert not err.strip(), err
+    out = p.stdout.decode()
+    if out.lstrip().startswith("{"):
+        d = json.loads(out)
+        assert d["verdict"] == "unknown" and d["unsupported"], d
+        return str(d["reason"])
+    assert out.startswith("verdict: unknown\n"), out[:300]
+    return next(line for line in out.splitlines() if line.startswith("reason:"))
+
+
 def json_error(p: subprocess.CompletedProcess[bytes]) -> dict[str, Any]:
     """The one JSON error object on stdout, consistent with the exit code."""
     out = p.stdout.decode().strip()

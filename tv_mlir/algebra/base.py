@@ -63,6 +63,8 @@ class Algebra(Protocol):
     def logic(self, op: str, a: np.ndarray, b: np.ndarray | None, t: TensorType) -> np.ndarray: ...
     def convert(self, a: np.ndarray, src: TensorType, dst: TensorType) -> np.ndarray: ...
     def uf(self, name: str, args: Sequence[np.ndarray]) -> np.ndarray: ...
+    def wrap(self, a: np.ndarray, t: TensorType) -> np.ndarray:
+        """Integers reduced into the range of the fixed-width type t (two's complement)."""
 
     def dot(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         """(B, M, K) x (B, N, K) -> (B, M, N)."""
@@ -101,9 +103,10 @@ class Symbolic(Algebra, Protocol):
     element_ops: int  # scalar operations performed so far (elementwise results, dot and sum terms)
 
     def inputs(self, name: str, shape: tuple[int, ...], kind: Kind,
-               unsigned: bool = False) -> tuple[np.ndarray, list[Any]]:
-        """Fresh free elements for a program input, and the constraints on them (integer
-        ranges)."""
+               unsigned: bool = False, width: int = 64, ieee: bool = False) -> tuple[np.ndarray, list[Any]]:
+        """Fresh free elements for a program input, and the constraints on them (an integer
+        lies in the range of its type: `width` bits, signed unless `unsigned`; a float is a
+        finite real, or with `ieee` also +-inf or NaN)."""
 
     def element_equal(self, a: Any, b: Any, kind: Kind) -> Any:
         """a == b: a folded bool, or a term for the solver."""

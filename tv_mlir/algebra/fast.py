@@ -26,6 +26,7 @@ from tv_mlir.algebra.base import (
     scalar_array,
     vec,
 )
+from tv_mlir.algebra.intervals import type_range, wrap
 from tv_mlir.algebra.term import BOOL, INT, REAL, Bool, Term, TermStore
 from tv_mlir.ir import TensorType
 
@@ -428,23 +429,47 @@ class FastAlgebra:
         return out
 
     def inputs(self, name: str, shape: tuple[int, ...], kind: Kind,
-               unsigned: bool = False) -> tuple[np.ndarray, list[Any]]:
-        """Fresh symbols for a program input, and its domain constraints (Boolean terms)."""
+               unsigned: bool = False, width: int = 64, ieee: bool = False) -> tuple[np.ndarray, list[Any]]:
+        """Fresh symbols for a program input, and its domain constraints (Boolean terms): an
+        integer input lies in its type's range, which the store also keeps as the symbol's
+        bounds (the range analysis that leaves most index arithmetic unwrapped reads them).
+        A float input is a finite real, or with `ieee` any IEEE value: its class is a free
+        constant too (finite, +inf, -inf or NaN)."""
         s = self.store
         out = np.empty(shape, dtype=object)
         constraints: list[Any] = []
+        lo, hi = type_range(width, not unsigned)
         for idx in np.ndindex(*shape):
             label = f"{name}[{','.join(map(str, idx))}]" if shape else name
             if kind is Kind.FLOAT:
-                out[idx] = FF(s.var(label, REAL), FIN)
+                if ieee:
+                    k = s.var(f"{label}!class", INT)
+                    constraints += [s.le(s.int_(FIN), k), s.le(k, s.int_(NAN))]
+                    assert k.leaf is not None
+                    s.bounds[k.leaf.id] = (FIN, NAN)
+                    out[idx] = FF(s.var(label, REAL), k)
+                else:
+                    out[idx] = FF(s.var(label, REAL), FIN)
             elif kind is Kind.BOOL:
                 out[idx] = s.var(label, BOOL)
             else:
                 x = s.var(label, INT)
                 out[idx] = x
-                if unsigned:
-                    constraints.append(s.le(s.int_(0), x))
+                constraints += [s.le(s.int_(lo), x), s.le(x, s.int_(hi))]
+                assert x.leaf is not None
+                s.bounds[x.leaf.id] = (lo, hi)
         return out, constraints
+
+    def wrap(self, a: np.ndarray, t: TensorType) -> np.ndarray:
+        """Integer results reduced into the range of their type (see `intervals`)."""
+        width, signed = t.bit_width, not t.is_unsigned
+        lo, hi = type_range(width, signed)
+
+        def w(x: int | Term) -> int | Term:
+            if isinstance(x, int):
+                return x if lo <= x <= hi else lo + (x - lo) % (1 << width)
+            return self._fold_int(wrap(x, width, signed))
+        return vec(w, a)
 
     # -- arithmetic ---------------------------------------------------------------
     def add(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:

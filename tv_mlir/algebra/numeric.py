@@ -30,9 +30,13 @@ FUNCS: dict[str, Callable[..., np.ndarray]] = {
 
 
 def _trunc_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    # XLA: integer division truncates toward zero and x / 0 == -1.
-    safe = np.where(b == 0, 1, b)
-    q = np.abs(a) // np.abs(safe) * np.sign(a) * np.sign(safe)
+    # XLA: integer division truncates toward zero and x / 0 == -1. From floor division, not
+    # from |a| // |b|: |INT64_MIN| is not an int64. INT_MIN // -1 wraps to INT_MIN, as in XLA.
+    a = np.asarray(a, dtype=np.int64)
+    safe = np.where(b == 0, 1, b).astype(np.int64)
+    with np.errstate(over="ignore"):
+        q = np.floor_divide(a, safe)
+        q = q + ((a - q * safe != 0) & ((a < 0) != (safe < 0)))
     return np.where(b == 0, -1, q)
 
 
@@ -140,6 +144,16 @@ class NumericAlgebra:
                 out = np.trunc(np.nan_to_num(a, nan=0.0, posinf=info.max, neginf=info.min))
             return np.clip(out, info.min, info.max).astype(np.int64)
         return a.astype(np.int64)
+
+    def wrap(self, a: np.ndarray, t: TensorType) -> np.ndarray:
+        """Integers reduced into the range of their type, as XLA's fixed-width arithmetic
+        leaves them. int64 arithmetic is exact modulo 2**64, which every narrower width
+        divides, so one reduction after each op gives XLA's value."""
+        w = t.bit_width
+        if w >= 64:
+            return np.asarray(a, dtype=np.int64)
+        lo = 0 if t.is_unsigned else -(1 << (w - 1))
+        return ((np.asarray(a, dtype=np.int64) - lo) & ((1 << w) - 1)) + lo
 
     def uf(self, name: str, args: Sequence[np.ndarray]) -> np.ndarray:
         with np.errstate(all="ignore"):

@@ -11,6 +11,7 @@ or z3 Bools. Python values fold statically, which keeps index arithmetic, loop c
 and the class of most floats out of the solver entirely."""
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -422,6 +423,48 @@ def _int_rem(a: Any, b: Any) -> Any:
     return z3.If(b == 0, a, a - b * _int_trunc_div(a, b))
 
 
+_Z3_INTERVAL_DEPTH = 64  # deeper integer terms are taken as unbounded (a wrap, not a wrong range)
+
+
+def _z3_interval(e: Any, bounds: dict[int, tuple[int, int]], memo: dict[int, tuple[Any, tuple[float, float]]],
+                 depth: int = 0) -> tuple[float, float]:
+    """Bounds of a z3 integer term from the bounds of its free constants (their types).
+    The memo holds the term with its bounds: an AST id is reused once its AST is freed."""
+    if isinstance(e, int):
+        return e, e
+    key = e.get_id()
+    hit = memo.get(key)
+    if hit is not None:
+        return hit[1]
+    out: tuple[float, float] = (-math.inf, math.inf)
+    if z3.is_int_value(e):
+        v = e.as_long()
+        out = (v, v)
+    elif z3.is_const(e):
+        out = bounds.get(key, out)
+    elif depth < _Z3_INTERVAL_DEPTH:
+        kids = [_z3_interval(c, bounds, memo, depth + 1) for c in e.children()]
+        k = e.decl().kind()
+        if k == z3.Z3_OP_ADD:
+            out = (sum(lo for lo, _ in kids), sum(hi for _, hi in kids))
+        elif k == z3.Z3_OP_SUB:
+            out = (kids[0][0] - sum(hi for _, hi in kids[1:]), kids[0][1] - sum(lo for lo, _ in kids[1:]))
+        elif k == z3.Z3_OP_UMINUS:
+            out = (-kids[0][1], -kids[0][0])
+        elif k == z3.Z3_OP_MUL:
+            acc: tuple[float, float] = (1, 1)
+            for lo, hi in kids:
+                ends = [0 if x == 0 or y == 0 else x * y for x in acc for y in (lo, hi)]
+                acc = (min(ends), max(ends))
+            out = acc
+        elif k == z3.Z3_OP_ITE:
+            out = (min(kids[1][0], kids[2][0]), max(kids[1][1], kids[2][1]))
+        elif k == z3.Z3_OP_MOD and kids[1][0] == kids[1][1] and kids[1][0] > 0:
+            out = (0, kids[1][0] - 1)
+    memo[key] = (e, out)
+    return out
+
+
 def _int_binop(a: Any, b: Any, op: str) -> Any:
     if isinstance(a, int) and isinstance(b, int):
         return {"+": a + b, "-": a - b, "*": a * b}[op]
@@ -466,6 +509,8 @@ class SymbolicAlgebra:
     _simplify: Simplifier = field(default_factory=lambda: Simplifier(1_000_000))
     _keep: list[Any] = field(default_factory=list)
     element_ops: int = 0  # scalar operations performed (see `_vec`, `dot`, `reduce_sum`)
+    _int_bounds: dict[int, tuple[int, int]] = field(default_factory=dict)  # input AST id -> its type's range
+    _int_memo: dict[int, tuple[Any, tuple[float, float]]] = field(default_factory=dict)
 
     def _vec(self, fn: Any, *arrays: np.ndarray) -> np.ndarray:
         """fn elementwise, counted: one element op per result element."""
@@ -489,21 +534,46 @@ class SymbolicAlgebra:
         return out
 
     def inputs(self, name: str, shape: tuple[int, ...], kind: Kind,
-               unsigned: bool = False) -> tuple[np.ndarray, list[Any]]:
-        """Fresh symbols for a program input; returns the array and its domain constraints."""
+               unsigned: bool = False, width: int = 64, ieee: bool = False) -> tuple[np.ndarray, list[Any]]:
+        """Fresh symbols for a program input; returns the array and its domain constraints
+        (an integer input lies in its type's range; a float input is finite unless `ieee`,
+        where its IEEE class is free too)."""
         out = np.empty(shape, dtype=object)
         constraints: list[Any] = []
+        lo, hi = (0, (1 << width) - 1) if unsigned else (-(1 << (width - 1)), (1 << (width - 1)) - 1)
         for idx in np.ndindex(*shape):
             label = f"{name}[{','.join(map(str, idx))}]" if shape else name
             if kind is Kind.FLOAT:
-                out[idx] = SF(z3.Real(label), FIN)
+                if ieee:
+                    k = z3.Int(f"{label}!class")
+                    constraints += [k >= FIN, k <= NAN]
+                    out[idx] = SF(z3.Real(label), k)
+                else:
+                    out[idx] = SF(z3.Real(label), FIN)
             elif kind is Kind.BOOL:
                 out[idx] = z3.Bool(label)
             else:
-                out[idx] = z3.Int(label)
-                if unsigned:
-                    constraints.append(out[idx] >= 0)
+                x = out[idx] = z3.Int(label)
+                constraints += [x >= lo, x <= hi]
+                self._int_bounds[x.get_id()] = (lo, hi)
+                self._keep.append(x)  # the bounds are keyed by the AST id: keep it alive
         return out, constraints
+
+    def wrap(self, a: np.ndarray, t: TensorType) -> np.ndarray:
+        """Integer results reduced into the range of their type, as XLA computes them: the
+        value itself where its range (from the inputs' types) shows it stays in the type,
+        else lo + (x - lo) mod 2**width."""
+        lo, hi = int_range(t)
+        period = 1 << t.bit_width
+
+        def w(x: Any) -> Any:
+            if isinstance(x, int):
+                return x if lo <= x <= hi else lo + (x - lo) % period
+            low, high = _z3_interval(x, self._int_bounds, self._int_memo)
+            if lo <= low and high <= hi:
+                return x
+            return lo + (x - lo) % period
+        return vec(w, a)
 
     # -- arithmetic ---------------------------------------------------------
     def add(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:

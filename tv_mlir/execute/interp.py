@@ -13,7 +13,7 @@ from tv_mlir.algebra import Algebra
 from tv_mlir.errors import ShapeError, TvError, Unsupported
 from tv_mlir.ir import Block, Func, Module, Op, TensorType
 from tv_mlir.options import DEFAULT_MAX_UNROLL, MAX_CALL_DEPTH, MAX_NESTING
-from tv_mlir.semantics import TABLE, OpContext
+from tv_mlir.semantics import TABLE, OpContext, fixed_width
 from tv_mlir.semantics.common import Budget
 from tv_mlir.semantics.reduction import simple_reducer
 
@@ -206,6 +206,8 @@ class Interpreter:
             results = spmd.step(self, op, args, types)
         else:
             results = self.apply(op, args, types)
+        if fixed_width.reduces(op):
+            results = self._fixed_width(op, results)
         if self.observer is not None and self._depth == 1:
             results = self._observe(op, results)
         if shared is not None and key is not None:
@@ -231,6 +233,17 @@ class Interpreter:
             if value.shape != t.shape and not self._batched:
                 raise ShapeError(f"{op.name} produced shape {value.shape}, its type says {t}", op.loc)
         return results
+
+    def _fixed_width(self, op: Op, results: list[Any]) -> list[Any]:
+        from tv_mlir.execute.spmd import Local
+
+        if not any(isinstance(r, Local) for r in results):
+            return fixed_width.reduce_results(self.alg, op, results)
+        n = self.num_devices
+        parts = [r.parts if isinstance(r, Local) else (r,) * n for r in results]
+        per_device = [fixed_width.reduce_results(self.alg, op, [p[d] for p in parts]) for d in range(n)]
+        return [Local(tuple(per_device[d][k] for d in range(n))) if isinstance(r, Local) else per_device[0][k]
+                for k, r in enumerate(results)]
 
     def _observe(self, op: Op, results: list[Any]) -> list[Any]:
         from tv_mlir.execute.spmd import Local

@@ -553,6 +553,8 @@ NOT_MODELLED: dict[str, str] = {
     "complex<f32>": "complex numbers are not modelled",
     "complex<f64>": "complex numbers are not modelled",
     "f8E8M0FNU": "a float without sign and zero (a scale) is not modelled as a real",
+    # Integers are replayed numerically in int64, where ui64 values past 2**63 do not fit.
+    "ui64": "ui64 is not modelled (values past 2**63 do not fit the numeric replay's int64)",
 }
 
 

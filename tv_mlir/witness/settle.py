@@ -88,8 +88,8 @@ def environment(inputs: list[np.ndarray], concrete: list[np.ndarray],
     for sym, val, t in zip(inputs, concrete, types):
         kind = Kind.of(t)
         for idx in np.ndindex(*sym.shape):
-            pair = T.input_bindings(sym[idx], val[idx], kind)
-            env[T.term_id(pair[0])] = pair
+            for pair in T.input_bindings(sym[idx], val[idx], kind):
+                env[T.term_id(pair[0])] = pair
     return env
 
 

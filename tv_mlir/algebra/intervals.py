@@ -1,0 +1,146 @@
+"""Value ranges of integer terms of the own store, and the two's-complement wrap that XLA's
+fixed-width integers apply to every arithmetic result (issue 16).
+
+Integers are terms over the mathematical integers; a result of an integer type is its
+mathematical value reduced into the type's range. Most integer values in ML programs are
+indices, whose range analysis shows they never leave the type (an iota plus a shard
+offset), so the wrap is the value itself and the terms stay what they were. Where a value
+can leave the range by at most one period on either side (a sum or difference of two
+values of the type: `ids - offset`), the wrap is a select on the affine overflow
+conditions, which the case split over an index (`piecewise`) and the solver's linear
+arithmetic both read; only past that (products) is it a Euclidean remainder."""
+from __future__ import annotations
+
+import math
+
+from tv_mlir.algebra.term import BITS, IDIV, IMOD, INT, ITE, POLY, VAR, Term, TermStore
+
+Bound = int | float  # an int, or +-inf
+Interval = tuple[Bound, Bound]
+UNBOUNDED: Interval = (-math.inf, math.inf)
+_CACHE = "intervals"  # TermStore.caches key: term id -> Interval
+
+
+def type_range(width: int, signed: bool) -> tuple[int, int]:
+    if signed:
+        return -(1 << (width - 1)), (1 << (width - 1)) - 1
+    return 0, (1 << width) - 1
+
+
+def interval(t: Term) -> Interval:
+    """Bounds of an integer polynomial's values (unbounded where it cannot tell). Bounds of
+    free constants come from `TermStore.bounds` (an input's type, a cut point's definition)."""
+    store = t.store
+    memo: dict[int, Interval] = store.caches.setdefault(_CACHE, {})
+    hit = memo.get(t.id)
+    if hit is not None:
+        return hit
+    # Children before parents with an explicit stack: selects nest as deep as a dimension
+    # is long (a gather's choice among rows).
+    stack: list[tuple[Term, bool]] = [(t, False)]
+    while stack:
+        u, ready = stack.pop()
+        if u.id in memo:
+            continue
+        kids = _children(u)
+        if not ready:
+            stack.append((u, True))
+            stack.extend((k, False) for k in kids if k.id not in memo)
+            continue
+        memo[u.id] = _combine(u, store, memo)
+    return memo[t.id]
+
+
+def _children(u: Term) -> list[Term]:
+    if u.kind == POLY:
+        return list(u.args)
+    if u.kind == ITE:
+        return [u.args[1], u.args[2]]
+    return []
+
+
+def _combine(u: Term, store: TermStore, memo: dict[int, Interval]) -> Interval:
+    if u.kind == POLY:
+        if u.sort != INT:
+            return UNBOUNDED
+        lo: Bound = 0
+        hi: Bound = 0
+        for mono, c in u.data:
+            mlo, mhi = _monomial(mono, store, memo)
+            a, b = _mul((c, c), (mlo, mhi))
+            lo, hi = lo + a, hi + b
+        return lo, hi
+    if u.kind == VAR:
+        return store.bounds.get(u.id, UNBOUNDED)
+    if u.kind == ITE:
+        (a, b), (c, d) = memo[u.args[1].id], memo[u.args[2].id]
+        return min(a, c), max(b, d)
+    if u.kind == IMOD:
+        k = u.args[1].const
+        if k is not None and k != 0:
+            return 0, abs(int(k)) - 1
+    if u.kind == IDIV:
+        k = u.args[1].const
+        inner = interval(u.args[0])
+        if k is not None and k > 0:
+            return _floor_div(inner[0], int(k)), _floor_div(inner[1], int(k))
+    if u.kind == BITS:
+        _, width, signed = u.data
+        return type_range(width, signed)
+    return UNBOUNDED
+
+
+def _monomial(mono: tuple[tuple[int, int], ...], store: TermStore, memo: dict[int, Interval]) -> Interval:
+    acc: Interval = (1, 1)
+    for atom, exp in mono:
+        node = store.nodes[atom]
+        r = memo.get(atom)
+        if r is None:  # atoms are the polynomial's children, so this is only a safety net
+            r = memo[atom] = interval(node)
+        for _ in range(exp):
+            acc = _mul(acc, r)
+    return acc
+
+
+def _mul(a: Interval, b: Interval) -> Interval:
+    ends = [_times(x, y) for x in a for y in b]
+    return min(ends), max(ends)
+
+
+def _times(x: Bound, y: Bound) -> Bound:
+    if x == 0 or y == 0:
+        return 0  # a zero factor bounds the product whatever the other one is (no inf * 0)
+    return x * y
+
+
+def _floor_div(x: Bound, k: int) -> Bound:
+    return x if isinstance(x, float) else x // k
+
+
+def wrap(t: Term, width: int, signed: bool) -> Term:
+    """t reduced into the range of a `width`-bit integer type, as XLA's arithmetic does."""
+    lo, hi = type_range(width, signed)
+    s = t.store
+    k = t.const
+    if k is not None:
+        return s.int_(_wrap_int(int(k), width, signed))
+    low, high = interval(t)
+    if lo <= low and high <= hi:
+        return t
+    period = 1 << width
+    if lo - period <= low and high <= hi + period:
+        out = t
+        if high > hi:
+            out = s.ite(s.lt(s.int_(hi), t), s.sub(t, s.int_(period)), out)
+        if low < lo:
+            out = s.ite(s.lt(t, s.int_(lo)), s.add(t, s.int_(period)), out)
+        # The select does not know its conditions; its values are the type's (t is within
+        # one period of the range), which later wraps of sums of it need to know.
+        s.caches.setdefault(_CACHE, {})[out.id] = (lo, hi)
+        return out
+    return s.add(s.int_(lo), s.imod(s.sub(t, s.int_(lo)), s.int_(period)))
+
+
+def _wrap_int(v: int, width: int, signed: bool) -> int:
+    lo, _ = type_range(width, signed)
+    return lo + (v - lo) % (1 << width)
