@@ -195,7 +195,13 @@ class TermStore:
         key = (POLY, atom.sort, data)
         t = self._intern.get(key)
         if t is None:
-            t = self._new_poly(atom.sort, data)
+            # `_new_poly` of one atom, without its general case (every cut variable and
+            # every select or function application is made through here).
+            self.size += 2
+            if self.size > self.limit:
+                raise TermBudget(self.limit)
+            t = Term(len(self.nodes), POLY, atom.sort, (atom,), data, self, None, atom if atom.kind == VAR else None)
+            self.nodes.append(t)
             self._intern[key] = t
         return t
 

@@ -113,6 +113,14 @@ def is_compound(t: Any) -> bool:
     return bool(t.num_args() > 0)
 
 
+def cut_key(t: Any) -> int | None:
+    """`term_id` of a compound term (`is_compound`), None for an atom: one call on the
+    path every element of every op result takes."""
+    if type(t) is Term:
+        return t.id if t.leaf is None and t.const is None else None
+    return int(t.get_id()) if t.num_args() > 0 else None
+
+
 # ---------------------------------------------------------------------------
 # Cutting and substituting
 

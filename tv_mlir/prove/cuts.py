@@ -67,22 +67,29 @@ class CutStore:
 
     def cut_array(self, arr: np.ndarray) -> np.ndarray:
         new = np.empty(arr.shape, dtype=object)
-        flat, src = new.reshape(-1), arr.reshape(-1)
+        flat = new.reshape(-1)
         shape = arr.shape
-        for i in range(src.size):
-            x = src[i]
-            if T.is_folded(x):
-                flat[i] = x
-                continue
+        cut_term = self._cut_term
+        # Every element of every op result comes through here: a plain list to iterate
+        # (indexing an object array per element costs more), one-term elements (all but
+        # floats of a symbolic class) without the list of cuts.
+        for i, x in enumerate(arr.reshape(-1).tolist()):
             terms = T.element_terms(x)
-            cut = [self._cut_term(t, i, shape) for t in terms]
-            flat[i] = x if all(c is t for c, t in zip(cut, terms)) else T.with_terms(x, cut)
+            if not terms:  # a folded Python value
+                flat[i] = x
+            elif len(terms) == 1:
+                t = terms[0]
+                c = cut_term(t, i, shape)
+                flat[i] = x if c is t else T.with_terms(x, [c])
+            else:
+                cut = [cut_term(t, i, shape) for t in terms]
+                flat[i] = x if all(c is t for c, t in zip(cut, terms)) else T.with_terms(x, cut)
         return new
 
     def _cut_term(self, t: Any, position: int, shape: tuple[int, ...]) -> Any:
-        if not T.is_compound(t):  # an input, a cut variable or a literal
+        key = T.cut_key(t)
+        if key is None:  # an input, a cut variable or a literal
             return t
-        key = T.term_id(t)
         hit = self._by_term.get(key)
         if hit is not None:  # the same term already has a variable (in either program)
             return hit

@@ -43,6 +43,9 @@ class LocalProver:
     failed: int = 0
     _simplify: Any = field(default_factory=lambda: T.sweep_simplifier(SWEEP_BLOWUP))
     _cases: PiecewiseChecker = field(init=False)
+    # (term ids, unfolded cut variables) -> the terms unfolded (`_substituted`)
+    _unfolding: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[list[Any], list[Any]]] = field(
+        default_factory=dict)
 
     def __post_init__(self) -> None:
         self._cases = PiecewiseChecker(self.store.definition)
@@ -132,17 +135,22 @@ class LocalProver:
                     batch = [v for v in only_r if order[v].order > ml]
                     right, rv = self._unfold_side(right, rv, batch)
             unfolded += len(batch)
-            eq = self._equal(a, b, left, right, kind)
             # The sides usually meet exactly when their cut points agree; checking now and
-            # then on the way also catches cancellations (x - x) before they grow.
-            if (lv == rv or step % 4 == 3) and self._simplifies_true(eq):
-                return _Attempt(True)
+            # then on the way also catches cancellations (x - x) before they grow. The
+            # equality is built only for a check (building it costs as much as a step).
+            eq = None
+            if lv == rv or step % 4 == 3:
+                eq = self._equal(a, b, left, right, kind)
+                if self._simplifies_true(eq):
+                    return _Attempt(True)
             if unfolded > max_unfold:
                 break
         # Sides that never met differ unless some unmatched cut points cancel: such a
         # proof is rare and a solver call on it is mostly a wasted timeout.
         if lv != rv:
             return _Attempt(False)
+        if eq is None:  # the sides as unfolded last
+            eq = self._equal(a, b, left, right, kind)
         finite = T.finite_float(a) and T.finite_float(b)
         if finite and (piecewise_equal(left[0], right[0], self._cases) or
                        ite_difference_is_zero(left[0], right[0])):
@@ -180,17 +188,30 @@ class LocalProver:
         return T.simplifies_true(eq, self._simplify)
 
     def _unfold_side(self, terms: list[Any], vs: set[int], batch: list[int]) -> tuple[list[Any], set[int]]:
-        cuts = [self.store.info(v) for v in batch]
-        return T.substitute_all(terms, [(c.var, c.term) for c in cuts]), self._unfolded_vars(vs, batch)
+        return self._substituted(terms, batch), self._unfolded_vars(vs, batch)
 
     def _unfold_both(self, left: list[Any], lv: set[int], right: list[Any], rv: set[int], batch: list[int]
                      ) -> tuple[list[Any], set[int], list[Any], set[int]]:
         """The same batch unfolded on both sides in one substitution: the sides share most
         of their subterms, which are then rebuilt once."""
-        cuts = [self.store.info(v) for v in batch]
-        both = T.substitute_all(left + right, [(c.var, c.term) for c in cuts])
+        both = self._substituted(left + right, batch)
         n = len(left)
         return both[:n], self._unfolded_vars(lv, batch), both[n:], self._unfolded_vars(rv, batch)
+
+    def _substituted(self, terms: list[Any], batch: list[int]) -> list[Any]:
+        """The terms with the batch's cut variables replaced by their definitions. Kept
+        per terms and batch: a pair tried again with common cut points unfolded (and the
+        sweep's retries) repeats the unfolding steps of its first try exactly."""
+        key = (tuple(T.term_id(t) for t in terms), tuple(batch))
+        hit = self._unfolding.get(key)
+        # The terms themselves are kept and compared: a z3 id may be reused once its term
+        # is freed.
+        if hit is not None and all(x is t for x, t in zip(hit[0], terms)):
+            return list(hit[1])
+        cuts = [self.store.info(v) for v in batch]
+        out = T.substitute_all(terms, [(c.var, c.term) for c in cuts])
+        self._unfolding[key] = (list(terms), out)
+        return list(out)
 
     def _unfolded_vars(self, vs: set[int], batch: list[int]) -> set[int]:
         """The cut variables of a side once `batch` is unfolded in it."""
