@@ -244,10 +244,13 @@ class TermStore:
 
     # -- arithmetic --------------------------------------------------------------
     def add(self, *ps: Term) -> Term:
+        # Sums below start a monomial at its first coefficient, not at 0 + c: int + Fraction
+        # takes Fraction's slow reflected path.
         acc: dict[Monomial, Coeff] = {}
         for p in ps:
             for m, c in self.terms_of(p):
-                acc[m] = acc.get(m, 0) + c
+                prev = acc.get(m)
+                acc[m] = c if prev is None else prev + c
         return self._poly(ps[0].sort, acc)
 
     def scale(self, p: Term, k: Fraction | int) -> Term:
@@ -285,7 +288,8 @@ class TermStore:
         for ma, ca in ta:
             for mb, cb in tb:
                 m = _mono_mul(ma, mb)
-                acc[m] = acc.get(m, 0) + ca * cb
+                prev = acc.get(m)
+                acc[m] = ca * cb if prev is None else prev + ca * cb
         return self._poly(a.sort, acc)
 
     def sum_of_products(self, pairs: Iterable[tuple[Term, Term]], sort: str) -> Term:
@@ -299,12 +303,14 @@ class TermStore:
                 raise ValueError("products of polynomials only")
             if len(ta) * len(tb) > EXPAND_LIMIT:
                 for m, c in self.mul(a, b).data:
-                    acc[m] = get(m, 0) + c
+                    prev = get(m)
+                    acc[m] = c if prev is None else prev + c
                 continue
             for ma, ca in ta:
                 for mb, cb in tb:
                     m = _mono_mul(ma, mb)
-                    acc[m] = get(m, 0) + ca * cb
+                    prev = get(m)
+                    acc[m] = ca * cb if prev is None else prev + ca * cb
         return self._poly(sort, acc)
 
     def sum(self, ps: Sequence[Term], sort: str) -> Term:
@@ -611,10 +617,12 @@ class TermStore:
         for m, c in t.data:
             if len(m) == 1:
                 if m[0][0] not in changed:
-                    acc[m] = get(m, 0) + c
+                    prev = get(m)
+                    acc[m] = c if prev is None else prev + c
                     continue
             elif changed.isdisjoint([a for a, _ in m]):
-                acc[m] = get(m, 0) + c
+                prev = get(m)
+                acc[m] = c if prev is None else prev + c
                 continue
             prod: PolyData = (((), c),)
             for atom_id, e in m:
@@ -624,7 +632,8 @@ class TermStore:
                 for _ in range(e):
                     prod = self._mul_data(t.sort, prod, factor)
             for pm, pc in prod:
-                acc[pm] = get(pm, 0) + pc
+                prev = get(pm)
+                acc[pm] = pc if prev is None else prev + pc
         return self._poly(t.sort, acc)
 
     def _mul_data(self, sort: str, a: PolyData, b: Term) -> PolyData:
@@ -648,7 +657,8 @@ class TermStore:
         for ma, ca in a:
             for mb, cb in tb:
                 m = _mono_mul(ma, mb)
-                acc[m] = get(m, 0) + ca * cb
+                prev = get(m)
+                acc[m] = ca * cb if prev is None else prev + ca * cb
         return tuple((m, c) for m, c in acc.items() if c)
 
     def _rebuild(self, t: Term, memo: dict[int, Any]) -> Any:
@@ -743,12 +753,24 @@ def _mono_mul(a: Monomial, b: Monomial) -> Monomial:
         return b
     if not b:
         return a
-    if len(a) == 1 and len(b) == 1:  # two atoms: the common case of products of cut points
+    la, lb = len(a), len(b)
+    if la == 1 and lb == 1:  # two atoms: the common case of products of cut points
         (x, ex), (y, ey) = a[0], b[0]
         if x == y:
             return ((x, ex + ey),)
         return (a[0], b[0]) if x < y else (b[0], a[0])
+    if la == 1 or lb == 1:  # one atom into a sorted monomial (substitution's products)
+        if la == 1:
+            a, b = b, a
+        y, ey = b[0]
+        for i, (x, ex) in enumerate(a):
+            if x >= y:
+                if x == y:
+                    return a[:i] + ((x, ex + ey),) + a[i + 1:]
+                return a[:i] + b + a[i:]
+        return a + b
     acc = dict(a)
     for atom, e in b:
-        acc[atom] = acc.get(atom, 0) + e
+        prev = acc.get(atom)
+        acc[atom] = e if prev is None else prev + e
     return tuple(sorted(acc.items()))
