@@ -305,3 +305,51 @@ def test_wraparound_pair_verdict(name: str, core: str) -> None:
         confirmed = {r.backend for r in v.counterexample.replay if r.confirmed}
         assert "numeric" in confirmed
         assert name == "abs_non_negative" or "xla" in confirmed, "the witness is confirmed on XLA"
+
+
+# ---------------------------------------------------------------------------
+# Shifts: by amounts given as an input (symbolic in the symbolic algebras) and as constants,
+# including 0, the width minus one, the width, past it and negative ones.
+
+SHIFTS = ("shift_left", "shift_right_logical", "shift_right_arithmetic")
+
+
+def _shift_module(t: str, consts: list[int] | None) -> str:
+    v = f"tensor<{N}x{t}>"
+    amount = (f"%n = stablehlo.constant dense<{consts}> : {v}" if consts is not None else "")
+    params = f"%a: {v}" + (", %n: " + v if consts is None else "")
+    body = "\n".join(f"    %{i} = stablehlo.{s} %a, %n : {v}" for i, s in enumerate(SHIFTS))
+    return f"""module @m {{
+  func.func public @main({params}) -> ({v}, {v}, {v}) {{
+    {amount}
+{body}
+    return %0, %1, %2 : {v}, {v}, {v}
+  }}
+}}
+"""
+
+
+def _amounts(t: str) -> list[int]:
+    w = int(t.lstrip("ui"))
+    lo, hi = _range(t)
+    picks = [0, 1, w - 1, w, w + 3, -1, w // 2, 2, 1, 0, w - 2, -w, 3, w - 1]
+    return [p if lo <= p <= hi else (w if lo <= w <= hi else hi) for p in picks][:N]
+
+
+@pytest.mark.parametrize("t", ["i4", "i8", "i32", "i64", "ui8", "ui32"])
+def test_shifts_against_xla(xla, t: str) -> None:
+    a, _ = _edges(t, np.random.default_rng(5))
+    n = _amounts(t)
+    _check(xla, _shift_module(t, None), [a, np.array(n, dtype=np.int64)])
+    _check(xla, _shift_module(t, n), [a])
+
+
+def test_mutation_arithmetic_shift_truncating_is_caught(xla, monkeypatch) -> None:
+    # An arithmetic right shift rounds toward -inf (-1 >> 1 == -1), not toward zero.
+    from tv_mlir.semantics import shifts
+
+    monkeypatch.setattr(shifts, "_floor_div_power",
+                        lambda alg, x, k: alg.div(x, alg.full(x.shape, 1 << k, shifts.I), shifts.I))
+    a = np.array([-127, -3, -1, -5, 5, 7, -128, 0, -9, -77, 100, -100, 1, -2][:N], dtype=np.int64)
+    with pytest.raises(AssertionError, match="output [12]"):  # the logical shift of a signed type uses it too
+        _check(xla, _shift_module("i8", _amounts("i8")), [a])

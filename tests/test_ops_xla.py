@@ -4,7 +4,8 @@ included, see conftest.ZEval), and the three must agree.
 
 Inputs come from a fixed seed per case and are already rounded to the parameter's dtype.
 The semantics model deliberately differs from XLA in a few places, so inputs avoid them:
-  - integers are mathematical: no i32 overflow (products stay below 2**31);
+  - integers here stay inside their types (tests/test_fixed_width.py holds every integer
+    type's wrap-around, edge values and shifts to XLA);
   - floats are exact reals: no f32 overflow (exp stays small), and results that f32
     rounds are compared with rtol ~1e-5 (additions use dyadic values, which are exact);
   - signed zeros are not modelled: no -0 reaches a division, TOTALORDER or atan2;
@@ -328,6 +329,14 @@ case("logic_i1", M(
     return %0, %1, %2, %3 : tensor<8xi1>, tensor<8xi1>, tensor<8xi1>, tensor<8xi1>
     """),
     lambda r: [np.array([0, 0, 1, 1, 0, 1, 1, 0], dtype=bool), np.array([0, 1, 0, 1, 1, 1, 0, 0], dtype=bool)])
+
+case("shifts_i32", M(
+    "(%a: tensor<8xi32>, %n: tensor<8xi32>) -> (tensor<8xi32>, tensor<8xi32>, tensor<8xi32>)", """
+    %0 = stablehlo.shift_left %a, %n : tensor<8xi32>
+    %1 = stablehlo.shift_right_logical %a, %n : tensor<8xi32>
+    %2 = stablehlo.shift_right_arithmetic %a, %n : tensor<8xi32>
+    return %0, %1, %2 : tensor<8xi32>, tensor<8xi32>, tensor<8xi32>
+    """), lambda r: [ints(r, (8,), -1000, 1000, edges=(-1, -7)), np.array([0, 1, 3, 31, 32, 40, -1, 5])])
 
 case("logic_i32", M(
     "(%a: tensor<8xi32>, %b: tensor<8xi32>) -> (tensor<8xi32>, tensor<8xi32>, tensor<8xi32>, tensor<8xi32>)", """

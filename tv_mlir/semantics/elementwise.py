@@ -10,6 +10,7 @@ from tv_mlir.algebra import Kind
 from tv_mlir.algebra.base import UNINTERPRETED
 from tv_mlir.ir import Op
 from tv_mlir.semantics.common import OpContext, Rule, unsupported
+from tv_mlir.semantics.shifts import RULES as SHIFT_RULES
 
 
 def _same_shape(args: list[np.ndarray]) -> list[np.ndarray]:
@@ -198,3 +199,5 @@ for _name in UNINTERPRETED:
         RULES[f"stablehlo.{_name}"] = _uf(_name)
 RULES["chlo.erf"] = _uf("erf")
 RULES["chlo.tan"] = _uf("tan")
+# Shifts are elementwise too (shrinking and the op classes read this table).
+RULES.update(SHIFT_RULES)
