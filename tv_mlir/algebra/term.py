@@ -116,7 +116,10 @@ class TermStore:
     # +-inf floats.
     bounds: dict[int, tuple[int | float, int | float]] = field(default_factory=dict)
     _negated: dict[int, Term] = field(default_factory=dict)
+    _atom_polys: dict[int, Term] = field(default_factory=dict)  # atom id -> its polynomial 1 * atom
     _compared: dict[tuple[str, int, int], Bool] = field(default_factory=dict)
+    _cmps: dict[tuple[str, int], Bool] = field(default_factory=dict)  # (op, difference id) -> `_cmp`
+    _cmps_bounds: int = 0  # how many known bounds `_cmps` was made with
     size: int = 0  # nodes made plus the monomials of the polynomials among them
     limit: int = MAX_TERMS  # `TermBudget` when `size` passes it
 
@@ -133,7 +136,7 @@ class TermStore:
 
     # -- interning -----------------------------------------------------------
     def _mk(self, kind: str, sort: str, args: tuple[Term, ...] = (), data: Any = None) -> Term:
-        key = (kind, sort, tuple(a.id for a in args), data)
+        key = (kind, sort, tuple([a.id for a in args]) if args else (), data)
         t = self._intern.get(key)
         if t is None:
             self.size += 1
@@ -191,6 +194,11 @@ class TermStore:
         return self._poly(sort, terms)
 
     def _atom_poly(self, atom: Term) -> Term:
+        # By atom id first: an int key hashes much faster than the nested tuple of the
+        # polynomial's interning key, and most calls find the polynomial made already.
+        t = self._atom_polys.get(atom.id)
+        if t is not None:
+            return t
         data: PolyData = ((((atom.id, 1),), 1),)
         key = (POLY, atom.sort, data)
         t = self._intern.get(key)
@@ -203,6 +211,7 @@ class TermStore:
             t = Term(len(self.nodes), POLY, atom.sort, (atom,), data, self, None, atom if atom.kind == VAR else None)
             self.nodes.append(t)
             self._intern[key] = t
+        self._atom_polys[atom.id] = t
         return t
 
     # -- constants and variables ---------------------------------------------
@@ -463,6 +472,19 @@ class TermStore:
         return hit
 
     def _cmp(self, op: str, d: Term) -> Bool:
+        # Memoised by the difference too: substitution rebuilds the same comparison in
+        # every unfolding step that passes it. New known bounds may decide comparisons
+        # made before them (an input's range constraints): they clear the memo.
+        if len(self.bounds) != self._cmps_bounds:
+            self._cmps.clear()
+            self._cmps_bounds = len(self.bounds)
+        key = (op, d.id)
+        hit = self._cmps.get(key)
+        if hit is None:
+            hit = self._cmps[key] = self._cmp_new(op, d)
+        return hit
+
+    def _cmp_new(self, op: str, d: Term) -> Bool:
         k = self.constant(d)
         if k is not None:
             return {"lt0": k < 0, "le0": k <= 0, "eq0": k == 0}[op]
@@ -670,8 +692,17 @@ class TermStore:
             return self._rebuild_poly(t, memo)
         if k in (VAR, BVAR):
             return t
+        # The kinds substitution rebuilds most (selects and their conditions) first.
         if k == ITE:
             return self.ite(args[0], args[1], args[2])
+        if k == CMP:
+            return self._cmp(t.data, args[0])
+        if k == AND:
+            return self.and_(*args)
+        if k == OR:
+            return self.or_(*args)
+        if k == NOT:
+            return self.not_(args[0])
         if k == UF:
             return self.uf(t.data, args, t.sort)
         if k == BUF:
@@ -692,14 +723,6 @@ class TermStore:
             return self.mul(args[0], args[1])
         if k == BITS:
             return self.bits(t.data[0], t.data[1], t.data[2], args)
-        if k == AND:
-            return self.and_(*args)
-        if k == OR:
-            return self.or_(*args)
-        if k == NOT:
-            return self.not_(args[0])
-        if k == CMP:
-            return self._cmp(t.data, args[0])
         if k == BITE:
             return self.bite(args[0], args[1], args[2])
         raise ValueError(f"unknown term kind {k}")
