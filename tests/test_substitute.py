@@ -303,3 +303,29 @@ def test_reference_catches_a_wrong_rebuild(monkeypatch: pytest.MonkeyPatch) -> N
 
     monkeypatch.setattr(TermStore, "_mul_data", broken)
     assert s.substitute(t, {x.id: s.add(y, s.real(1))}) is not reference_substitute(s, t, {x.id: s.add(y, s.real(1))})
+
+
+def test_comparison_memo_clears_when_bounds_appear() -> None:
+    """A comparison built before its atom's bounds were known is built again after: the
+    bounds decide it then (the memo by difference must not keep the undecided one)."""
+    s = TermStore()
+    x = s.var("n", INT)
+    d = s.sub(x, s.int_(10))
+    before = s._cmp("lt0", d)
+    assert isinstance(before, Term)
+    assert s._cmp("lt0", d) is before  # memoised
+    assert x.leaf is not None
+    s.bounds[x.leaf.id] = (0, 5)
+    assert s._cmp("lt0", d) is True
+    assert s.lt(s.add(x, s.int_(1)), s.int_(11)) is True
+
+
+def test_repeated_monomial_products_match_the_reference() -> None:
+    """One atom multiplied into longer monomials, before, inside and after them, and into
+    itself: the insertion path of `_mono_mul` against the dict-and-sort one."""
+    s = TermStore()
+    xs = [s.var(f"x{i}", REAL) for i in range(5)]
+    y = s.fresh("c", REAL)
+    t = s.add(s.mul(s.mul(xs[0], xs[2]), xs[4]), s.mul(xs[1], s.mul(xs[3], y)), s.scale(y, 3))
+    for value in (xs[0], xs[2], xs[3], xs[4], s.add(xs[1], xs[2]), s.mul(xs[0], xs[4])):
+        _check(s, t, {y.id: value})
