@@ -340,7 +340,8 @@ def _amounts(t: str) -> list[int]:
 def test_shifts_against_xla(xla, t: str) -> None:
     a, _ = _edges(t, np.random.default_rng(5))
     n = _amounts(t)
-    _check(xla, _shift_module(t, None), [a, np.array(n, dtype=np.int64)])
+    if t != "i64":  # a symbolic amount is a choice among w + 1 outcomes: 65 arrays on i64 (7 s)
+        _check(xla, _shift_module(t, None), [a, np.array(n, dtype=np.int64)])
     _check(xla, _shift_module(t, n), [a])
 
 
