@@ -60,6 +60,16 @@ def known_sign(v: Term, depth: int = 8) -> int:
         return POS_SIGN if k > 0 else NONNEG_SIGN if k == 0 else 0
     if depth == 0 or v.kind != "poly":
         return 0
+    # Asked of every new real cut point, and again of the same subterms from their users.
+    memo: dict[tuple[int, int], int] = s.caches.setdefault("known_sign", {})
+    hit = memo.get((v.id, depth))
+    if hit is None:
+        hit = memo[(v.id, depth)] = _poly_sign(v, depth)
+    return hit
+
+
+def _poly_sign(v: Term, depth: int) -> int:
+    s = v.store
     strict = False
     for mono, coeff in s.terms_of(v):
         if coeff <= 0:
