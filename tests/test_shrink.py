@@ -180,10 +180,20 @@ _CASES = [("mlp_tp", "shardy"), ("mlp_tp_bug_missing_psum", "partitioned"), ("at
 def test_realistic_plan_same_verdict(name: str, form: str) -> None:
     e = _MANIFEST[name]
     v = tv_mlir.verify(BIG / e["ref"], BIG / e[form])
-    assert v.verdict == e["expect"], v.reason
     assert v.shrink["applied"] and v.shrink["shrunk"]
-    if e["expect"] == "not-equivalent":
-        assert v.counterexample is not None and any(r.confirmed for r in v.counterexample.replay)
+    if e["expect"] != "not-equivalent":
+        assert v.verdict == e["expect"], v.reason
+        return
+    c = v.counterexample
+    assert c is not None and any(r.confirmed for r in c.replay)
+    if c.devices:  # a replica divergence is shown where it was found
+        assert v.verdict == "not-equivalent" and c.confirmed_at == "shrunk sizes", v.reason
+    else:
+        # Found and confirmed by XLA at the shrunk sizes; the original programs (TFLOPs,
+        # tens of GiB) are over the replay budget, so not exit 1 (issue 12 item 4).
+        assert v.verdict == "unknown" and "not confirmed at the original sizes: too large to replay" in v.reason, \
+            v.reason
+        assert c.confirmed_at == "shrunk sizes"
 
 
 def test_cli_prints_the_shrink_map(capsys) -> None:

@@ -20,7 +20,7 @@ from types import FrameType
 from typing import Any, NoReturn
 
 from tv_mlir.errors import Interrupted, TvError, UsageError
-from tv_mlir.options import INPUT_DOMAINS, MIB, Options
+from tv_mlir.options import FULL_SIZE_CHECKS, INPUT_DOMAINS, MIB, Options
 
 EXIT_UNKNOWN = 2  # also an internal error: the question is left undecided
 EXIT_USAGE = 3
@@ -104,6 +104,10 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--inputs", choices=tuple(INPUT_DOMAINS), default=Options.inputs,
                         help="the float inputs the verdict is about: finite reals (default) or every IEEE value, "
                              "+-inf and NaN included (then x * 0.0 is not 0.0)")
+        sp.add_argument("--full-size-check", choices=FULL_SIZE_CHECKS, default=Options.full_size_check,
+                        help="before a pair proved equal at shrunk sizes is reported equivalent, run both original "
+                             "programs on XLA on random and boundary inputs: auto (default) when they fit the memory "
+                             "and compute budget, on whenever their memory fits, off never")
         sp.add_argument("--progress", action="store_true", default=None,
                         help="phase lines on stderr (default: when stderr is a terminal)")
         sp.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -126,6 +130,7 @@ def _options(args: argparse.Namespace) -> Options:
     return Options(timeout_s=args.timeout, jobs=args.jobs, pipeline=args.pipeline,
                    shrink=not args.no_shrink, replay=not args.no_replay, strict_dtypes=args.strict_dtypes,
                    core=args.core, max_input_bytes=max(1, int(mb * MIB)), inputs=args.inputs,
+                   full_size_check=args.full_size_check,
                    progress=_stderr_isatty() if args.progress is None else args.progress)
 
 

@@ -48,6 +48,18 @@ DEFAULT_MAX_UNROLL = 100_000
 # What `Options.inputs` may say, and how a verdict states it.
 INPUT_DOMAINS = {"finite": "finite float inputs", "ieee": "IEEE float inputs (+-inf and NaN included)"}
 
+# `Options.full_size_check`: the numeric check of both original programs on XLA before a
+# verdict at shrunk sizes is printed as `equivalent` (witness/fullsize.py). "auto" runs it
+# when the programs fit the budgets below, "on" whenever their memory fits, "off" never.
+FULL_SIZE_CHECKS = ("auto", "off", "on")
+# The budgets of "auto", per program run: op results (an upper bound on what XLA keeps
+# alive) at most this fraction of MemAvailable, and at most this many FLOPs of
+# contractions. XLA on 2 CPU cores does ~30 GFLOP/s on large f32 matmuls, so one run is
+# ~0.15 s and the check (4 input sets, both programs) ~1-2 s with compilation; the
+# realistic plans (testdata/sharded_big: 270 GFLOP to 38 TFLOP a run) are skipped.
+FULL_SIZE_MEMORY_FRACTION = 0.5
+FULL_SIZE_MAX_FLOPS = 4_000_000_000
+
 
 @dataclass(frozen=True)
 class Options:
@@ -70,6 +82,8 @@ class Options:
     # The float inputs the verdict is about: "finite" (every finite real, the default: what
     # a training step is fed) or "ieee" (also +-inf and NaN, where x * 0 is not 0).
     inputs: str = "finite"
+    # The numeric check at the original sizes before a shrunk `equivalent` (FULL_SIZE_CHECKS).
+    full_size_check: str = "auto"
 
     def __post_init__(self) -> None:
         _check_positive_number("timeout_s", self.timeout_s)
@@ -78,6 +92,9 @@ class Options:
         _check_positive_int("max_input_bytes", self.max_input_bytes)
         if self.inputs not in INPUT_DOMAINS:
             raise UsageError(f"option inputs must be one of {', '.join(INPUT_DOMAINS)}, got {self.inputs!r}")
+        if self.full_size_check not in FULL_SIZE_CHECKS:
+            raise UsageError(f"option full_size_check must be one of {', '.join(FULL_SIZE_CHECKS)}, "
+                             f"got {self.full_size_check!r}")
         if not isinstance(self.pipeline, str):
             raise UsageError(f"option pipeline must be a name or a file path (str), got {type(self.pipeline).__name__}")
 

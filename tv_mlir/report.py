@@ -70,12 +70,26 @@ def _shrink_lines(shrink: dict[str, Any] | None) -> list[str]:
     return lines
 
 
+def _full_size_lines(v: Verdict) -> list[str]:
+    lines = []
+    for r in v.retries:
+        state = r["verdict"] or "not verified"
+        lines.append(f"retry:   at {r['sizes'] or '-'}: {state}" + (f" ({r['note']})" if r["note"] else ""))
+    f = v.full_size_check
+    shrunk = bool(v.shrink and v.shrink.get("applied"))
+    if f is not None and (f.ran or f.outcome == "failed" or (shrunk and v.verdict == "equivalent")):
+        label = "ran" if f.ran else ("failed" if f.outcome == "failed" else "not run")
+        lines.append(f"full-size check: {label}: {f.reason}")
+    return lines
+
+
 def to_text(v: Verdict) -> str:
     lines = [f"verdict: {v.verdict}", f"reason:  {v.reason}",
              f"inputs:  {INPUT_DOMAINS.get(v.inputs, v.inputs)}" + (" (--inputs ieee for +-inf and NaN)"
                                                                   if v.inputs == "finite" else ""),
              f"time:    {v.time_s:.3f} s"]
     lines.extend(_shrink_lines(v.shrink))
+    lines.extend(_full_size_lines(v))
     if v.outputs:
         lines.append("outputs:")
         replicas = [o for o in v.outputs if o.what.startswith("replicas")]
@@ -99,7 +113,9 @@ def to_text(v: Verdict) -> str:
             notes.append("the only witness the solver finds")
         elif c.unique is False:
             notes.append("the solver finds other witnesses too")
-        if c.embedded:
+        if c.found_by == "full-size check":
+            notes.insert(0, "found by the full-size check: both original programs on XLA")
+        elif c.embedded:
             notes.insert(0, f"found at the shrunk sizes (index {c.shrunk_index}), embedded into the original "
                             f"sizes and replayed there")
         elif v.shrink and v.shrink.get("applied"):
@@ -126,6 +142,8 @@ def to_text(v: Verdict) -> str:
         elif fd:
             device = f" on device {fd['device']}" if "device" in fd else ""
             lines.append(f"  first divergence: {fd['op']} at {fd['loc']}{device} (in {fd['program']})")
+        elif c.found_by == "full-size check":
+            lines.append("  first divergence: not located (found by running both programs on XLA, not by the sweep)")
         else:
             lines.append("  first divergence: none found (every value on the way has a reference counterpart: "
                          "they end up at other positions)")
@@ -136,6 +154,7 @@ def to_text(v: Verdict) -> str:
                 state = "confirmed" if r.confirmed else "NOT reproduced"
                 a, b = (f"device {c.devices[0]}", f"device {c.devices[1]}") if c.devices else ("ref", "other")
                 lines.append(f"  replay ({r.backend}): {a} = {r.ref_value}, {b} = {r.other_value}: {state}")
+        lines.append(f"  confirmed at: {c.confirmed_at or 'nowhere (XLA does not show it)'}")
     for u in v.unsupported:
         lines.append(f"unsupported: {u['op']} at {u['loc']}: {u['message']}")
     if v.approximations:

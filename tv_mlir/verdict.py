@@ -54,6 +54,32 @@ class Counterexample:
     shrunk_index: list[int] | None = None
     embedded: bool | None = None
     not_embedded: str = ""
+    # Where XLA showed the difference: "original sizes" (the programs' own sizes: the
+    # witness embedded, found at less-shrunk sizes and embedded, found without shrinking
+    # or by the full-size check), "shrunk sizes" (a replica divergence, shown where it was
+    # found; or, with verdict `unknown`, a witness the original sizes do not show or that
+    # is too large to replay there), None when nowhere (replay off, or not reproduced).
+    confirmed_at: str | None = None
+    # How it was found when not by the proof: "full-size check" (witness/fullsize.py).
+    found_by: str = ""
+
+
+@dataclass
+class FullSizeCheck:
+    """The numeric check of both original programs on XLA at their own sizes, before a
+    verdict proved at shrunk sizes is printed as `equivalent` (witness/fullsize.py)."""
+
+    ran: bool
+    # agree | differ | marginal (a difference above float noise but not clearly a bug)
+    # | skipped (budget, off, not needed) | failed (XLA could not run the programs)
+    outcome: str
+    reason: str  # one line: what was run and found, or why it did not run
+    input_sets: int = 0
+    kinds: list[str] = field(default_factory=list)  # the kinds of input sets run
+    max_rel_diff: float | None = None  # largest |ref - other| / the output's scale, all sets and outputs
+    # The estimate the budget was checked against: per program, op-result bytes and FLOPs.
+    estimate: dict[str, Any] = field(default_factory=dict)
+    time_s: float = 0.0
 
 
 @dataclass
@@ -72,6 +98,13 @@ class Verdict:
     shrink: dict[str, Any] | None = None
     # The float inputs the verdict is about (Options.inputs): "finite" or "ieee".
     inputs: str = "finite"
+    # The numeric check at the original sizes (Options.full_size_check), or None when the
+    # run ended before it could be considered (an unsupported form).
+    full_size_check: FullSizeCheck | None = None
+    # Verifications at less-shrunk sizes (or without shrinking) tried when a counterexample
+    # found at the shrunk sizes was not confirmed at the original sizes: per attempt
+    # {"sizes", "verdict", "note"}.
+    retries: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:

@@ -75,8 +75,11 @@ class ShrinkPlan:
                 "kept": [e.to_dict() for e in self.entries if e.verified == e.original]}
 
 
-def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None) -> ShrinkPlan:
-    """Both modules as read (not inlined) and classified."""
+def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: int = 0) -> ShrinkPlan:
+    """Both modules as read (not inlined) and classified. `grow` > 0: that many times,
+    every shrunk class is raised to its next admissible size (at least one more element),
+    for verifying again at less-shrunk sizes when a witness found at the smallest sizes
+    is not shown by the original sizes (api.verify)."""
     a = analysis or analyse(ref, other)
     facts = [ProgramFacts.of("ref", ref), ProgramFacts.of("other", other)]
     n = len(a.classes)
@@ -128,25 +131,35 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None) -> Shr
     # Per-shard bounds: a local class's bound applies to every shard of its global.
     constants = [c for fa in facts for c in role_constants(fa)]
     where = sites(a, facts)
-    tied: dict[tuple[str, str], float | int] = {}
-    for _ in range(4 * n + 8):
-        sizes = _solve(a, find, mins, pins)
-        tied, new_pins, bounds, tied_classes = tie_constants(a, where, constants, sizes)
-        changed = False
-        for c, why in new_pins.items():
-            if c not in pins:
-                pins[c] = why
-                changed = True
-        for c, b in bounds.items():
-            if b > mins[c]:
-                mins[c] = b
-                changed = True
-        for c in collisions(a, where, sizes, tied, tied_classes, counted):
+
+    def fixpoint() -> tuple[list[int], dict[tuple[str, str], float | int]]:
+        tied: dict[tuple[str, str], float | int] = {}
+        for _ in range(4 * n + 8):
+            sizes = _solve(a, find, mins, pins)
+            tied, new_pins, bounds, tied_classes = tie_constants(a, where, constants, sizes)
+            changed = False
+            for c, why in new_pins.items():
+                if c not in pins:
+                    pins[c] = why
+                    changed = True
+            for c, b in bounds.items():
+                if b > mins[c]:
+                    mins[c] = b
+                    changed = True
+            for c in collisions(a, where, sizes, tied, tied_classes, counted):
+                if sizes[c] < a.classes[c].size:
+                    mins[c] = max(mins[c], sizes[c] + 1)
+                    changed = True
+            if not changed:
+                break
+        return sizes, tied
+
+    sizes, tied = fixpoint()
+    for _ in range(grow):
+        for c in range(n):
             if sizes[c] < a.classes[c].size:
                 mins[c] = max(mins[c], sizes[c] + 1)
-                changed = True
-        if not changed:
-            break
+        sizes, tied = fixpoint()
     names = {("ref", v): n for v, n in zip(ref.main.body.args, ref.main.arg_names)}
     names.update({("ref", v): f"result {k}" for k, v in enumerate(ref.main.body.returns)})
     entries = []

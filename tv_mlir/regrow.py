@@ -1,0 +1,128 @@
+"""`not-equivalent` means reproduced at the original sizes (issue 12, item 4). A witness
+found at the shrunk sizes that XLA does not show at the original sizes (not reproduced,
+its replay failed, or the original programs are too large to run) is not a reason to
+exit 1: the pair is verified again at less-shrunk sizes (every shrunk class grown to its
+next admissible size, `shrink.plan.plan(grow=k)`), then without shrinking when the
+original programs are small enough; a witness from there that XLA confirms at the
+original sizes, or a proof at the original sizes, is the verdict. Otherwise the verdict
+is `unknown`, naming why, with the shrunk witness kept for inspection."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from tv_mlir.driver import prove_pair
+from tv_mlir.errors import TvError
+from tv_mlir.ir import Module
+from tv_mlir.options import Options
+from tv_mlir.progress import progress
+from tv_mlir.verdict import Counterexample, Verdict
+from tv_mlir.witness import fullsize
+
+# Grow steps tried: each is a whole verification at larger sizes.
+MAX_GROW = 2
+# Verifying without shrinking encodes every element: tried only for programs this small
+# (in tensor elements, both together), besides the full-size memory and compute budget.
+NO_SHRINK_MAX_ELEMENTS = 250_000
+
+ShrinkFn = Callable[..., tuple[Module, Module, dict[str, Any], Any]]
+EmbedFn = Callable[..., None]
+
+
+def why_unconfirmed(c: Counterexample) -> str:
+    if c.not_embedded:
+        return c.not_embedded
+    if c.embedded is False:
+        return "its embedding into the original sizes is not reproduced there by XLA"
+    return "not carried back to the original sizes"
+
+
+def retry(verdict: Verdict, originals: tuple[Module, Module], options: Options, runner: Any,
+          shrink: ShrinkFn, embed: EmbedFn) -> Verdict:
+    c = verdict.counterexample
+    assert c is not None
+    why = why_unconfirmed(c)
+    retries: list[dict[str, Any]] = []
+    first_sizes = _sizes(verdict.shrink)
+    # A witness too large to replay stays too large at any shrunk size: growing cannot
+    # confirm it, only a proof or a replay at the original sizes could.
+    if not why.startswith("too large"):
+        previous = first_sizes
+        for step in range(1, MAX_GROW + 1):
+            try:
+                small_ref, small_other, summary, emb = shrink(*originals, *originals, options, grow=step)
+            except TvError as exc:
+                retries.append({"sizes": "", "verdict": "error", "note": f"cannot grow: {exc}"})
+                break
+            sizes = _sizes(summary)
+            if emb is None or sizes == previous:
+                retries.append({"sizes": sizes, "verdict": "", "note": "no class can grow further while shrunk"})
+                break
+            previous = sizes
+            progress(options, f"retry: verifying at less-shrunk sizes ({sizes})")
+            v = prove_pair(small_ref, small_other, options)
+            v.shrink = summary
+            entry = {"sizes": sizes, "verdict": v.verdict, "note": ""}
+            retries.append(entry)
+            if v.verdict != "not-equivalent" or v.counterexample is None:
+                entry["note"] = "no counterexample at these sizes"
+                break
+            if v.counterexample.devices:
+                entry["note"] = "a replica divergence"
+                break
+            embed(v, emb, small_ref, *originals, runner=runner, options=options)
+            cv = v.counterexample
+            if cv is not None and cv.embedded:
+                v.retries = retries
+                entry["note"] = "confirmed at the original sizes"
+                v.reason += f" (the witness at the smallest sizes ({first_sizes}) was not: {why})"
+                return v
+            entry["note"] = why_unconfirmed(cv) if cv is not None else ""
+    full = _without_shrinking(originals, options, runner, retries, why)
+    if full is not None:
+        return full
+    verdict.verdict = "unknown"
+    c.confirmed_at = "shrunk sizes" if c.confirmed else None  # where XLA does show it
+    tried = "; ".join(f"at {r['sizes']}: {r['verdict'] or '-'}" + (f" ({r['note']})" if r["note"] else "")
+                      for r in retries)
+    shown = "that the original sizes do not show" if c.embedded is False else "not confirmed at the original sizes"
+    verdict.reason = (f"a counterexample at the shrunk sizes {shown}: {why}; "
+                      f"output {c.output} at shrunk index {c.shrunk_index}: ref {c.ref_value}, other {c.other_value}"
+                      + (f"; retried {tried}" if tried else ""))
+    verdict.retries = retries
+    return verdict
+
+
+def _without_shrinking(originals: tuple[Module, Module], options: Options, runner: Any,
+                       retries: list[dict[str, Any]], why: str) -> Verdict | None:
+    ref, other = originals
+    elements = sum(t.size for m in originals for t in m.main.arg_types) + \
+        sum(t.size for m in originals for f in m.funcs.values() for op in f.body.walk() for t in op.result_types)
+    b = fullsize.budget(ref, other, "on" if options.full_size_check == "on" else "auto")
+    if not b.run or elements > NO_SHRINK_MAX_ELEMENTS:
+        note = b.reason if not b.run else f"{elements} tensor elements, over {NO_SHRINK_MAX_ELEMENTS}"
+        retries.append({"sizes": "original", "verdict": "", "note": f"not tried without shrinking: {note}"})
+        return None
+    progress(options, "retry: verifying at the original sizes (no shrinking)")
+    v = prove_pair(ref, other, options)
+    c = v.counterexample
+    entry = {"sizes": "original", "verdict": v.verdict, "note": ""}
+    retries.append(entry)
+    confirmed = v.verdict == "not-equivalent" and c is not None and c.confirmed
+    if v.verdict == "equivalent" or confirmed:
+        if c is not None:
+            c.confirmed_at = "original sizes"  # verified without shrinking
+        v.shrink = {"applied": False,
+                    "reason": f"verified at the original sizes: a counterexample at the shrunk sizes was not "
+                              f"shown by them ({why})"}
+        v.retries = retries
+        return v
+    entry["note"] = "no confirmed verdict"
+    return None
+
+
+def _sizes(shrink: dict[str, Any] | None) -> str:
+    return ", ".join(f"{e['original']}->{e['verified']}" for e in (shrink or {}).get("shrunk", []))
+
+
+__all__ = ["MAX_GROW", "NO_SHRINK_MAX_ELEMENTS", "retry", "why_unconfirmed"]
