@@ -20,7 +20,7 @@ from typing import Any
 import z3
 from z3 import z3core as _C
 
-from tv_mlir.algebra import fast
+from tv_mlir.algebra import fast, intervals
 from tv_mlir.algebra.base import Kind
 from tv_mlir.algebra.fast import FF
 from tv_mlir.algebra.piecewise import int_range
@@ -151,9 +151,21 @@ def record_range(var: Any, definition_of: Any, definition: Any) -> None:
     range: the NaN fill of a gather never happens)."""
     if not isinstance(var, Term) or var.sort != INT or var.leaf is None:
         return
+    # The case split walks the whole definition at every cut; a definition whose range
+    # analysis (linear, memoised per store) is already narrow gains little from it: every
+    # IEEE class term (0..3; with --inputs ieee every float's class is an integer cut),
+    # a flag. Such bounds are not recorded either: the solver's queries leave cut points
+    # free without their bounds, so folding more comparisons by them only invites models
+    # that the definitions rule out (pairs/argmax_forms then got a spurious witness).
+    lo, hi = intervals.interval(definition_of)
+    if hi - lo <= NARROW_RANGE:
+        return
     rng = int_range(definition_of, definition)
     if rng is not None and rng != (-math.inf, math.inf):
         var.store.bounds[var.leaf.id] = rng
+
+
+NARROW_RANGE = 4096  # a range this narrow is not worth the case split's walk (see record_range)
 
 
 def substitute(t: Any, pairs: list[tuple[Any, Any]]) -> Any:
