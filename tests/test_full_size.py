@@ -295,3 +295,24 @@ def test_small_bug_twins_are_confirmed(name: str) -> None:
     c = v.counterexample
     want = "shrunk sizes" if c.devices and v.shrink.get("applied") else "original sizes"
     assert c.confirmed_at == want, (c.confirmed_at, c.not_embedded)
+
+
+def test_unconfirmed_witness_is_confirmed_at_less_shrunk_sizes(monkeypatch) -> None:
+    # The first witness's replays (both layouts) are made to fail; the witness found again
+    # at the next admissible sizes is embedded and confirmed for real.
+    real, calls = api.xla_replay, []
+
+    def first_two_fail(*args, **kwargs) -> Replay:
+        calls.append(1)
+        return Replay("xla", 0.0, 0.0, False) if len(calls) <= 2 else real(*args, **kwargs)
+
+    monkeypatch.setattr(api, "xla_replay", first_two_fail)
+    v = tv_mlir.verify(_mean("1024.0", 8, 256), _mean("7.0", 8, 256))
+    assert v.verdict == "not-equivalent" and v.counterexample.confirmed_at == "original sizes", v.reason
+    assert v.counterexample.embedded and len(calls) >= 3
+    assert v.retries and v.retries[0]["note"] == "confirmed at the original sizes", v.retries
+    grown = v.retries[0]["sizes"]
+    assert grown and v.shrink["applied"] and "was not" in v.reason
+    # The verdict's shrink map is the grown one: the summed class is larger than at first.
+    first = tv_mlir.verify(_mean("1024.0", 8, 256), _mean("7.0", 8, 256), replay=False)
+    assert first.shrink["shrunk"][0]["verified"] < v.shrink["shrunk"][0]["verified"]
