@@ -20,7 +20,7 @@ from tv_mlir.errors import Unsupported
 from tv_mlir.execute.interp import Interpreter, SharedValues
 from tv_mlir.ir import Module, Op, TensorType
 from tv_mlir.options import Options
-from tv_mlir.progress import progress
+from tv_mlir.progress import Ticker, progress
 from tv_mlir.prove.fingerprints import Trace, numeric_trace, random_inputs
 from tv_mlir.prove.obligations import Obligation, build_obligations
 from tv_mlir.prove.solve import Model, Query, solve_all
@@ -203,11 +203,16 @@ def _symbolic_runs(p: _Proof) -> tuple[list[np.ndarray], list[np.ndarray], list[
     with _timed(p, "symbolic_s"):
         try:
             shared = SharedValues()
-            ref_interp = Interpreter(p.ref, p.alg, p.options.max_unroll,
-                                     observer=sweeper.record_ref if sweep else None, shared=shared)
+            ref_obs = sweeper.record_ref if sweep else None
+            other_obs = sweeper.merge_other if sweep else None
+            if p.options.progress:
+                def merged() -> str:
+                    return f"{sweeper.merged} values merged"
+                ref_obs = Ticker(p.options, "the reference", p.stats["ops_ref"], ref_obs)
+                other_obs = Ticker(p.options, "the other program", p.stats["ops_other"], other_obs, merged)
+            ref_interp = Interpreter(p.ref, p.alg, p.options.max_unroll, observer=ref_obs, shared=shared)
             ref_out = ref_interp.run(p.inputs)
-            other_interp = Interpreter(p.other, p.alg, p.options.max_unroll,
-                                       observer=sweeper.merge_other if sweep else None, shared=shared)
+            other_interp = Interpreter(p.other, p.alg, p.options.max_unroll, observer=other_obs, shared=shared)
             other_out = other_interp.run(p.inputs)
             p.stats["shared_ops"] = shared.hits
         except Unsupported as exc:
