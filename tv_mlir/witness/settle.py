@@ -167,9 +167,11 @@ def numeric_obligation(ref: Module, other: Module, arrays: list[np.ndarray], obl
 # Settling a counterexample
 
 
-def settle(cex: Counterexample, w: Witness) -> tuple[str, str]:
+def settle(cex: Counterexample, w: Witness, thorough: bool = True) -> tuple[str, str]:
     """Minimise, replay, complete and locate the counterexample; the obligation's verdict and
-    detail. A difference through an approximated op counts only when XLA reproduces it."""
+    detail. A difference through an approximated op counts only when XLA reproduces it.
+    Not `thorough`: no minimisation and no question of uniqueness (a counterexample that
+    is not the one the verdict shows)."""
     cex.what = w.obligation.what
     if w.obligation.devices is not None:
         cex.devices, cex.side = list(w.obligation.devices), w.obligation.side
@@ -177,7 +179,7 @@ def settle(cex: Counterexample, w: Witness) -> tuple[str, str]:
     uses_approximation = cex.uses_approximation
     check: Callable[[Witness, list[np.ndarray]], Values | None] = \
         numeric_difference if uses_approximation else exact_difference
-    smaller, values = minimize(arrays, lambda xs: check(w, xs), w.types)
+    smaller, values = minimize(arrays, lambda xs: check(w, xs), w.types) if thorough else (arrays, None)
     if values is not None and smaller is not arrays:
         _adopt(cex, w, smaller, values)
         cex.minimized = True
@@ -194,7 +196,7 @@ def settle(cex: Counterexample, w: Witness) -> tuple[str, str]:
             _complete(cex, w, concrete_inputs(cex, w.types))
     cex.confirmed = _xla_confirms(cex.replay)
     cex.first_divergence = first_divergence(w)
-    if not uses_approximation:
+    if not uses_approximation and thorough:
         cex.unique = unique(w, concrete_inputs(cex, w.types))
     if uses_approximation and not _reproduced(cex.replay):
         return "unknown", ("counterexample depends on approximated ops "
