@@ -5,18 +5,18 @@ counterexample back to the original sizes."""
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tv_mlir import regrow
 from tv_mlir.driver import prove_pair
-from tv_mlir.errors import Unsupported, UsageError
+from tv_mlir.errors import TvError, Unsupported, UsageError
 from tv_mlir.execute.xla import XlaRunner
 from tv_mlir.frontend import symshape
 from tv_mlir.frontend.classify import check_signatures
 from tv_mlir.frontend.read import BYTECODE_MAGIC, Loaded, SourceSpec, load_module, load_module_mlir, read_source
 from tv_mlir.ir import Module
-from tv_mlir.options import Options
+from tv_mlir.options import SECOND_WITNESS_FLOOR, SECOND_WITNESS_GROWTH, Options
 from tv_mlir.passes import load_pipeline, run_pipeline
 from tv_mlir.progress import progress
 from tv_mlir.shrink.embed import LAYOUTS, embed_inputs
@@ -64,22 +64,129 @@ def verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, *
         shrink["symbolic"] = {"instantiated_at": SYMBOLIC_SIZE, "ref": ref_sym, "other": other_sym}
     verdict = prove_pair(ref_m, other_m, options)
     verdict.shrink = shrink
+    second: SecondWitness | None = None
+    if embedding is not None and shrink is not None and verdict.verdict == "equivalent":
+        second = _second_witness(shrink, originals, options)
+        if second is not None and second.verdict.verdict != "equivalent":
+            verdict, ref_m, embedding = _second_disagrees(second, shrink), second.small_ref, second.embedding
     runner = XlaRunner()  # one for every XLA run at the original sizes (it caches compiled modules)
     c = verdict.counterexample
     if embedding is not None and c is not None:
         if options.replay:
             _embed(verdict, embedding, ref_m, *originals, runner=runner, options=options)
             if not c.embedded and not c.devices:
-                verdict = regrow.retry(verdict, originals, options, runner, _shrink, _embed)
+                # A witness from the second proof was found at grow=1 already: retry from 2.
+                verdict = regrow.retry(verdict, originals, options, runner, _shrink, _embed,
+                                       first_step=2 if second else 1,
+                                       witness_sizes=second.sizes_text if second else None)
         else:
             c.shrunk_index = list(c.index)
             c.not_embedded = "replay is off (--no-replay)"
     elif c is not None and c.confirmed and not c.confirmed_at:
         c.confirmed_at = "original sizes"  # nothing was shrunk: these are the programs' own sizes
+    if second is not None and second.found != "equivalent":
+        _name_the_second_witness(verdict, second)
     shrunk = bool(verdict.shrink and verdict.shrink.get("applied"))
     _full_size_check(verdict, shrunk, originals, options, runner)
     verdict.time_s = round(time.perf_counter() - t0, 4)
     return verdict
+
+
+@dataclass
+class SecondWitness:
+    """The second proof of a pair proved equal at its shrunk sizes: at grown sizes."""
+
+    verdict: Verdict
+    small_ref: Module
+    embedding: Any
+    classes: list[dict[str, Any]]  # per shrunk class: class, where, original, first, second, note?
+    found: str = ""  # the second proof's own verdict (`verdict` goes on to the confirmation and may change)
+
+    def __post_init__(self) -> None:
+        self.found = self.found or self.verdict.verdict
+
+    @property
+    def sizes_text(self) -> str:
+        return ", ".join(f"{e['original']}->{e['second']}" for e in self.classes)
+
+    def disagreement(self) -> str:
+        grown = [e for e in self.classes if e["second"] != e["first"]]
+        named = "; ".join(f"class {e['class']} ({e['where']}: {e['original']} verified at {e['first']} and "
+                          f"{e['second']})" for e in grown)
+        return (f"equivalent at the shrunk sizes but {self.found} at the second sizes, where "
+                f"{len(grown)} class{'es differ' if len(grown) != 1 else ' differs'}: {named}")
+
+
+def _second_witness(shrink: dict[str, Any], originals: tuple[Module, Module],
+                    options: Options) -> SecondWitness | None:
+    """Prove the pair again at the next admissible size of every shrunk class (plan.plan
+    grow=1), within an element budget; record both assignments in `shrink["second"]`.
+    None when the second proof is off or there is nothing to prove (the map says why)."""
+    if not options.second_witness:
+        shrink["second"] = {"skipped": "off (--no-second-witness)"}
+        return None
+    t0 = time.perf_counter()
+    first = int(shrink.get("elements", 0))
+    budget = max(SECOND_WITNESS_GROWTH * first, first + SECOND_WITNESS_FLOOR)
+    try:
+        small_ref, small_other, summary, emb = _shrink(*originals, *originals, options, grow=1, budget=budget)
+    except TvError as exc:
+        shrink["second"] = {"skipped": f"the grown sizes cannot be verified: {exc.one_line()}"}
+        return None
+    if not summary.get("applied") and summary.get("reason") != "no dimension can shrink":
+        shrink["second"] = {"skipped": f"the grown sizes cannot be verified: {summary.get('reason', '')}"}
+        return None
+    grown_to = {e["class"]: e["verified"] for e in summary.get("shrunk", []) + summary.get("kept", [])}
+    held = summary.get("held", {})
+    classes = []
+    for e in shrink["shrunk"]:
+        # A class missing from the grown map has grown back to its original size.
+        entry = {"class": e["class"], "where": e["where"], "original": e["original"], "first": e["verified"],
+                 "second": grown_to.get(e["class"], e["original"]) if summary.get("applied") else e["original"]}
+        if entry["second"] == entry["first"]:
+            entry["note"] = held.get(str(e["class"]), "cannot grow: no larger admissible size (its relations)")
+        classes.append(entry)
+    record: dict[str, Any] = {"sizes": classes, "elements": {"first": first, "second": summary.get("elements"),
+                                                             "budget": budget}}
+    shrink["second"] = record
+    if all(e["second"] == e["first"] for e in classes):
+        record["skipped"] = "no shrunk class can grow within the budget"
+        return None
+    progress(options, f"second witness: verifying at grown sizes ({', '.join(str(e['second']) for e in classes)})")
+    v = prove_pair(small_ref, small_other, options)
+    record["verdict"] = v.verdict
+    record["time_s"] = round(time.perf_counter() - t0, 3)
+    if v.verdict != "equivalent":
+        record["reason"] = v.reason
+    progress(options, f"second witness: {v.verdict} ({record['time_s']} s)")
+    return SecondWitness(v, small_ref, emb if summary.get("applied") else None, classes)
+
+
+def _second_disagrees(second: SecondWitness, shrink: dict[str, Any]) -> Verdict:
+    """The verdict when the second proof is not `equivalent`. A counterexample there goes
+    on to the confirmation at the original sizes like any shrunk one (verify); anything
+    else is a shrinking failure: `unknown`, naming the classes whose sizes differ."""
+    v = second.verdict
+    v.shrink = shrink
+    c = v.counterexample
+    if v.verdict == "not-equivalent" and c is not None:
+        if second.embedding is None:  # grown back to the original sizes: exact there
+            c.confirmed_at = "original sizes" if c.confirmed else None
+        return v
+    v.verdict = "unknown"
+    v.reason = f"shrinking failure: {second.disagreement()}: {v.reason}"
+    return v
+
+
+def _name_the_second_witness(verdict: Verdict, second: SecondWitness) -> None:
+    """The final verdict's reason, once a second proof's finding went through the
+    confirmation at the original sizes: a witness confirmed there says it came from the
+    second proof; one the original sizes do not show is a shrinking failure."""
+    if verdict.verdict == "not-equivalent":
+        verdict.reason += (f" (found by the second witness at grown sizes {second.sizes_text}; the first proof "
+                           f"at the smaller sizes said equivalent)")
+    elif verdict.verdict == "unknown" and not verdict.reason.startswith("shrinking failure"):
+        verdict.reason = f"shrinking failure: {second.disagreement()}; {verdict.reason}"
 
 
 def _full_size_check(verdict: Verdict, shrunk: bool, originals: tuple[Module, Module], options: Options,
@@ -190,13 +297,13 @@ def _embed(verdict: Verdict, e: Any, small_ref: Module, ref: Module, other: Modu
 
 
 def _shrink(ref: Loaded | Module, other: Loaded | Module, ref_m: Module, other_m: Module,
-            options: Options, grow: int = 0) -> tuple[Module, Module, dict[str, Any], Any]:
+            options: Options, grow: int = 0, budget: int | None = None) -> tuple[Module, Module, dict[str, Any], Any]:
     """Both programs at their shrunk sizes, or as they are when nothing shrinks (or the
     rewrite is refused: then the verdict is still sound, only slower). `grow`: every
-    shrunk class that many admissible sizes larger (plan.plan)."""
+    shrunk class that many admissible sizes larger, `budget` its element budget (plan.plan)."""
 
     try:
-        result = shrink_pair(ref, other, ref_m, other_m, grow=grow)
+        result = shrink_pair(ref, other, ref_m, other_m, grow=grow, budget=budget)
     except Unsupported as exc:
         progress(options, f"shrink: not applied ({exc})")
         return ref_m, other_m, {"applied": False, "reason": str(exc)}, None

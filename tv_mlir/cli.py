@@ -108,6 +108,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="before a pair proved equal at shrunk sizes is reported equivalent, run both original "
                              "programs on XLA on random and boundary inputs: auto (default) when they fit the memory "
                              "and compute budget, on whenever their memory fits, off never")
+        sp.add_argument("--no-second-witness", action="store_true",
+                        help="prove a pair equal at its shrunk sizes only once (no second proof at grown sizes)")
         sp.add_argument("--progress", action="store_true", default=None,
                         help="phase lines on stderr (default: when stderr is a terminal)")
         sp.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -130,7 +132,7 @@ def _options(args: argparse.Namespace) -> Options:
     return Options(timeout_s=args.timeout, jobs=args.jobs, pipeline=args.pipeline,
                    shrink=not args.no_shrink, replay=not args.no_replay, strict_dtypes=args.strict_dtypes,
                    core=args.core, max_input_bytes=max(1, int(mb * MIB)), inputs=args.inputs,
-                   full_size_check=args.full_size_check,
+                   full_size_check=args.full_size_check, second_witness=not args.no_second_witness,
                    progress=_stderr_isatty() if args.progress is None else args.progress)
 
 

@@ -58,6 +58,13 @@ FULL_SIZE_CHECKS = ("auto", "off", "on")
 # ~0.15 s and the check (4 input sets, both programs) ~1-2 s with compilation; the
 # realistic plans (testdata/sharded_big: 270 GFLOP to 38 TFLOP a run) are skipped.
 FULL_SIZE_MEMORY_FRACTION = 0.5
+# The second witness's sizes: its pair (tensor elements of both programs, as read) at most
+# this many times the first shrunk pair's, or the first's plus SECOND_WITNESS_FLOOR for
+# tiny pairs. Growing every class of attention or FSDP doubles every dim (the admissible
+# sizes are divisors), 4x-14x the elements and up to 17x the proof time; families past
+# the budget keep their first size and the shrink map says so.
+SECOND_WITNESS_GROWTH = 2
+SECOND_WITNESS_FLOOR = 2000
 FULL_SIZE_MAX_FLOPS = 4_000_000_000
 
 
@@ -84,6 +91,10 @@ class Options:
     inputs: str = "finite"
     # The numeric check at the original sizes before a shrunk `equivalent` (FULL_SIZE_CHECKS).
     full_size_check: str = "auto"
+    # A pair proved equal at its shrunk sizes is proved again at grown sizes (every shrunk
+    # class at its next admissible size, within SECOND_WITNESS_GROWTH): two witnesses for
+    # one `equivalent` (issue 12 item 2). Off: faster, one witness.
+    second_witness: bool = True
 
     def __post_init__(self) -> None:
         _check_positive_number("timeout_s", self.timeout_s)

@@ -38,17 +38,19 @@ def why_unconfirmed(c: Counterexample) -> str:
 
 
 def retry(verdict: Verdict, originals: tuple[Module, Module], options: Options, runner: Any,
-          shrink: ShrinkFn, embed: EmbedFn) -> Verdict:
+          shrink: ShrinkFn, embed: EmbedFn, first_step: int = 1, witness_sizes: str | None = None) -> Verdict:
+    """`first_step`, `witness_sizes`: a witness found by the second proof of an `equivalent`
+    (api.verify) is at grow=1 already, at those sizes."""
     c = verdict.counterexample
     assert c is not None
     why = why_unconfirmed(c)
     retries: list[dict[str, Any]] = []
-    first_sizes = _sizes(verdict.shrink)
+    first_sizes = witness_sizes or _sizes(verdict.shrink)
     # A witness too large to replay stays too large at any shrunk size: growing cannot
     # confirm it, only a proof or a replay at the original sizes could.
     if not why.startswith("too large"):
         previous = first_sizes
-        for step in range(1, MAX_GROW + 1):
+        for step in range(first_step, MAX_GROW + 1):
             try:
                 small_ref, small_other, summary, emb = shrink(*originals, *originals, options, grow=step)
             except TvError as exc:

@@ -63,10 +63,34 @@ def _shrink_lines(shrink: dict[str, Any] | None) -> list[str]:
     lines += [f"shrink:  {len(shrunk)} dimension classes shrunk, {len(kept)} kept, "
              f"{shrink['constants_rewritten']} size constants rewritten; verified at the sizes on the right, "
              f"carried over by docs/shrinking.md"]
+    second = shrink.get("second") or {}
+    at_second = {e["class"]: e for e in second.get("sizes", [])}
     for e in shrunk:
-        lines.append(f"  {e['original']:>8} -> {e['verified']:<4} {e['role']:<24} {e['where']}")
+        s = at_second.get(e.get("class"))
+        grown = f" (second: {s['second']})" if s is not None else ""
+        lines.append(f"  {e['original']:>8} -> {e['verified']:<4} {e['role']:<24} {e['where']}{grown}")
     for e in kept:
         lines.append(f"  {e['original']:>8} kept  {e['where']}: {e.get('reason', '')}")
+    return lines + _second_lines(second)
+
+
+def _second_lines(second: dict[str, Any]) -> list[str]:
+    """The second witness of an `equivalent` at shrunk sizes (api._second_witness)."""
+    if not second:
+        return []
+    if "verdict" not in second:
+        return [f"second:  not proved: {second.get('skipped', '')}"]
+    sizes = second["sizes"]
+    grown = sum(1 for e in sizes if e["second"] != e["first"])
+    lines = [f"second:  {second['verdict']} at grown sizes ({grown} of {len(sizes)} shrunk classes larger, "
+             f"shown as 'second:' above; {second['time_s']:.2f} s)"
+             + (f": {second['reason']}" if second.get("reason") else "")]
+    notes: dict[str, list[str]] = {}
+    for e in sizes:
+        if e.get("note"):
+            notes.setdefault(e["note"], []).append(f"{e['where']} ({e['first']})")
+    for note, where in notes.items():
+        lines.append(f"  same size at both: {', '.join(where)}: {note}")
     return lines
 
 

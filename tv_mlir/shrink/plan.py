@@ -45,9 +45,11 @@ class ClassEntry:
     where: str  # a member dim, for people
     role: str  # free / reduced (degree d) / indexed / positions / pinned
     reason: str = ""  # why it keeps its size, for pinned classes
+    cls: int = -1  # the class's number in the analysis: two plans of one pair share it
 
     def to_dict(self) -> dict[str, Any]:
-        d = {"original": self.original, "verified": self.verified, "where": self.where, "role": self.role}
+        d = {"class": self.cls, "original": self.original, "verified": self.verified, "where": self.where,
+             "role": self.role}
         if self.reason:
             d["reason"] = self.reason
         return d
@@ -62,6 +64,8 @@ class ShrinkPlan:
     # class -> (original, shrunk) size of its finest shard block: position j of the shrunk
     # class is position (j // shrunk) * original + j % shrunk of the original one.
     blocks: dict[int, tuple[int, int]] = field(default_factory=dict)
+    # A grown plan under an element budget: shrunk classes left at their first size, and why.
+    held: dict[int, str] = field(default_factory=dict)
 
     @property
     def shrinks(self) -> bool:
@@ -70,16 +74,35 @@ class ShrinkPlan:
     def new_shape(self, program: str, value: str) -> tuple[int, ...]:
         return tuple(self.sizes[c] for c in self.analysis.classes_of(program, value))
 
+    @property
+    def elements(self) -> int:
+        """Tensor elements of both programs at the planned sizes (values as read, before
+        inlining): the size measure the second witness's budget is about."""
+        return elements(self.analysis, self.sizes)
+
     def summary(self) -> dict[str, Any]:
-        return {"shrunk": [e.to_dict() for e in self.entries if e.verified != e.original],
-                "kept": [e.to_dict() for e in self.entries if e.verified == e.original]}
+        s: dict[str, Any] = {"shrunk": [e.to_dict() for e in self.entries if e.verified != e.original],
+                             "kept": [e.to_dict() for e in self.entries if e.verified == e.original],
+                             "elements": self.elements}
+        if self.held:
+            s["held"] = {str(c): why for c, why in self.held.items()}
+        return s
 
 
-def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: int = 0) -> ShrinkPlan:
+def elements(a: DimAnalysis, sizes: list[int]) -> int:
+    return sum(math.prod(sizes[c] for c in a.classes_of(p, v)) for p, v in a.types)
+
+
+def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: int = 0,
+         budget: int | None = None) -> ShrinkPlan:
     """Both modules as read (not inlined) and classified. `grow` > 0: that many times,
     every shrunk class is raised to its next admissible size (at least one more element),
     for verifying again at less-shrunk sizes when a witness found at the smallest sizes
-    is not shown by the original sizes (api.verify)."""
+    is not shown by the original sizes, or for the second witness of an `equivalent`
+    (api.verify). `budget`: with `grow`, the grown plan's tensor elements (`elements`) at
+    most this many: families (classes tied by scale or product relations, which grow
+    together) are grown cheapest first while the estimate stays within it, the others
+    keep their first size (`held`, with the reason)."""
     a = analysis or analyse(ref, other)
     facts = [ProgramFacts.of("ref", ref), ProgramFacts.of("other", other)]
     n = len(a.classes)
@@ -155,11 +178,32 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
         return sizes, tied
 
     sizes, tied = fixpoint()
-    for _ in range(grow):
-        for c in range(n):
-            if sizes[c] < a.classes[c].size:
-                mins[c] = max(mins[c], sizes[c] + 1)
-        sizes, tied = fixpoint()
+    first = list(sizes)
+    base_mins, base_pins = list(mins), dict(pins)
+
+    def grown(hold: set[int]) -> tuple[list[int], dict[tuple[str, str], float | int]]:
+        # fixpoint reads and extends `mins` and `pins`: every attempt starts from the first plan's
+        mins[:] = base_mins
+        pins.clear()
+        pins.update(base_pins)
+        s, t = first, tied
+        for _ in range(grow):
+            for c in range(n):
+                if s[c] < a.classes[c].size and family_of[c] not in hold:
+                    mins[c] = max(mins[c], s[c] + 1)
+            s, t = fixpoint()
+        return s, t
+
+    held: dict[int, str] = {}
+    if grow:
+        sizes, tied = grown(set())
+        if budget is not None and elements(a, sizes) > budget:
+            hold = _families_over_budget(a, family_of, first, sizes, budget)
+            sizes, tied = grown(hold)
+            for c in range(n):
+                if family_of[c] in hold and sizes[c] == first[c] < a.classes[c].size and c not in dead:
+                    held[c] = f"not grown: growing it would take the pair past {budget} tensor elements " \
+                              f"(the second witness's budget)"
     names = {("ref", v): n for v, n in zip(ref.main.body.args, ref.main.arg_names)}
     names.update({("ref", v): f"result {k}" for k, v in enumerate(ref.main.body.returns)})
     entries = []
@@ -172,7 +216,7 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
         if not reason and sizes[c] == cls.size and cls.size > 1:
             reason = "already at its smallest admissible size" if mins[c] >= cls.size else \
                 "sizes of its relations leave no smaller divisor"
-        entries.append(ClassEntry(cls.size, sizes[c], member, role, reason))
+        entries.append(ClassEntry(cls.size, sizes[c], member, role, reason, c))
     blocks = {}
     comps: dict[int, list[int]] = {}
     for c in range(n):
@@ -182,7 +226,25 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
             inner = [m for m in members if a.classes[c].size % max(1, a.classes[m].size) == 0]
             finest = min(inner, key=lambda m: a.classes[m].size)
             blocks[c] = (a.classes[finest].size, sizes[finest])
-    return ShrinkPlan(a, sizes, tied, entries, blocks)
+    return ShrinkPlan(a, sizes, tied, entries, blocks, held)
+
+
+def _families_over_budget(a: DimAnalysis, family_of: list[int], first: list[int], full: list[int],
+                          budget: int) -> set[int]:
+    """The families to keep at their first sizes so that the grown plan fits `budget`:
+    families are added cheapest first (by the estimate with that family alone grown)
+    while the estimate with every added family grown stays within it. An estimate only
+    (constants can pin differently once fewer classes grow); the plan is solved again."""
+    growing = sorted({family_of[c] for c in range(len(first)) if full[c] != first[c]})
+
+    def estimate(fams: set[int]) -> int:
+        return elements(a, [full[c] if family_of[c] in fams else first[c] for c in range(len(first))])
+
+    chosen: set[int] = set()
+    for f in sorted(growing, key=lambda f: estimate({f})):
+        if estimate(chosen | {f}) <= budget:
+            chosen.add(f)
+    return set(growing) - chosen
 
 
 def _signature_classes(a: DimAnalysis, ref: Module, other: Module) -> set[int]:
