@@ -293,6 +293,10 @@ def _groups_attr(op: Op, name: str = "replica_groups") -> list[list[int]]:
     rg = op.attrs.get(name)
     if rg is None:
         return []
+    if not isinstance(rg, np.ndarray | tuple | list) or not np.issubdtype(np.asarray(rg).dtype, np.integer):
+        # An attribute form the reader does not convert (kept as its text): name it rather
+        # than guess its groups.
+        raise Unsupported(f"{op.name}: {name} in the form {str(rg)[:200]}", op.loc, f"{op.name} {name}")
     arr = np.asarray(rg).astype(np.int64)
     if arr.size == 0:
         return []

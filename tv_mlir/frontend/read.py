@@ -338,6 +338,17 @@ class _Converter:
         axes = tuple((sdy.MeshAxisAttr(x).name, int(sdy.MeshAxisAttr(x).size)) for x in m.axes)
         return tir.Mesh(axes, tuple(int(i) for i in m.device_ids))
 
+    def mesh_axes_groups(self, g: MeshAxesGroups) -> np.ndarray:
+        """Replica groups named by mesh axes, as the integer groups (one row per group)
+        that every other form converts to."""
+        if isinstance(g.mesh, str):
+            if g.mesh not in self.meshes:
+                raise ParseError(f"{self.source_name}: replica groups name an unknown mesh @{g.mesh}")
+            mesh = self.meshes[g.mesh]
+        else:
+            mesh = g.mesh
+        return resolve_mesh_axes(mesh, g.axes, g.text)
+
     def sdy_sharding(self, a: Any, loc: str) -> tir.Sharding:
         from jaxlib.mlir import ir
         from jaxlib.mlir.dialects import sdy
@@ -427,8 +438,14 @@ class _Converter:
         try:
             attrs = {k: self.sdy_attr(k, v, loc) if k.startswith("sdy.") or o.name.startswith("sdy.")
                      else convert_attr(v) for k, v in o.attributes.items()}
+            for k, v in attrs.items():
+                if isinstance(v, MeshAxesGroups):
+                    attrs[k] = self.mesh_axes_groups(v)
         except Unsupported as exc:
             exc.loc = exc.loc or loc  # an attribute does not know where it sits
+            raise
+        except ParseError as exc:
+            exc.loc = exc.loc or loc
             raise
         if o.name == "stablehlo.custom_call" and attrs.get("call_target_name") == "SPMDFullToShardShape":
             # The global sharding being cut into shards sits on the @Sharding op that feeds this one.
@@ -511,6 +528,8 @@ def convert_attr(a: Any, depth: int = 0) -> Any:
     if isinstance(a, ir.DictAttr):
         return {n.name: convert_attr(n.attr, depth + 1) for n in named_attrs(a)}
     text = str(a)
+    if text.startswith("#stablehlo.replica_group_mesh_axes<"):
+        return _mesh_axes_groups(a, text)
     if text.startswith("#stablehlo.dot<"):
         d = shlo.DotDimensionNumbers(a)
         return tir.DotDims(tuple(d.lhs_batching_dimensions), tuple(d.rhs_batching_dimensions),
@@ -528,6 +547,87 @@ def convert_attr(a: Any, depth: int = 0) -> Any:
     if m:  # enum attributes: comparison_direction, comparison_type, precision, ...
         return m.group(1)
     return text
+
+
+@dataclass(frozen=True)
+class MeshAxesGroups:
+    """`#stablehlo.replica_group_mesh_axes` as read, before its mesh is resolved: the mesh
+    (a symbol naming an `sdy.mesh`, or an inline mesh) and the axis refs as
+    (name, pre_size, size); size None for a whole axis."""
+
+    mesh: str | tir.Mesh
+    axes: tuple[tuple[str, int, int | None], ...]
+    text: str
+
+
+def _mesh_axes_groups(a: Any, text: str) -> MeshAxesGroups:
+    from jaxlib.mlir import ir
+    from jaxlib.mlir.dialects import stablehlo as shlo
+
+    g: Any = shlo.ReplicaGroupMeshAxesAttr(a)  # its stubs type the lists as plain Attributes
+    mesh: str | tir.Mesh
+    if isinstance(g.mesh, ir.FlatSymbolRefAttr):
+        mesh = g.mesh.value
+    elif str(g.mesh).startswith("#stablehlo.mesh<"):
+        m: Any = shlo.MeshAttr(g.mesh)
+        ids = m.device_ids
+        mesh = tir.Mesh(tuple((shlo.MeshAxisAttr(x).name, int(shlo.MeshAxisAttr(x).size)) for x in m.axes),
+                        tuple(int(i) for i in np.array(ids).ravel()) if ids is not None else ())
+    else:
+        raise Unsupported(f"replica groups over the mesh {g.mesh} (not a symbol or #stablehlo.mesh)", None,
+                          "replica_group_mesh_axes")
+    axes: list[tuple[str, int, int | None]] = []
+    for x in g.axes:
+        r = shlo.AxisRefAttr(x)
+        info: Any = r.sub_axis_info
+        if info is None:
+            axes.append((r.name, 1, None))
+        else:
+            sub = shlo.SubAxisInfoAttr(info)
+            axes.append((r.name, int(sub.pre_size), int(sub.size)))
+    return MeshAxesGroups(mesh, tuple(axes), text)
+
+
+def resolve_mesh_axes(mesh: tir.Mesh, axes: tuple[tuple[str, int, int | None], ...], text: str = ""
+                      ) -> np.ndarray:
+    """The replica groups that mesh-axes form names, as an int64 array [group, member].
+
+    Semantics as StableHLO's compatibility expander lowers it (stablehlo tests
+    `all_reduce_subaxis*`, `all_reduce_sdy_mesh_dev`): a group is the devices whose mesh
+    coordinates differ only in the named (sub-)axes; members are ordered by the named axes
+    in the order given (the first major), groups by the remaining coordinates in mesh
+    order; ids are the mesh's `device_ids` at those positions. A sub-axis `(pre)size` of an
+    axis of size n is the middle factor of n = pre * size * rest (major to minor), the
+    Shardy convention."""
+    sizes = dict(mesh.axes)
+    taken: dict[str, list[tuple[int, int]]] = {}
+    refs = []  # (mesh axis index, rest, size)
+    names = [a for a, _ in mesh.axes]
+    for name, pre, size in axes:
+        if name not in sizes:
+            raise ParseError(f"replica groups {text} name the axis {name!r}, not in the mesh {mesh.axes}")
+        n = sizes[name]
+        size = n if size is None else size
+        if pre < 1 or size < 1 or n % (pre * size):
+            raise ParseError(f"replica groups {text}: sub-axis ({pre}){size} does not divide axis {name!r} of size {n}")
+        span = (pre, pre * size)  # the part of the axis it covers, as cumulative sizes from the major end
+        for lo, hi in taken.get(name, []):
+            if span[0] < hi and lo < span[1]:
+                raise ParseError(f"replica groups {text} name overlapping parts of axis {name!r}")
+        taken.setdefault(name, []).append(span)
+        refs.append((names.index(name), n // (pre * size), size))
+    ids = mesh.ids()
+    groups: dict[tuple[int, ...], list[tuple[int, int]]] = {}
+    for pos in np.ndindex(*ids.shape):
+        key = list(pos)
+        rank = 0
+        for axis, rest, size in refs:
+            part = (pos[axis] // rest) % size
+            key[axis] -= part * rest
+            rank = rank * size + part
+        groups.setdefault(tuple(key), []).append((rank, int(ids[pos])))
+    rows = [[d for _, d in sorted(members)] for _, members in sorted(groups.items())]
+    return np.array(rows, dtype=np.int64).reshape(len(rows), -1)
 
 
 # The one table of element types: StableHLO's name -> the numpy dtype that holds its values

@@ -1,0 +1,154 @@
+"""Exports of jax functions for the verifier: the module XLA's SPMD partitioner produces
+(the per-device program the devices run) and the global lowerings.
+
+Importing this module imports jax; set XLA_FLAGS/JAX_PLATFORMS before that if you want
+several CPU devices (`--xla_force_host_platform_device_count=8`)."""
+from __future__ import annotations
+
+import glob
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+# Which compiler pass's output is "the partitioned module": the last dump of this pass.
+_PASS = "spmd-partitioning"
+
+
+def _jitted(fn: Any, in_shardings: Any = None, out_shardings: Any = None) -> Any:
+    """`fn` as a fresh jit object: one that already compiled may not dump again."""
+    if hasattr(fn, "lower") and in_shardings is None and out_shardings is None:
+        return fn
+    kwargs = {}
+    if in_shardings is not None:
+        kwargs["in_shardings"] = in_shardings
+    if out_shardings is not None:
+        kwargs["out_shardings"] = out_shardings
+    return jax.jit(getattr(fn, "__wrapped__", fn), **kwargs)
+
+
+def _hlo_after_partitioning(lowered: Any) -> tuple[str, Any]:
+    """The HLO text of the module right after the partitioner, and the compiled executable
+    (for the output shardings, which the dump does not carry)."""
+    with tempfile.TemporaryDirectory() as d:
+        compiled = lowered.compile(compiler_options={
+            "xla_dump_to": d,
+            "xla_dump_hlo_pass_re": _PASS,
+            "xla_dump_hlo_as_text": True,
+            # Without it the dump elides constants past a few elements as {...}.
+            "xla_dump_large_constants": True,
+        })
+        dumps = sorted(glob.glob(os.path.join(d, f"*after_{_PASS}*.txt")))
+        if not dumps:
+            raise RuntimeError(f"XLA wrote no '{_PASS}' dump (was the function compiled before? "
+                               "pass a fresh function object)")
+        return Path(dumps[-1]).read_text(), compiled
+
+
+def partitioned_text(fn: Any, args: list[Any] | tuple[Any, ...], in_shardings: Any = None,
+                     out_shardings: Any = None) -> str:
+    """XLA's per-device module after SPMD partitioning, as StableHLO text with locations.
+    `mhlo.num_partitions`, `mhlo.num_replicas` and the results' `mhlo.sharding` are added:
+    the HLO dump has none of them."""
+    from jax._src.interpreters import mlir
+    from jax._src.lib import _jax
+    from jaxlib import _hlo  # type: ignore[attr-defined]
+
+    lowered = _jitted(fn, in_shardings, out_shardings).lower(*args)
+    hlo_text, compiled = _hlo_after_partitioning(lowered)
+    hlo = _hlo.hlo_module_from_text(hlo_text)
+    bytecode = _jax.mlir.hlo_to_stablehlo(hlo.as_serialized_hlo_module_proto())
+    out_shardings_flat = jax.tree.leaves(compiled.output_shardings)
+    out_ndims = [len(s.shape) for s in jax.tree.leaves(lowered.out_info)]
+    shardings = jax.tree.leaves(compiled.input_shardings) + out_shardings_flat
+    num_partitions = len(shardings[0].device_set) if shardings else 1
+    with mlir.make_ir_context():
+        module = mlir.ir.Module.parse(bytecode)
+        attrs = module.operation.attributes
+        i32 = mlir.ir.IntegerType.get_signless(32)
+        if "mhlo.num_partitions" not in attrs:
+            attrs["mhlo.num_partitions"] = mlir.ir.IntegerAttr.get(i32, num_partitions)
+        if "mhlo.num_replicas" not in attrs:
+            attrs["mhlo.num_replicas"] = mlir.ir.IntegerAttr.get(i32, 1)
+        main = [op for op in module.body.operations if op.operation.name == "func.func"
+                and mlir.ir.StringAttr(op.attributes["sym_name"]).value == "main"]
+        if len(main) != 1:
+            raise RuntimeError("the partitioned module has no unique @main")
+        if "res_attrs" not in main[0].attributes:
+            res = [mlir.ir.DictAttr.get({"mhlo.sharding": mlir.ir.StringAttr.get(
+                str(s._to_xla_hlo_sharding(nd)))}) for s, nd in zip(out_shardings_flat, out_ndims)]
+            main[0].attributes["res_attrs"] = mlir.ir.ArrayAttr.get(res)
+        text = module.operation.get_asm(enable_debug_info=True)
+    assert isinstance(text, str)
+    text = restore_mesh_device_ids(text, hlo_text)
+    with mlir.make_ir_context():
+        if not mlir.ir.Module.parse(text).operation.verify():
+            raise RuntimeError("the partitioned module does not verify after restoring its meshes' device ids")
+    return text
+
+
+# An HLO collective's replica groups over a mesh, as XLA prints them:
+#   replica_groups=mesh['axis_0'=4,'axis_1'=2], device_ids=([2,4]T(1,0)) {'axis_0'}
+_HLO_MESH_GROUPS = re.compile(r"replica_groups=mesh\[([^\]]*)\](?:, device_ids=\((.*?)\))? \{")
+_HLO_CHANNEL = re.compile(r"channel_id=(\d+)")
+_HLO_IOTA = re.compile(r"\[([\d,]+)\](?:T\(([\d,]+)\))?$")
+
+
+def _hlo_device_ids(spec: str) -> list[int]:
+    """`[2,4]T(1,0)` (an iota reshaped and transposed) or `0,4,1,5` as the id list."""
+    m = _HLO_IOTA.fullmatch(spec.strip())
+    if m:
+        dims = [int(d) for d in m.group(1).split(",")]
+        ids = np.arange(int(np.prod(dims))).reshape(dims)
+        if m.group(2):
+            ids = ids.transpose([int(p) for p in m.group(2).split(",")])
+        return [int(i) for i in ids.ravel()]
+    try:
+        return [int(i) for i in spec.strip("{}[] ").split(",")]
+    except ValueError:
+        raise RuntimeError(f"unknown device_ids form in the partitioned HLO: {spec}") from None
+
+
+def restore_mesh_device_ids(text: str, hlo_text: str) -> str:
+    """XLA's HLO -> StableHLO conversion drops the `device_ids` of a collective's mesh
+    (`replica_groups=mesh[...], device_ids=([2,4]T(1,0)) {'axis_0'}` becomes groups over
+    `sdy.mesh @mesh = <[...]>`, an iota): the converted module then names other groups
+    than the HLO it came from. Put them back: every such collective (matched by its
+    channel id) gets an `sdy.mesh` of its own that carries its device ids."""
+    meshes: dict[tuple[str, tuple[int, ...]], str] = {}
+    by_channel: dict[int, str] = {}
+    for line in hlo_text.splitlines():
+        m = _HLO_MESH_GROUPS.search(line)
+        if not m or not m.group(2):
+            continue
+        ids = _hlo_device_ids(m.group(2))
+        if ids == list(range(len(ids))):
+            continue
+        channel = _HLO_CHANNEL.search(line)
+        if channel is None:
+            raise RuntimeError(f"a collective without a channel id over a mesh with device ids: {line.strip()[:200]}")
+        axes = ", ".join(f'"{name}"={size}' for name, size in re.findall(r"'([^']*)'=(\d+)", m.group(1)))
+        key = (axes, tuple(ids))
+        meshes.setdefault(key, f"mesh_device_ids_{len(meshes)}")
+        by_channel[int(channel.group(1))] = meshes[key]
+    if not by_channel:
+        return text
+    lines = text.splitlines()
+    done: set[int] = set()
+    for k, line in enumerate(lines):
+        ch = re.search(r"channel_handle = #stablehlo.channel_handle<handle = (\d+)", line)
+        if ch and int(ch.group(1)) in by_channel and "replica_group_mesh_axes<mesh = @" in line:
+            lines[k] = re.sub(r"replica_group_mesh_axes<mesh = @[\w.$-]+,",
+                              f"replica_group_mesh_axes<mesh = @{by_channel[int(ch.group(1))]},", line)
+            done.add(int(ch.group(1)))
+    missing = sorted(set(by_channel) - done)
+    if missing:
+        raise RuntimeError(f"collectives with channel ids {missing} not found in the converted module")
+    decls = [f"  sdy.mesh @{name} = <[{axes}], device_ids=[{', '.join(map(str, ids))}]>"
+             for (axes, ids), name in meshes.items()]
+    at = next(k for k, line in enumerate(lines) if line.startswith("module"))
+    return "\n".join(lines[:at + 1] + decls + lines[at + 1:]) + "\n"
