@@ -20,15 +20,25 @@ _PASS = "spmd-partitioning"
 
 
 def _jitted(fn: Any, in_shardings: Any = None, out_shardings: Any = None) -> Any:
-    """`fn` as a fresh jit object: one that already compiled may not dump again."""
-    if hasattr(fn, "lower") and in_shardings is None and out_shardings is None:
+    """`fn` jitted with these shardings; a jit object as it is when none are given."""
+    if _is_jit(fn) and in_shardings is None and out_shardings is None:
         return fn
     kwargs = {}
     if in_shardings is not None:
         kwargs["in_shardings"] = in_shardings
     if out_shardings is not None:
         kwargs["out_shardings"] = out_shardings
-    return jax.jit(getattr(fn, "__wrapped__", fn), **kwargs)
+    return jax.jit(_unjitted(fn), **kwargs)
+
+
+def _is_jit(fn: Any) -> bool:
+    return hasattr(fn, "lower") and hasattr(fn, "__wrapped__")
+
+
+def _unjitted(fn: Any) -> Any:
+    """The function inside a jit object (only a jit's: shard_map's wrapper also has a
+    `__wrapped__`, its body, and unwrapping that would drop the shard_map)."""
+    return fn.__wrapped__ if _is_jit(fn) else fn
 
 
 def _hlo_after_partitioning(lowered: Any) -> tuple[str, Any]:
@@ -152,3 +162,107 @@ def restore_mesh_device_ids(text: str, hlo_text: str) -> str:
              for (axes, ids), name in meshes.items()]
     at = next(k for k, line in enumerate(lines) if line.startswith("module"))
     return "\n".join(lines[:at + 1] + decls + lines[at + 1:]) + "\n"
+
+
+# ---------------------------------------------------------------------------
+# The check from Python
+
+FORMS = ("partitioned", "shardy", "gspmd")
+
+
+def _specs(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Arrays (and pytrees of them) as ShapeDtypeStructs: nothing runs, nothing is placed."""
+    def spec(x: Any) -> Any:
+        if isinstance(x, jax.ShapeDtypeStruct):
+            return jax.ShapeDtypeStruct(x.shape, x.dtype)  # its sharding belongs to the sharded side only
+        if hasattr(x, "shape") and hasattr(x, "dtype"):
+            return jax.ShapeDtypeStruct(np.shape(x), x.dtype)
+        return x
+    return tuple(jax.tree.map(spec, a) for a in args)
+
+
+def _sharded_text(fn: Any, args: tuple[Any, ...], in_shardings: Any, out_shardings: Any, form: str) -> str:
+    if form == "partitioned":
+        return partitioned_text(fn, list(args), in_shardings, out_shardings)
+    jitted = _jitted(fn, in_shardings, out_shardings)
+    if form == "shardy":
+        text = jitted.lower(*args).as_text(debug_info=True)
+    elif form == "gspmd":
+        config: Any = jax.config  # its stubs do not list the flags
+        previous = bool(config.jax_use_shardy_partitioner)
+        jax.config.update("jax_use_shardy_partitioner", False)
+        try:
+            text = jitted.lower(*args).as_text(debug_info=True)
+        finally:
+            jax.config.update("jax_use_shardy_partitioner", previous)
+    else:
+        raise ValueError(f"form={form!r}: choose one of {', '.join(FORMS)}")
+    assert isinstance(text, str)
+    return text
+
+
+def _reference_text(fn: Any, reference: Any, args: tuple[Any, ...]) -> str:
+    """`reference` (or `fn` itself) jitted with no in/out shardings: a global program.
+    Sharding constraints inside it stay as `sdy.sharding_constraint`, which the verifier
+    reads as the identity they are."""
+    target = _unjitted(reference if reference is not None else fn)  # without a jit's shardings
+    text = jax.jit(target).lower(*args).as_text(debug_info=True)
+    assert isinstance(text, str)
+    return text
+
+
+def _named(text: str, name: str) -> Any:
+    """Module text as a stream that carries a file-like name for the verdict's messages."""
+    import io
+
+    stream = io.StringIO(text)
+    stream.name = name
+    return stream
+
+
+def _pair(fn: Any, args: tuple[Any, ...], in_shardings: Any, out_shardings: Any, reference: Any,
+          form: str) -> tuple[str, str]:
+    if form not in FORMS:
+        raise ValueError(f"form={form!r}: choose one of {', '.join(FORMS)}")
+    specs = _specs(args)
+    return (_reference_text(fn, reference, specs),
+            _sharded_text(fn, specs, in_shardings, out_shardings, form))
+
+
+def _name(fn: Any) -> str:
+    return getattr(_unjitted(fn), "__name__", "fn").strip("<>") or "fn"
+
+
+def check(fn: Any, *args: Any, in_shardings: Any = None, out_shardings: Any = None, reference: Any = None,
+          form: str = "partitioned", **verify_options: Any) -> Any:
+    """Verify the sharded `jax.jit(fn, in_shardings=, out_shardings=)` against a reference.
+
+    `args`: arrays or `jax.ShapeDtypeStruct`s (pytrees, as jit takes them); only their
+    shapes and dtypes are used. `fn` may be a jit object already (its shardings are kept
+    unless others are given). form="partitioned" checks XLA's module after SPMD
+    partitioning (what the devices run); "shardy"/"gspmd" check the lowering instead.
+    The reference is `reference` if given (a function of the same arguments), else `fn`
+    jitted with no in/out shardings. `verify_options` are `tv_mlir.api.verify`'s options.
+    Returns the Verdict."""
+    from tv_mlir.api import verify
+
+    ref_text, sharded_text = _pair(fn, args, in_shardings, out_shardings, reference, form)
+    name = _name(fn)
+    return verify(_named(ref_text, f"{name}.ref.mlir"), _named(sharded_text, f"{name}.{form}.mlir"),
+                  **verify_options)
+
+
+def export_pair(fn: Any, *args: Any, in_shardings: Any = None, out_shardings: Any = None, reference: Any = None,
+                form: str = "partitioned", directory: str | os.PathLike[str] = ".", name: str | None = None
+                ) -> tuple[Path, Path]:
+    """Write `<name>.ref.mlir` and `<name>.<form>.mlir` (what `check` compares) into
+    `directory`, for `tv-mlir verify REF SHARDED` later (a CI job can keep them).
+    Returns the two paths."""
+    ref_text, sharded_text = _pair(fn, args, in_shardings, out_shardings, reference, form)
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    name = name or _name(fn)
+    ref_path, sharded_path = out / f"{name}.ref.mlir", out / f"{name}.{form}.mlir"
+    ref_path.write_text(ref_text)
+    sharded_path.write_text(sharded_text)
+    return ref_path, sharded_path
