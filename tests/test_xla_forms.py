@@ -173,8 +173,30 @@ def _inputs(arg: str, seed: int) -> np.ndarray:
     return np.round(rng.normal(size=(N * int(dims[0]), *map(int, dims[1:]))), 3)
 
 
+@pytest.fixture
+def native_xla(monkeypatch):
+    """An XLA runner that compiles the mesh-axes form as it is: XLA's own reading of it,
+    not the integer groups XlaRunner otherwise rewrites it to."""
+    from tv_mlir.execute import xla as xla_module
+
+    monkeypatch.setattr(xla_module, "densify_replica_groups", lambda module: 0)
+    return xla_module.XlaRunner()
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_mesh_axes_collective_matches_xla(xla, name: str) -> None:
+def test_mesh_axes_collective_matches_xla(native_xla, name: str) -> None:
+    _matches_xla(native_xla, name)
+
+
+def test_xla_runner_runs_the_groups_the_verifier_reads(xla) -> None:
+    """XlaRunner rewrites the mesh form to integer groups before compiling (XLA's reading
+    of the form in a multi-mesh train step differed from the sharded jit; see
+    densify_replica_groups); the result is still XLA's collective on those groups."""
+    for name in sorted(CASES):
+        _matches_xla(xla, name)
+
+
+def _matches_xla(xla, name: str) -> None:
     text, arg = CASES[name]
     module = prepared(text)
     assert module.per_device
@@ -188,14 +210,28 @@ def test_mesh_axes_collective_matches_xla(xla, name: str) -> None:
         assert_close(fast_symbolic_values(module, [x])[0], want, f"{name}: symbolic (own terms)")
 
 
-def test_wrong_axis_order_is_caught(xla, monkeypatch) -> None:
+def test_wrong_axis_order_is_caught(native_xla, monkeypatch) -> None:
     """The harness notices a resolver that ignores the order of the named axes."""
     from tv_mlir.frontend import read
 
     real = read.resolve_mesh_axes
     monkeypatch.setattr(read, "resolve_mesh_axes", lambda mesh, axes, text="": real(mesh, axes[::-1], text))
     with pytest.raises(AssertionError):
-        test_mesh_axes_collective_matches_xla(xla, "all_gather_ids_two_axes_reversed")
+        _matches_xla(native_xla, "all_gather_ids_two_axes_reversed")
+
+
+def test_densify_replica_groups() -> None:
+    from jaxlib.mlir import ir
+
+    from tv_mlir.frontend.read import densify_replica_groups, mlir_context
+
+    with mlir_context():
+        module = ir.Module.parse(CASES["all_gather_ids_two_axes_reversed"][0])
+        assert densify_replica_groups(module) == 1
+        text = str(module)
+    assert "replica_group_mesh_axes" not in text
+    # ids_2x2x2: positions (p, q, r) hold [3, 1, 0, 2, 7, 5, 4, 6]; axes [r, p], r major.
+    assert "dense<[[3, 7, 1, 5], [0, 4, 2, 6]]>" in text
 
 
 # -- the resolution itself, against StableHLO's lowering of the form ----------------------

@@ -28,7 +28,7 @@ from typing import Any, Literal
 import numpy as np
 
 from tv_mlir.errors import ParseError, Unsupported
-from tv_mlir.frontend.read import asm_text, entry_func, func_name, named_attrs, np_dtype
+from tv_mlir.frontend.read import asm_text, densify_replica_groups, entry_func, func_name, named_attrs, np_dtype
 from tv_mlir.options import MAX_XLA_CHAIN
 
 # How the module maps onto devices:
@@ -236,6 +236,12 @@ class XlaRunner:
             if mode == "per_device":
                 _make_shardings_manual(parsed, entry)
                 rewritten = True
+            # Groups as mesh axes are run as the integer groups the verifier reads them as
+            # (see densify_replica_groups: XLA's own reading of that form is not reliable).
+            try:
+                rewritten = densify_replica_groups(parsed) > 0 or rewritten
+            except ParseError as e:
+                raise XlaRunError(f"cannot read the replica groups: {e.one_line()}") from e
             if rewritten:
                 module = asm_text(parsed)
 
