@@ -55,7 +55,7 @@ FLAT = (jax.ShapeDtypeStruct((8, 16), jnp.float32), jax.ShapeDtypeStruct((16, 32
 FLAT_IN = (S("dp", None), S(None, "tp"), S("tp", None))
 
 
-@pytest.mark.parametrize("form", ["partitioned", "shardy"])
+@pytest.mark.parametrize("form", ["partitioned", "shardy", "gspmd"])
 def test_tensor_parallel_mlp_is_equivalent(form: str) -> None:
     v = tj.check(mlp, PARAMS, X, in_shardings=IN, out_shardings=OUT, form=form)
     assert v.verdict == "equivalent", v.reason
