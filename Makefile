@@ -22,6 +22,7 @@ demo: $(STAMP)
 	@$(VENV)/bin/tv-mlir verify testdata/sharded_big/attn_tp.ref.mlir testdata/sharded_big/attn_tp.shardy.mlir; echo "(exit code $$?)"
 	@echo
 	@echo "== vocab-parallel cross entropy at vocab 32000 without the shard's vocabulary offset =="
+	@echo "   (found at the shrunk sizes; exit 1 needs XLA to show it at the original sizes, which do not fit this machine: unknown, witness kept)"
 	@$(VENV)/bin/tv-mlir verify testdata/sharded_big/vocab_ce.ref.mlir testdata/sharded_big/vocab_ce_bug_no_offset.shardy.mlir; echo "(exit code $$?)"
 	@echo
 	@echo "== Megatron attention, heads split over tp (Shardy shard_map export, 8 devices) =="
