@@ -46,9 +46,11 @@ def retry(verdict: Verdict, originals: tuple[Module, Module], options: Options, 
     why = why_unconfirmed(c)
     retries: list[dict[str, Any]] = []
     first_sizes = witness_sizes or _sizes(verdict.shrink)
-    # A witness too large to replay stays too large at any shrunk size: growing cannot
-    # confirm it, only a proof or a replay at the original sizes could.
-    if not why.startswith("too large"):
+    # A witness too large to replay stays too large at any shrunk size, and a replay that
+    # failed (XLA declines a 10,000-op chain) fails again: growing cannot confirm it, only
+    # a proof or a replay at the original sizes could (it cost a 10,000-op chain 2 whole
+    # verifications, 25 s).
+    if not why.startswith("too large") and not why.startswith("the replay at the original sizes failed"):
         previous = first_sizes
         for step in range(first_step, MAX_GROW + 1):
             try:
