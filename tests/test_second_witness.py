@@ -185,3 +185,16 @@ def test_the_hidden_bugs_without_the_full_size_check(name: str, caught: bool) ->
         assert "second witness" in v.reason
     else:
         assert v.verdict == "equivalent"
+
+
+def test_no_second_proof_where_the_full_size_check_ran_and_agreed() -> None:
+    # The original programs are small enough to run: the check at their own sizes stands,
+    # and the second proof (up to twice the first one's work) is not made.
+    small = TESTDATA / "sharded"
+    v = tv_mlir.verify(small / "attn_tp.ref.mlir", small / "attn_tp.shardy.mlir")
+    assert v.verdict == "equivalent" and v.shrink["applied"]
+    assert v.full_size_check.ran and v.full_size_check.outcome == "agree"
+    assert v.shrink["second"] == {"skipped": "the full-size check ran at the original sizes and agreed"}
+    # Without the check, the second proof is made.
+    w = tv_mlir.verify(small / "attn_tp.ref.mlir", small / "attn_tp.shardy.mlir", full_size_check="off")
+    assert w.verdict == "equivalent" and w.shrink["second"].get("verdict") == "equivalent"
