@@ -64,7 +64,8 @@ def symbolic_values(module, inputs: Sequence[np.ndarray], alg: SymbolicAlgebra |
     ev = ZEval(env, nan_sign)
     result = []
     for arr, t in zip(outs, module.global_result_types()):
-        vals = np.empty(arr.shape, dtype=np.float64 if Kind.of(t) is not Kind.BOOL else np.bool_)
+        # Integers stay Python ints: exact, also past 2**53 (i64 edge values).
+        vals = np.empty(arr.shape, dtype={Kind.FLOAT: np.float64, Kind.BOOL: np.bool_}.get(Kind.of(t), object))
         for idx in np.ndindex(*arr.shape):
             vals[idx] = _concrete(as_z3(arr[idx]), Kind.of(t), ev)
         result.append(vals)

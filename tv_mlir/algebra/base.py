@@ -131,10 +131,20 @@ def scalar_array(x: Any) -> np.ndarray:
 
 def int_range(t: TensorType) -> tuple[int, int]:
     """The values of an integer type."""
-    w = t.bit_width
-    if t.is_unsigned:
-        return 0, (1 << w) - 1
-    return -(1 << (w - 1)), (1 << (w - 1)) - 1
+    return type_range(t.bit_width, not t.is_unsigned)
+
+
+def type_range(width: int, signed: bool) -> tuple[int, int]:
+    """The values of a `width`-bit integer type."""
+    if signed:
+        return -(1 << (width - 1)), (1 << (width - 1)) - 1
+    return 0, (1 << width) - 1
+
+
+def wrap_int(v: int, width: int, signed: bool) -> int:
+    """v reduced into a `width`-bit type as two's complement arithmetic leaves it."""
+    lo, hi = type_range(width, signed)
+    return v if lo <= v <= hi else lo + (v - lo) % (1 << width)
 
 
 def known_positions(v: int, hi: int, clamp: bool) -> list[tuple[int, Any]]:

@@ -24,9 +24,11 @@ from tv_mlir.algebra.base import (
     known_positions,
     reduce_by_sums,
     scalar_array,
+    type_range,
     vec,
+    wrap_int,
 )
-from tv_mlir.algebra.intervals import type_range, wrap
+from tv_mlir.algebra.intervals import wrap
 from tv_mlir.algebra.term import BOOL, INT, REAL, Bool, Term, TermStore
 from tv_mlir.ir import TensorType
 
@@ -473,11 +475,10 @@ class FastAlgebra:
     def wrap(self, a: np.ndarray, t: TensorType) -> np.ndarray:
         """Integer results reduced into the range of their type (see `intervals`)."""
         width, signed = t.bit_width, not t.is_unsigned
-        lo, hi = type_range(width, signed)
 
         def w(x: int | Term) -> int | Term:
             if isinstance(x, int):
-                return x if lo <= x <= hi else lo + (x - lo) % (1 << width)
+                return wrap_int(x, width, signed)
             return self._fold_int(wrap(x, width, signed))
         return vec(w, a)
 

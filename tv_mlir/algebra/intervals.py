@@ -13,18 +13,13 @@ from __future__ import annotations
 
 import math
 
+from tv_mlir.algebra.base import type_range, wrap_int
 from tv_mlir.algebra.term import BITS, IDIV, IMOD, INT, ITE, POLY, VAR, Term, TermStore
 
 Bound = int | float  # an int, or +-inf
 Interval = tuple[Bound, Bound]
 UNBOUNDED: Interval = (-math.inf, math.inf)
 _CACHE = "intervals"  # TermStore.caches key: term id -> Interval
-
-
-def type_range(width: int, signed: bool) -> tuple[int, int]:
-    if signed:
-        return -(1 << (width - 1)), (1 << (width - 1)) - 1
-    return 0, (1 << width) - 1
 
 
 def interval(t: Term) -> Interval:
@@ -123,7 +118,7 @@ def wrap(t: Term, width: int, signed: bool) -> Term:
     s = t.store
     k = t.const
     if k is not None:
-        return s.int_(_wrap_int(int(k), width, signed))
+        return s.int_(wrap_int(int(k), width, signed))
     low, high = interval(t)
     if lo <= low and high <= hi:
         return t
@@ -139,8 +134,3 @@ def wrap(t: Term, width: int, signed: bool) -> Term:
         s.caches.setdefault(_CACHE, {})[out.id] = (lo, hi)
         return out
     return s.add(s.int_(lo), s.imod(s.sub(t, s.int_(lo)), s.int_(period)))
-
-
-def _wrap_int(v: int, width: int, signed: bool) -> int:
-    lo, _ = type_range(width, signed)
-    return lo + (v - lo) % (1 << width)

@@ -28,7 +28,9 @@ from tv_mlir.algebra.base import (
     known_positions,
     reduce_by_sums,
     scalar_array,
+    type_range,
     vec,
+    wrap_int,
 )
 from tv_mlir.ir import TensorType
 
@@ -540,7 +542,7 @@ class SymbolicAlgebra:
         where its IEEE class is free too)."""
         out = np.empty(shape, dtype=object)
         constraints: list[Any] = []
-        lo, hi = (0, (1 << width) - 1) if unsigned else (-(1 << (width - 1)), (1 << (width - 1)) - 1)
+        lo, hi = type_range(width, not unsigned)
         for idx in np.ndindex(*shape):
             label = f"{name}[{','.join(map(str, idx))}]" if shape else name
             if kind is Kind.FLOAT:
@@ -568,7 +570,7 @@ class SymbolicAlgebra:
 
         def w(x: Any) -> Any:
             if isinstance(x, int):
-                return x if lo <= x <= hi else lo + (x - lo) % period
+                return wrap_int(x, t.bit_width, not t.is_unsigned)
             low, high = _z3_interval(x, self._int_bounds, self._int_memo)
             if lo <= low and high <= hi:
                 return x

@@ -7,6 +7,7 @@ rule can forget it; the algebras make the reduction free where a value cannot le
 range (`tv_mlir.algebra.intervals`)."""
 from __future__ import annotations
 
+import functools
 import re
 
 import numpy as np
@@ -37,8 +38,14 @@ _KEEPS_RANGE = frozenset({
 
 def int_width(t: TensorType) -> int | None:
     """The width of a fixed-width integer type (not i1, which is Boolean), else None."""
-    m = _INT_DTYPE.match(t.dtype)
-    if m is None or t.is_bool:
+    return _dtype_width(t.dtype)
+
+
+@functools.lru_cache(maxsize=None)
+def _dtype_width(dtype: str) -> int | None:
+    # Asked for every result of every op the interpreter runs: a dozen dtypes in all.
+    m = _INT_DTYPE.match(dtype)
+    if m is None or dtype == "i1":
         return None
     return int(m.group(1))
 
