@@ -41,7 +41,7 @@ def int_width(t: TensorType) -> int | None:
     return _dtype_width(t.dtype)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _dtype_width(dtype: str) -> int | None:
     # Asked for every result of every op the interpreter runs: a dozen dtypes in all.
     m = _INT_DTYPE.match(dtype)
