@@ -35,6 +35,19 @@ UNINTERPRETED = {
     "logistic": 1, "sqrt": 1, "rsqrt": 1, "cbrt": 1, "sine": 1, "cosine": 1, "tan": 1,
     "erf": 1, "atan2": 2, "power": 2,
 }
+# Uninterpreted functions without a stablehlo op of their name: chlo's special functions, and
+# functions of a float's bits (next_after, bitcast_convert), one per float type because the
+# bits depend on it. Values: `tv_mlir.algebra.special`.
+_BIT_FLOATS = ("f16", "bf16", "f32", "f64")
+NON_OP_UNINTERPRETED = {
+    "erfc": 1, "erf_inv": 1, "lgamma": 1, "digamma": 1, "polygamma": 2, "zeta": 2,
+    **{f"next_after_{d}": 2 for d in _BIT_FLOATS},
+    **{f"bits_of_{d}": 1 for d in _BIT_FLOATS},
+    **{f"float_of_bits_{d}": 1 for d in _BIT_FLOATS},
+}
+UNINTERPRETED.update(NON_OP_UNINTERPRETED)
+# Of those, the ones finite at every finite argument (the symbolic algebras' `_domain`).
+FINITE_UFS = frozenset({"erfc", *(f"bits_of_{d}" for d in _BIT_FLOATS)})
 
 
 class Algebra(Protocol):

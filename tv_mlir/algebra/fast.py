@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from tv_mlir.algebra.base import (
+    FINITE_UFS,
     UNINTERPRETED,
     Kind,
     dot_by_sums,
@@ -361,7 +362,7 @@ class FastAlgebra:
         v = vs[0]
         zero = s.real(0)
         if name in ("exponential", "exponential_minus_one", "tanh", "logistic", "sine", "cosine", "erf", "cbrt",
-                    "atan2"):
+                    "atan2") or name in FINITE_UFS:
             return FIN
         if name == "log":
             return self._ite_cls(self._sign_test(v, "gt"), FIN, self._ite_cls(s.eq(v, zero), NEG, NAN))

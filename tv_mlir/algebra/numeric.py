@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from tv_mlir.algebra.base import Kind
+from tv_mlir.algebra.special import FUNCS as SPECIAL_FUNCS
 from tv_mlir.ir import TensorType
 
 _NP = {Kind.FLOAT: np.float64, Kind.INT: np.int64, Kind.BOOL: np.bool_}
@@ -26,6 +27,7 @@ FUNCS: dict[str, Callable[..., np.ndarray]] = {
     "tanh": np.tanh, "logistic": _logistic, "sqrt": np.sqrt, "rsqrt": lambda x: 1.0 / np.sqrt(x),
     "cbrt": np.cbrt, "sine": np.sin, "cosine": np.cos, "tan": np.tan, "erf": _erf,
     "atan2": np.arctan2, "power": np.power,
+    **SPECIAL_FUNCS,
 }
 
 

@@ -21,6 +21,7 @@ import numpy as np
 import z3
 
 from tv_mlir.algebra.base import (
+    FINITE_UFS,
     UNINTERPRETED,
     Kind,
     dot_by_sums,
@@ -388,7 +389,8 @@ def sf_equal(a: SF, b: SF) -> Any:
 # Domain of each uninterpreted function on finite reals: the IEEE class of the result.
 def _domain(name: str, vs: Sequence[z3.ArithRef], fresh_kind: Any) -> Any:
     v = vs[0]
-    if name in ("exponential", "exponential_minus_one", "tanh", "logistic", "sine", "cosine", "erf", "cbrt", "atan2"):
+    if name in ("exponential", "exponential_minus_one", "tanh", "logistic", "sine", "cosine", "erf", "cbrt", "atan2") \
+            or name in FINITE_UFS:
         return FIN
     if name == "log":
         return If(_fold_cmp(v, ">", 0), FIN, If(_fold_cmp(v, "==", 0), NEG, NAN))

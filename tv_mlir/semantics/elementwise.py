@@ -7,10 +7,11 @@ from typing import Any
 import numpy as np
 
 from tv_mlir.algebra import Kind
-from tv_mlir.algebra.base import UNINTERPRETED
+from tv_mlir.algebra.base import NON_OP_UNINTERPRETED, UNINTERPRETED
 from tv_mlir.ir import Op
 from tv_mlir.semantics.common import OpContext, Rule, unsupported
 from tv_mlir.semantics.shifts import RULES as SHIFT_RULES
+from tv_mlir.semantics.special import RULES as SPECIAL_RULES
 
 
 def _same_shape(args: list[np.ndarray]) -> list[np.ndarray]:
@@ -195,9 +196,13 @@ RULES: dict[str, Rule] = {
     "stablehlo.is_finite": lambda ctx, op, args: [ctx.alg.is_finite(args[0])],
 }
 for _name in UNINTERPRETED:
-    if _name not in ("power", "erf"):  # power has its own rule; erf exists only as chlo.erf
+    # power has its own rule; erf exists only as chlo.erf; the others are reached by chlo ops
+    # (`special`) and bit-level rules, not by a stablehlo op of their name.
+    if _name not in ("power", "erf") and _name not in NON_OP_UNINTERPRETED:
         RULES[f"stablehlo.{_name}"] = _uf(_name)
 RULES["chlo.erf"] = _uf("erf")
 RULES["chlo.tan"] = _uf("tan")
-# Shifts are elementwise too (shrinking and the op classes read this table).
+# Shifts and chlo's special functions are elementwise too (shrinking and the op classes read
+# this table).
 RULES.update(SHIFT_RULES)
+RULES.update(SPECIAL_RULES)

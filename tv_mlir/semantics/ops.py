@@ -4,8 +4,8 @@ are elementwise, which reducers fold in one step) the set is derived from the ta
 than copied; the rest are facts of the StableHLO spec that no rule encodes."""
 from __future__ import annotations
 
-from tv_mlir.algebra.base import UNINTERPRETED
-from tv_mlir.semantics import elementwise, reduction
+from tv_mlir.algebra.base import NON_OP_UNINTERPRETED, UNINTERPRETED
+from tv_mlir.semantics import elementwise, reduction, special
 
 
 def _hlo(*names: str) -> frozenset[str]:
@@ -34,7 +34,8 @@ ELEMENTWISE = frozenset(n for n in elementwise.RULES if not n.startswith("chlo.b
 BROADCASTING_ELEMENTWISE = frozenset(elementwise.RULES) - ELEMENTWISE
 # Applications of the functions the symbolic algebra leaves uninterpreted (an inf there may
 # be the function's own limit, not a bug). Includes names no rule reaches (stablehlo.erf).
-TRANSCENDENTAL_OPS = _hlo(*UNINTERPRETED) | {"chlo.erf", "chlo.tan"}
+TRANSCENDENTAL_OPS = _hlo(*(n for n in UNINTERPRETED if n not in NON_OP_UNINTERPRETED)) | {"chlo.erf", "chlo.tan"} \
+    | frozenset(special.RULES)
 # Layout and sharding hints and the barrier: each result is its operand, unchanged.
 VALUE_IDENTITIES = frozenset({"stablehlo.optimization_barrier", "mhlo.copy", "sdy.sharding_constraint",
                               "sdy.reshard"})

@@ -1,0 +1,105 @@
+"""Numeric values of the uninterpreted functions that only chlo and bit-level rules reach:
+the special functions (chlo.erfc, erf_inv, lgamma, digamma, polygamma, zeta), next_after,
+and a float's bits (bitcast_convert). The symbolic algebras leave them uninterpreted; these
+are their values for the numeric interpreter (replay, fingerprints) and for the tests'
+evaluator, written to agree with what XLA computes, including at the poles where XLA's
+answer (NaN or inf) is a convention that scipy does not share. Float inputs are float64
+arrays holding values of the op's type."""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import ml_dtypes
+import numpy as np
+import scipy.special as sc  # type: ignore[import-untyped]  # scipy ships no stubs; jax depends on it
+
+# The float types whose bits and neighbours have functions, with the unsigned integer type
+# of the same width.
+FLOAT_BITS: dict[str, tuple[type, type]] = {
+    "f16": (np.float16, np.uint16), "bf16": (ml_dtypes.bfloat16, np.uint16),
+    "f32": (np.float32, np.uint32), "f64": (np.float64, np.uint64),
+}
+
+
+def _nonpositive_integer(x: np.ndarray) -> np.ndarray:
+    return (x <= 0) & (np.floor(x) == x)
+
+
+def lgamma(x: np.ndarray) -> np.ndarray:
+    # log|gamma(x)|; XLA: +inf at -inf, where scipy says -inf.
+    return np.where(np.isneginf(x), np.inf, sc.gammaln(x))
+
+
+def digamma(x: np.ndarray) -> np.ndarray:
+    # XLA: NaN at the poles (0, -1, -2, ...); scipy says -inf at 0.
+    return np.where(_nonpositive_integer(x), np.nan, sc.psi(x))
+
+
+def zeta(s: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Hurwitz zeta(s, q) as XLA's chlo.zeta: at a pole q = 0, -1, ... the value is inf for
+    s = 1 or an even s, NaN otherwise; q = +inf gives NaN."""
+    s, q = np.broadcast_arrays(np.asarray(s, np.float64), np.asarray(q, np.float64))
+    r = sc.zeta(s, q)
+    even = (np.floor(s / 2) * 2 == s)
+    r = np.where(_nonpositive_integer(q), np.where((s == 1) | even, np.inf, np.nan), r)
+    return np.where(np.isposinf(q), np.nan, r)
+
+
+def polygamma(n: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """chlo.polygamma(n, x) as XLA computes it: digamma for n = 0, (-1)^(n+1) n! zeta(n+1, x)
+    for a positive integer n, NaN for any other n."""
+    n, x = np.broadcast_arrays(np.asarray(n, np.float64), np.asarray(x, np.float64))
+    integral = np.isfinite(n) & (np.floor(n) == n) & (n >= 0)
+    safe_n = np.where(integral, n, 1.0)
+    higher = (-1.0) ** (safe_n + 1) * sc.gamma(safe_n + 1) * zeta(safe_n + 1, x)
+    return np.where(~integral, np.nan, np.where(n == 0, digamma(x), higher))
+
+
+def bits_of(dtype: str) -> Callable[[np.ndarray], np.ndarray]:
+    """The unsigned integer with a float's bits (as a float64 holding that integer, the
+    value of a real-valued function; exact up to 2**53, so below f64)."""
+    ftype, utype = FLOAT_BITS[dtype]
+
+    def fn(x: np.ndarray) -> np.ndarray:
+        return np.asarray(x, np.float64).astype(ftype).view(utype).astype(np.float64)
+    return fn
+
+
+def float_of_bits(dtype: str) -> Callable[[np.ndarray], np.ndarray]:
+    """The float whose bits are the unsigned integer u (given as a real)."""
+    ftype, utype = FLOAT_BITS[dtype]
+
+    def fn(u: np.ndarray) -> np.ndarray:
+        return np.asarray(u, np.float64).astype(utype).view(ftype).astype(np.float64)
+    return fn
+
+
+def next_after(dtype: str) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """The float of type `dtype` next to x in the direction of y (y when x == y, NaN when
+    either is NaN), stepping the bit pattern: +-0 steps to the smallest subnormal."""
+    ftype, utype = FLOAT_BITS[dtype]
+    sign = utype(1) << utype(8 * np.dtype(utype).itemsize - 1)
+
+    def fn(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        x, y = np.broadcast_arrays(np.asarray(x, np.float64), np.asarray(y, np.float64))
+        xf: np.ndarray = x.astype(ftype)
+        bits: np.ndarray = xf.view(utype).copy()
+        magnitude = bits & ~sign
+        # Away from zero when y is farther out on x's side; toward zero otherwise.
+        away = (x < y) == (x > 0)
+        stepped = np.where(away, bits + utype(1), bits - utype(1))
+        smallest = np.where(y > 0, utype(1), sign | utype(1)).astype(utype)
+        out = np.where(magnitude == 0, smallest, stepped).astype(utype).view(ftype).astype(np.float64)
+        out = np.where(x == y, y, out)
+        return np.where(np.isnan(x) | np.isnan(y), np.nan, out)
+    return fn
+
+
+# name -> numeric function; the names and arities are `base.UNINTERPRETED`'s.
+FUNCS: dict[str, Callable[..., np.ndarray]] = {
+    "erfc": sc.erfc, "erf_inv": sc.erfinv, "lgamma": lgamma, "digamma": digamma,
+    "polygamma": polygamma, "zeta": zeta,
+    **{f"next_after_{d}": next_after(d) for d in FLOAT_BITS},
+    **{f"bits_of_{d}": bits_of(d) for d in FLOAT_BITS},
+    **{f"float_of_bits_{d}": float_of_bits(d) for d in FLOAT_BITS},
+}
