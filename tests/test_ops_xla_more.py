@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_ops_xla import Case, Inputs, M, f32, nice, rng_for, unif
+from test_ops_xla import Case, Inputs, M, bf16, f32, ints, nice, rng_for, unif
 
 from conftest import check_against_xla
 from tv_mlir.algebra import NumericAlgebra, SymbolicAlgebra
@@ -107,6 +107,60 @@ case("special_gelu_exact", M(
 
 
 # ---------------------------------------------------------------------------
+# popcnt, count_leading_zeros, bitcast_convert
+
+I32_MIN, I32_MAX = -(2**31), 2**31 - 1
+I64_MIN, I64_MAX = -(2**63), 2**63 - 1
+
+case("popcnt_clz", M(
+    "(%a: tensor<12xi32>, %b: tensor<8xui8>, %c: tensor<8xi8>, %d: tensor<6xi64>, %e: tensor<6xui32>) -> (tensor<12xi32>, tensor<12xi32>, tensor<8xui8>, tensor<8xui8>, tensor<8xi8>, tensor<8xi8>, tensor<6xi64>, tensor<6xi64>, tensor<6xui32>, tensor<6xui32>)", """
+    %0 = stablehlo.popcnt %a : tensor<12xi32>
+    %1 = stablehlo.count_leading_zeros %a : tensor<12xi32>
+    %2 = stablehlo.popcnt %b : tensor<8xui8>
+    %3 = stablehlo.count_leading_zeros %b : tensor<8xui8>
+    %4 = stablehlo.popcnt %c : tensor<8xi8>
+    %5 = stablehlo.count_leading_zeros %c : tensor<8xi8>
+    %6 = stablehlo.popcnt %d : tensor<6xi64>
+    %7 = stablehlo.count_leading_zeros %d : tensor<6xi64>
+    %8 = stablehlo.popcnt %e : tensor<6xui32>
+    %9 = stablehlo.count_leading_zeros %e : tensor<6xui32>
+    return %0, %1, %2, %3, %4, %5, %6, %7, %8, %9 : tensor<12xi32>, tensor<12xi32>, tensor<8xui8>, tensor<8xui8>, tensor<8xi8>, tensor<8xi8>, tensor<6xi64>, tensor<6xi64>, tensor<6xui32>, tensor<6xui32>
+    """),
+    # Zero, all ones (-1), the sign bit alone, the largest value, powers of two, random.
+    lambda r: [ints(r, (12,), -100000, 100000, edges=(0, -1, I32_MIN, I32_MAX, 1, 2**30, -2, 255)),
+               np.array([0, 255, 128, 1, 127, 7, 64, 200]), np.array([0, -1, -128, 127, 1, -7, 64, -100]),
+               np.array([0, -1, I64_MIN, I64_MAX, 2**40 + 5, -(2**33)]), np.array([0, 2**32 - 1, 2**31, 1, 2**31 - 1, 12345])])
+
+_BITCAST_SIG = ("(%f: tensor<8xf32>, %i: tensor<8xi32>, %u: tensor<3x4xui8>, %h: tensor<4x2xi16>, %b: tensor<6xbf16>, %g: tensor<6xf16>) -> "
+                "(tensor<8xi32>, tensor<8xui32>, tensor<8x4xi8>, tensor<8xf32>, tensor<3xi32>, tensor<4xf32>, tensor<8x2xi16>, tensor<6xi16>, tensor<6xui16>, tensor<6xf16>, tensor<6x2xui8>, tensor<3xf32>)")
+
+case("bitcast_convert", M(_BITCAST_SIG, """
+    %0 = stablehlo.bitcast_convert %f : (tensor<8xf32>) -> tensor<8xi32>
+    %1 = stablehlo.bitcast_convert %f : (tensor<8xf32>) -> tensor<8xui32>
+    %2 = stablehlo.bitcast_convert %f : (tensor<8xf32>) -> tensor<8x4xi8>
+    %3 = stablehlo.bitcast_convert %i : (tensor<8xi32>) -> tensor<8xf32>
+    %4 = stablehlo.bitcast_convert %u : (tensor<3x4xui8>) -> tensor<3xi32>
+    %5 = stablehlo.bitcast_convert %h : (tensor<4x2xi16>) -> tensor<4xf32>
+    %6 = stablehlo.bitcast_convert %i : (tensor<8xi32>) -> tensor<8x2xi16>
+    %7 = stablehlo.bitcast_convert %b : (tensor<6xbf16>) -> tensor<6xi16>
+    %8 = stablehlo.bitcast_convert %g : (tensor<6xf16>) -> tensor<6xui16>
+    %9 = stablehlo.bitcast_convert %b : (tensor<6xbf16>) -> tensor<6xf16>
+    %10 = stablehlo.bitcast_convert %g : (tensor<6xf16>) -> tensor<6x2xui8>
+    %bf = stablehlo.slice %b [0:6] : (tensor<6xbf16>) -> tensor<6xbf16>
+    %b2 = stablehlo.reshape %bf : (tensor<6xbf16>) -> tensor<3x2xbf16>
+    %11 = stablehlo.bitcast_convert %b2 : (tensor<3x2xbf16>) -> tensor<3xf32>
+    return %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11 : tensor<8xi32>, tensor<8xui32>, tensor<8x4xi8>, tensor<8xf32>, tensor<3xi32>, tensor<4xf32>, tensor<8x2xi16>, tensor<6xi16>, tensor<6xui16>, tensor<6xf16>, tensor<6x2xui8>, tensor<3xf32>
+    """),
+    # Negative floats (sign bit set: negative i32, large ui32, bytes past 127); integers whose
+    # bits are +-inf, a NaN and a subnormal as f32; byte and half-word orders.
+    lambda r: [f32([1, -1, 0.5, -2.75, 3.4e38, 1e-30, 0, 12345.678]),
+               np.array([0x7F800000, -0x800000, 0x7FC00000, 1, 0x3F800000, -0x40800000, I32_MIN, I32_MAX]),
+               np.array([[0, 0, 128, 63], [255, 255, 255, 255], [1, 2, 3, 128]]),
+               np.array([[0, 16256], [-32768, -16512], [1, 0], [-1, 32767]]),
+               bf16([1, -1.5, 0.0078125, -3e38, 0, 2]), f32([1, -1.5, 0.0078125, -65504, 0, 2.5])])
+
+
+# ---------------------------------------------------------------------------
 # Tests
 
 
@@ -172,3 +226,60 @@ def test_numeric_algebra_has_every_special_function() -> None:
     missing = [n for n in NON_OP_UNINTERPRETED if n not in numeric_mod.FUNCS]
     assert not missing
     NumericAlgebra().uf("erfc", [np.zeros(2)])
+
+
+# -- bit ops
+
+
+def test_bitcast_f64_and_signed_zero_numeric(xla) -> None:
+    # The numeric algebra reinterprets bits exactly at every width, signed zeros and NaN
+    # payload bits included (the symbolic model has neither, so this is numeric only; f64's
+    # bits do not fit the float64 the tests' evaluator would read them from).
+    text = M("(%a: tensor<5xf64>, %b: tensor<5xi64>, %c: tensor<4xf32>) -> (tensor<5xi64>, tensor<5xf64>, tensor<5x2xui32>, tensor<4xi32>)", """
+    %0 = stablehlo.bitcast_convert %a : (tensor<5xf64>) -> tensor<5xi64>
+    %1 = stablehlo.bitcast_convert %b : (tensor<5xi64>) -> tensor<5xf64>
+    %2 = stablehlo.bitcast_convert %a : (tensor<5xf64>) -> tensor<5x2xui32>
+    %3 = stablehlo.bitcast_convert %c : (tensor<4xf32>) -> tensor<4xi32>
+    return %0, %1, %2, %3 : tensor<5xi64>, tensor<5xf64>, tensor<5x2xui32>, tensor<4xi32>
+    """)
+    check_against_xla(xla, text, [np.array([1.0, -0.0, 1e300, -2.5, 5e-324]),
+                                  np.array([0x7FF0000000000000, -1, 1, I64_MIN, 0x3FF0000000000000]),
+                                  f32([-0.0, 0.0, 1.0, -1.0])], rtol=0, atol=0, symbolic=False)
+
+
+def test_mutation_popcnt_ignores_sign(xla, monkeypatch) -> None:
+    # Counting the bits of |x| instead of the two's complement pattern: caught in every algebra.
+    from tv_mlir.semantics import TABLE
+
+    orig = TABLE["stablehlo.popcnt"]
+
+    def wrong(ctx, op, args):
+        return orig(ctx, op, [ctx.alg.abs(args[0], ctx.kind(0))])
+
+    monkeypatch.setitem(TABLE, "stablehlo.popcnt", wrong)
+    assert "output" in _must_fail(xla, "popcnt_clz")
+
+
+def test_mutation_clz_counts_every_power(xla, monkeypatch) -> None:
+    # clz counts the powers of two above x; a rule that counts all of them is caught.
+    from tv_mlir.semantics import bits as bits_mod
+
+    monkeypatch.setattr(bits_mod, "_indicator", lambda alg, cond, x: bits_mod._full(alg, x, 1))
+    assert "output" in _must_fail(xla, "popcnt_clz")
+
+
+def test_mutation_bitcast_big_endian_symbolic(xla, monkeypatch) -> None:
+    # The pieces of a narrowing bitcast come lowest bits first (XLA's CPU is little-endian).
+    from tv_mlir.semantics import bits as bits_mod
+
+    orig = bits_mod._low_bits
+    monkeypatch.setattr(bits_mod, "_low_bits", lambda alg, x, k, n: orig(alg, x, (24 - k) if n == 8 else k, n))
+    assert "symbolic output" in _must_fail(xla, "bitcast_convert")
+
+
+def test_mutation_bitcast_numeric_big_endian(xla, monkeypatch) -> None:
+    from tv_mlir.semantics import bits as bits_mod
+
+    orig = bits_mod._np_dtype
+    monkeypatch.setattr(bits_mod, "_np_dtype", lambda t: orig(t).newbyteorder(">"))
+    assert "numeric output" in _must_fail(xla, "bitcast_convert")

@@ -9,6 +9,7 @@ import numpy as np
 from tv_mlir.algebra import Kind
 from tv_mlir.algebra.base import NON_OP_UNINTERPRETED, UNINTERPRETED
 from tv_mlir.ir import Op
+from tv_mlir.semantics.bits import ELEMENTWISE_RULES as BIT_RULES
 from tv_mlir.semantics.common import OpContext, Rule, unsupported
 from tv_mlir.semantics.shifts import RULES as SHIFT_RULES
 from tv_mlir.semantics.special import RULES as SPECIAL_RULES
@@ -202,7 +203,8 @@ for _name in UNINTERPRETED:
         RULES[f"stablehlo.{_name}"] = _uf(_name)
 RULES["chlo.erf"] = _uf("erf")
 RULES["chlo.tan"] = _uf("tan")
-# Shifts and chlo's special functions are elementwise too (shrinking and the op classes read
-# this table).
+# Shifts, chlo's special functions, popcnt and count_leading_zeros are elementwise too
+# (shrinking and the op classes read this table).
 RULES.update(SHIFT_RULES)
 RULES.update(SPECIAL_RULES)
+RULES.update(BIT_RULES)
