@@ -9,6 +9,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from tv_mlir import regrow
+from tv_mlir.assume import resolve as resolve_bounds
+from tv_mlir.assume import shrunk_sizes
 from tv_mlir.driver import prove_pair
 from tv_mlir.errors import TvError, Unsupported, UsageError
 from tv_mlir.execute.xla import XlaRunner
@@ -54,6 +56,7 @@ def verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, *
         ref_m = prepare(ref_read, options)
         other_m = prepare(other_read, options)
         check_signatures(ref_m, other_m)
+        _check_assume(ref_m, options)
         shrink, embedding, originals = None, None, (ref_m, other_m)
         if options.shrink and load_pipeline(options.pipeline).has("shrink"):
             ref_m, other_m, shrink, embedding = _shrink(ref_read, other_read, ref_m, other_m, options)
@@ -62,7 +65,7 @@ def verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, *
     if ref_sym or other_sym:
         shrink = dict(shrink or {"applied": False, "reason": "off (--no-shrink, or no shrink in the pipeline)"})
         shrink["symbolic"] = {"instantiated_at": SYMBOLIC_SIZE, "ref": ref_sym, "other": other_sym}
-    verdict = prove_pair(ref_m, other_m, options)
+    verdict = prove_pair(ref_m, other_m, options, shrunk_sizes(shrink))
     verdict.shrink = shrink
     second: SecondWitness | None = None
     runner = XlaRunner()  # one for every XLA run at the original sizes (it caches compiled modules)
@@ -104,7 +107,19 @@ def verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, *
     if not checked:
         _full_size_check(verdict, shrunk, originals, options, runner)
     verdict.time_s = round(time.perf_counter() - t0, 4)
+    verdict.assume = assumed(options)
     return verdict
+
+
+def _check_assume(ref: Module, options: Options) -> None:
+    """Every --assume names an integer input of the pair (UsageError before any proof)."""
+    names = list(ref.main.arg_names) or [f"arg{i}" for i in range(len(ref.global_arg_types()))]
+    resolve_bounds(options.assume, names, ref.global_arg_types())
+
+
+def assumed(options: Options) -> dict[str, list[int]]:
+    """The verdict's record of Options.assume: name -> [lo, hi), as given."""
+    return {name: [lo, hi] for name, lo, hi in options.assume}
 
 
 @dataclass
@@ -168,7 +183,7 @@ def _second_witness(shrink: dict[str, Any], originals: tuple[Module, Module],
         record["skipped"] = "no shrunk class can grow within the budget"
         return None
     progress(options, f"second witness: verifying at grown sizes ({', '.join(str(e['second']) for e in classes)})")
-    v = prove_pair(small_ref, small_other, options)
+    v = prove_pair(small_ref, small_other, options, shrunk_sizes(summary))
     record["verdict"] = v.verdict
     record["time_s"] = round(time.perf_counter() - t0, 3)
     if v.verdict != "equivalent":
@@ -218,7 +233,8 @@ def _full_size_check(verdict: Verdict, shrunk: bool, originals: tuple[Module, Mo
     ref, other = originals
     progress(options, "full-size check: both original programs on XLA")
     names = list(ref.main.arg_names) or [f"arg{i}" for i in range(len(ref.global_arg_types()))]
-    out = fullsize.check(ref, other, options.full_size_check, runner, names)
+    out = fullsize.check(ref, other, options.full_size_check, runner, names,
+                         resolve_bounds(options.assume, names, ref.global_arg_types()))
     verdict.full_size_check = out.check
     progress(options, f"full-size check: {out.check.outcome}: {out.check.reason}")
     if out.counterexample is not None:
@@ -235,7 +251,8 @@ def unsupported_verdict(exc: Unsupported, options: Options, t0: float) -> Verdic
     """`unknown`, naming what is not modelled or which budget was passed (exit 2, like the
     same finding during the proof), instead of an error."""
     v = Verdict("unknown", f"unsupported: {exc.one_line()}",
-                unsupported=[{"op": exc.op or "", "loc": exc.loc or "", "message": exc.message}], inputs=options.inputs)
+                unsupported=[{"op": exc.op or "", "loc": exc.loc or "", "message": exc.message}], inputs=options.inputs,
+                assume=assumed(options))
     v.time_s = round(time.perf_counter() - t0, 4)
     return v
 

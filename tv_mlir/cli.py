@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any, NoReturn
 
+from tv_mlir.assume import parse_cli as parse_assume
 from tv_mlir.errors import Interrupted, TvError, UsageError
 from tv_mlir.options import FULL_SIZE_CHECKS, INPUT_DOMAINS, MIB, Options
 
@@ -104,6 +105,9 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--inputs", choices=tuple(INPUT_DOMAINS), default=Options.inputs,
                         help="the float inputs the verdict is about: finite reals (default) or every IEEE value, "
                              "+-inf and NaN included (then x * 0.0 is not 0.0)")
+        sp.add_argument("--assume", action="append", default=[], metavar="NAME=LO:HI",
+                        help="assume integer input NAME lies in LO..HI-1 (HI excluded, as in a Python slice; "
+                             "NAME as the module names it, e.g. labels, or argN); repeatable")
         sp.add_argument("--full-size-check", choices=FULL_SIZE_CHECKS, default=Options.full_size_check,
                         help="before a pair proved equal at shrunk sizes is reported equivalent, run both original "
                              "programs on XLA on random and boundary inputs: auto (default) when they fit the memory "
@@ -133,6 +137,7 @@ def _options(args: argparse.Namespace) -> Options:
                    shrink=not args.no_shrink, replay=not args.no_replay, strict_dtypes=args.strict_dtypes,
                    core=args.core, max_input_bytes=max(1, int(mb * MIB)), inputs=args.inputs,
                    full_size_check=args.full_size_check, second_witness=not args.no_second_witness,
+                   assume=tuple(parse_assume(a) for a in args.assume),
                    progress=_stderr_isatty() if args.progress is None else args.progress)
 
 

@@ -5,7 +5,7 @@ search of `witness/`."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +16,7 @@ from tv_mlir.algebra import Kind, Symbolic, SymbolicAlgebra
 from tv_mlir.algebra import terms as T
 from tv_mlir.algebra.checks import difference_is_zero, trivially_equal
 from tv_mlir.algebra.fast import FastAlgebra
+from tv_mlir.assume import resolve as resolve_bounds
 from tv_mlir.errors import Unsupported
 from tv_mlir.execute.interp import Interpreter, SharedValues
 from tv_mlir.ir import Module, Op, TensorType
@@ -109,6 +110,8 @@ class _Proof:
     precision: list[str] = field(default_factory=list)
     counterexample: Counterexample | None = None
     ctx: _Context | None = None
+    # Per input: its assumed closed bounds (Options.assume at these sizes), or None.
+    bounds: list[tuple[int, int] | None] = field(default_factory=list)
 
     @property
     def types(self) -> tuple[TensorType, ...]:
@@ -141,23 +144,25 @@ def _timed(p: _Proof, key: str) -> Iterator[None]:
         p.stats[key] = round(time.perf_counter() - t0, 4)
 
 
-def prove_pair(ref: Module, other: Module, options: Options) -> Verdict:
+def prove_pair(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] | None = None) -> Verdict:
     """The verdict for two prepared programs of the same global signature: numeric runs,
     symbolic runs with sweeping, the obligations, counterexamples from the random runs,
     local proofs at the cut points, full expansion, the solver. The verdict names the
-    inputs it is about (`Options.inputs`)."""
-    verdict = _prove_pair(ref, other, options)
+    inputs it is about (`Options.inputs`). `sizes`: original -> shrunk size of the
+    shrunk dimension classes, for the bounds of `Options.assume` (assume.resolve)."""
+    verdict = _prove_pair(ref, other, options, sizes)
     verdict.inputs = options.inputs
     return verdict
 
 
-def _prove_pair(ref: Module, other: Module, options: Options) -> Verdict:
+def _prove_pair(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] | None = None) -> Verdict:
     stats: dict[str, Any] = {"pipeline": options.pipeline, "ops_ref": sum(1 for _ in ref.main.body.walk()),
                              "ops_other": sum(1 for _ in other.main.body.walk())}
     too_big = _too_large(ref, other, options)
     if too_big:
         return Verdict("unknown", too_big, stats=stats)
     p = _Proof(ref, other, options, stats, alg=FastAlgebra() if options.core == "own" else SymbolicAlgebra())
+    p.bounds = resolve_bounds(options.assume, p.names, p.types, sizes)
     try:
         _numeric_runs(p)
         ref_out, other_out, ref_checks, other_checks = _symbolic_runs(p)
@@ -179,7 +184,7 @@ def _numeric_runs(p: _Proof) -> None:
     """Both programs on random inputs: fingerprints for sweeping, and a cheap first search
     for a counterexample."""
     with _timed(p, "numeric_s"):
-        p.input_sets = random_inputs(p.types)
+        p.input_sets = random_inputs(p.types, bounds=p.bounds)
         try:
             p.ref_trace = numeric_trace(p.ref, p.input_sets, p.options.max_unroll)
             p.other_trace = numeric_trace(p.other, p.input_sets, p.options.max_unroll)
@@ -191,9 +196,9 @@ def _numeric_runs(p: _Proof) -> None:
 def _symbolic_runs(p: _Proof) -> tuple[list[np.ndarray], list[np.ndarray], list[Any], list[Any]]:
     """Both programs on symbolic inputs, the other program's values merged into the
     reference's where they are proved equal (the sweep)."""
-    for name, t in zip(p.names, p.types):
+    for name, t, bounds in zip(p.names, p.types, p.bounds):
         arr, cons = p.alg.inputs(name, t.shape, Kind.of(t), t.is_unsigned, int_width(t) or 64,
-                                 ieee=p.options.inputs == "ieee")
+                                 ieee=p.options.inputs == "ieee", bounds=bounds)
         p.inputs.append(arr)
         p.constraints += cons
     assert p.ref_trace is not None and p.other_trace is not None
@@ -224,7 +229,8 @@ def _symbolic_runs(p: _Proof) -> tuple[list[np.ndarray], list[np.ndarray], list[
     p.stats["element_ops_per_s"] = round(p.alg.element_ops / max(p.stats["symbolic_s"], 1e-6))
     progress(p.options, f"symbolic execution of {p.stats['ops_ref']} + {p.stats['ops_other']} ops, "
                         f"{sweeper.merged} values merged: {p.stats['symbolic_s']:.2f} s")
-    p.ctx = _Context(p.ref, p.other, sweeper, p.alg, p.inputs, p.constraints, p.types, p.names, p.options)
+    p.ctx = _Context(p.ref, p.other, sweeper, p.alg, p.inputs, p.constraints, p.types, p.names, p.options,
+                     bounds=p.bounds)
     return ref_out, other_out, ref_interp.replica_checks, other_interp.replica_checks
 
 
@@ -405,7 +411,7 @@ def _settle(cex: Counterexample, res: OutputResult, obligation: Obligation, inde
     (`thorough` False): minimising each one cost up to 5 s of numeric runs per output (a
     missing psum that reaches 7 outputs spent 35 of its 50 s there)."""
     w = Witness(ctx.ref, ctx.other, obligation, index, a0, b0, ctx.sweeper.store, ctx.alg, ctx.inputs, ctx.constraints,
-                ctx.types, ctx.names, ctx.options, ctx.runners)
+                ctx.types, ctx.names, ctx.options, ctx.runners, ctx.bounds)
     res.verdict, res.detail = settle(cex, w, thorough)
 
 
@@ -421,6 +427,7 @@ class _Context:
     names: list[str]
     options: Options
     runners: RunnerSlot = field(default_factory=RunnerSlot)
+    bounds: list[tuple[int, int] | None] = field(default_factory=list)  # _Proof.bounds
 
 
 # ---------------------------------------------------------------------------

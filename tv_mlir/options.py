@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from tv_mlir.errors import UsageError
 
@@ -95,8 +96,14 @@ class Options:
     # class at its next admissible size, within SECOND_WITNESS_GROWTH): two witnesses for
     # one `equivalent` (issue 12 item 2). Off: faster, one witness.
     second_witness: bool = True
+    # Bounds on integer inputs, (name, lo, hi) with lo <= x < hi (tv_mlir/assume.py); a
+    # mapping {name: (lo, hi)} is accepted and stored as that tuple.
+    assume: Any = ()
 
     def __post_init__(self) -> None:
+        from tv_mlir.assume import normalize
+
+        object.__setattr__(self, "assume", normalize(self.assume))  # frozen: set once, here
         _check_positive_number("timeout_s", self.timeout_s)
         _check_positive_int("jobs", self.jobs)
         _check_positive_int("max_unroll", self.max_unroll)

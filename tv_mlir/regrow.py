@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from tv_mlir.assume import shrunk_sizes
 from tv_mlir.driver import prove_pair
 from tv_mlir.errors import TvError
 from tv_mlir.ir import Module
@@ -64,7 +65,7 @@ def retry(verdict: Verdict, originals: tuple[Module, Module], options: Options, 
                 break
             previous = sizes
             progress(options, f"retry: verifying at less-shrunk sizes ({sizes})")
-            v = prove_pair(small_ref, small_other, options)
+            v = prove_pair(small_ref, small_other, options, shrunk_sizes(summary))
             v.shrink = summary
             entry = {"sizes": sizes, "verdict": v.verdict, "note": ""}
             retries.append(entry)

@@ -112,6 +112,8 @@ def to_text(v: Verdict) -> str:
              f"inputs:  {INPUT_DOMAINS.get(v.inputs, v.inputs)}" + (" (--inputs ieee for +-inf and NaN)"
                                                                   if v.inputs == "finite" else ""),
              f"time:    {v.time_s:.3f} s"]
+    if v.assume:
+        lines.insert(3, "assume:  " + ", ".join(f"{name} in [{lo}, {hi})" for name, (lo, hi) in v.assume.items()))
     lines.extend(_shrink_lines(v.shrink))
     lines.extend(_full_size_lines(v))
     if v.outputs:

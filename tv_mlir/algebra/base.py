@@ -116,10 +116,12 @@ class Symbolic(Algebra, Protocol):
     element_ops: int  # scalar operations performed so far (elementwise results, dot and sum terms)
 
     def inputs(self, name: str, shape: tuple[int, ...], kind: Kind,
-               unsigned: bool = False, width: int = 64, ieee: bool = False) -> tuple[np.ndarray, list[Any]]:
+               unsigned: bool = False, width: int = 64, ieee: bool = False,
+               bounds: tuple[int, int] | None = None) -> tuple[np.ndarray, list[Any]]:
         """Fresh free elements for a program input, and the constraints on them (an integer
         lies in the range of its type: `width` bits, signed unless `unsigned`; a float is a
-        finite real, or with `ieee` also +-inf or NaN)."""
+        finite real, or with `ieee` also +-inf or NaN). `bounds` (closed, within the type's
+        range): an integer input's assumed range instead (`--assume`)."""
 
     def element_equal(self, a: Any, b: Any, kind: Kind) -> Any:
         """a == b: a folded bool, or a term for the solver."""

@@ -442,7 +442,8 @@ class FastAlgebra:
         return out
 
     def inputs(self, name: str, shape: tuple[int, ...], kind: Kind,
-               unsigned: bool = False, width: int = 64, ieee: bool = False) -> tuple[np.ndarray, list[Any]]:
+               unsigned: bool = False, width: int = 64, ieee: bool = False,
+               bounds: tuple[int, int] | None = None) -> tuple[np.ndarray, list[Any]]:
         """Fresh symbols for a program input, and its domain constraints (Boolean terms): an
         integer input lies in its type's range, which the store also keeps as the symbol's
         bounds (the range analysis that leaves most index arithmetic unwrapped reads them).
@@ -451,7 +452,7 @@ class FastAlgebra:
         s = self.store
         out = np.empty(shape, dtype=object)
         constraints: list[Any] = []
-        lo, hi = type_range(width, not unsigned)
+        lo, hi = bounds if bounds is not None else type_range(width, not unsigned)  # --assume
         for idx in np.ndindex(*shape):
             label = f"{name}[{','.join(map(str, idx))}]" if shape else name
             if kind is Kind.FLOAT:

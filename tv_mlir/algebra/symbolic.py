@@ -538,13 +538,14 @@ class SymbolicAlgebra:
         return out
 
     def inputs(self, name: str, shape: tuple[int, ...], kind: Kind,
-               unsigned: bool = False, width: int = 64, ieee: bool = False) -> tuple[np.ndarray, list[Any]]:
+               unsigned: bool = False, width: int = 64, ieee: bool = False,
+               bounds: tuple[int, int] | None = None) -> tuple[np.ndarray, list[Any]]:
         """Fresh symbols for a program input; returns the array and its domain constraints
         (an integer input lies in its type's range; a float input is finite unless `ieee`,
         where its IEEE class is free too)."""
         out = np.empty(shape, dtype=object)
         constraints: list[Any] = []
-        lo, hi = type_range(width, not unsigned)
+        lo, hi = bounds if bounds is not None else type_range(width, not unsigned)  # --assume
         for idx in np.ndindex(*shape):
             label = f"{name}[{','.join(map(str, idx))}]" if shape else name
             if kind is Kind.FLOAT:

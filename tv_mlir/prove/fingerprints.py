@@ -19,14 +19,16 @@ from tv_mlir.ir import Module, Op, TensorType
 RUNS = 8
 
 
-def random_inputs(types: Sequence[TensorType], seed: int = 0) -> list[list[np.ndarray]]:
+def random_inputs(types: Sequence[TensorType], seed: int = 0,
+                  bounds: Sequence[tuple[int, int] | None] = ()) -> list[list[np.ndarray]]:
     """Run 0: small integers (exact arithmetic, readable witnesses); the other runs: real
     values with three decimals (printable, generic enough to avoid ties).
 
     Integer inputs are small in the first two runs and spread over the largest dimension
     size (and a little past both ends) in the others: an integer input is often an index (a
     token id, a position), and ids that all fall into the first shard's rows make the
-    first shard's partial lookup look like the whole lookup (a failed proof per element)."""
+    first shard's partial lookup look like the whole lookup (a failed proof per element).
+    An input with `bounds` (closed, --assume) is drawn inside them."""
     rng = np.random.default_rng(seed)
     span = max((d for t in types for d in t.shape), default=4)
     sets = []
@@ -42,6 +44,10 @@ def random_inputs(types: Sequence[TensorType], seed: int = 0) -> list[list[np.nd
                 if t.bit_width < 64:  # within the type's range
                     lo = max(lo, -(1 << (t.bit_width - 1)) if not t.is_unsigned else 0)
                     hi = min(hi, (1 << t.bit_width) if t.is_unsigned else 1 << (t.bit_width - 1))
+                b = bounds[len(arrays)] if len(arrays) < len(bounds) else None
+                if b is not None:  # inside the assumption: the usual range's part in it, else all of it
+                    inside = max(lo, b[0]), min(hi, b[1] + 1)
+                    lo, hi = inside if inside[0] < inside[1] else (b[0], b[1] + 1)
                 arrays.append(rng.integers(lo, hi, size=t.shape).astype(np.int64))
             elif run == 0:
                 arrays.append(rng.integers(-3, 4, size=t.shape).astype(np.float64))

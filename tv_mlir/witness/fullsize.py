@@ -87,11 +87,13 @@ def _mib(n: int) -> str:
 # Input sets
 
 
-def input_sets(types: Sequence[TensorType], seed: int = 0) -> list[tuple[str, list[np.ndarray]]]:
-    """One set per kind in KINDS, in the style of prove/fingerprints.random_inputs."""
+def input_sets(types: Sequence[TensorType], seed: int = 0,
+               bounds: Sequence[tuple[int, int] | None] = ()) -> list[tuple[str, list[np.ndarray]]]:
+    """One set per kind in KINDS, in the style of prove/fingerprints.random_inputs; integer
+    inputs with `bounds` (closed, --assume) clipped into them."""
     rng = np.random.default_rng(seed)
     span = max((d for t in types for d in t.shape), default=4)
-    bounds = _boundary_values(span)
+    boundary = _boundary_values(span)
     sets: list[tuple[str, list[np.ndarray]]] = []
     for kind in KINDS:
         arrays: list[np.ndarray] = []
@@ -101,7 +103,9 @@ def input_sets(types: Sequence[TensorType], seed: int = 0) -> list[tuple[str, li
                 arrays.append(np.ones(t.shape, np.bool_) if kind == "one-hot rows" else
                               rng.integers(0, 2, size=t.shape).astype(np.bool_))
             elif k is Kind.INT:
-                arrays.append(_ints(rng, t, kind, span, bounds))
+                b = bounds[len(arrays)] if len(arrays) < len(bounds) else None
+                ints = _ints(rng, t, kind, span, boundary)
+                arrays.append(ints if b is None else np.clip(ints, b[0], b[1]))
             elif kind == "random small integers":
                 arrays.append(rng.integers(-3, 4, size=t.shape).astype(np.float64))
             elif kind == "one-hot rows":
@@ -225,9 +229,11 @@ class Outcome:
     unknown: str = ""  # "on" was asked for and could not run, or a marginal difference
 
 
-def check(ref: Module, other: Module, mode: str, runner: Any, arg_names: Sequence[str]) -> Outcome:
+def check(ref: Module, other: Module, mode: str, runner: Any, arg_names: Sequence[str],
+          bounds: Sequence[tuple[int, int] | None] = ()) -> Outcome:
     """Run both original programs on the input sets and compare. `runner`: the XlaRunner
-    shared by every XLA run of this verification."""
+    shared by every XLA run of this verification; `bounds`: per input, closed --assume
+    bounds that its values are kept in."""
     from tv_mlir.execute.xla import XlaRunError
 
     t0 = time.perf_counter()
@@ -249,7 +255,7 @@ def check(ref: Module, other: Module, mode: str, runner: Any, arg_names: Sequenc
     found: tuple[Difference, list[np.ndarray]] | None = None
     run = _numeric_run if _small(b.estimate) else (lambda m, arrays: run_on_xla(runner, m, arrays)[0])
     try:
-        for kind, arrays in input_sets(types):
+        for kind, arrays in input_sets(types, bounds=bounds):
             r = run(ref, arrays)
             o = run(other, arrays)
             kinds.append(kind)

@@ -19,6 +19,7 @@ import numpy as np
 
 from tv_mlir.algebra import Kind, NumericAlgebra, Symbolic
 from tv_mlir.algebra import terms as T
+from tv_mlir.assume import within
 from tv_mlir.errors import TvError
 from tv_mlir.execute.interp import Interpreter
 from tv_mlir.execute.xla import XlaRunner
@@ -71,6 +72,8 @@ class Witness:
     names: list[str]
     options: Options
     runners: RunnerSlot = field(default_factory=lambda: RunnerSlot(), repr=False)
+    # Per input: assumed closed bounds (--assume) or None; minimisation stays inside them.
+    bounds: list[tuple[int, int] | None] = field(default_factory=list)
 
     @property
     def runner(self) -> XlaRunner:
@@ -179,7 +182,9 @@ def settle(cex: Counterexample, w: Witness, thorough: bool = True) -> tuple[str,
     uses_approximation = cex.uses_approximation
     check: Callable[[Witness, list[np.ndarray]], Values | None] = \
         numeric_difference if uses_approximation else exact_difference
-    smaller, values = minimize(arrays, lambda xs: check(w, xs), w.types) if thorough else (arrays, None)
+    def differs(xs: list[np.ndarray]) -> Values | None:
+        return check(w, xs) if within(xs, w.bounds) else None  # a witness outside --assume is none
+    smaller, values = minimize(arrays, differs, w.types) if thorough else (arrays, None)
     if values is not None and smaller is not arrays:
         _adopt(cex, w, smaller, values)
         cex.minimized = True

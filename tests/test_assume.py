@@ -1,0 +1,145 @@
+"""Input assumptions (`assume={"labels": (0, V)}`, `--assume labels=0:V`): a vocab-parallel
+label lookup (one-hot of the shard's local ids, psum over tp) against a gather with
+clipped indices. They differ only for labels outside [0, V) (one-hot gives 0 there, the
+clipped gather an edge logit): not-equivalent without the assumption, equivalent with it,
+from Python and from the CLI, on both cores. Bounds on float inputs and unknown names are
+refused."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tv_mlir import cli
+from tv_mlir.assume import normalize, parse_cli, resolve
+from tv_mlir.errors import UsageError
+from tv_mlir.ir import TensorType
+from tv_mlir.options import Options
+from tv_mlir.prove.fingerprints import random_inputs
+
+jax = pytest.importorskip("jax")
+jnp = jax.numpy
+from jax.sharding import PartitionSpec as P  # noqa: E402
+
+from tv_mlir import jax as tj  # noqa: E402
+
+V, B = 16, 4  # vocabulary (split over tp=4), tokens
+MESH = jax.make_mesh((2, 4), ("dp", "tp"), axis_types=(jax.sharding.AxisType.Auto,) * 2)
+ARGS = (jax.ShapeDtypeStruct((B, V), jnp.float32), jax.ShapeDtypeStruct((B,), jnp.int32))
+
+
+def label_logit(logits, labels):
+    """The reference: each token's logit at its label (indices clipped into the vocabulary)."""
+    return jnp.take_along_axis(logits, labels[:, None], axis=1, mode="clip")[:, 0]
+
+
+def _vocab_parallel_body(logits, labels):
+    shard = logits.shape[1]
+    local = labels - jax.lax.axis_index("tp") * shard  # this shard's vocabulary offset
+    picked = jnp.sum(jax.nn.one_hot(local, shard, dtype=logits.dtype) * logits, axis=1)
+    return jax.lax.psum(picked, "tp")
+
+
+vocab_parallel = jax.shard_map(_vocab_parallel_body, mesh=MESH, in_specs=(P(None, "tp"), P()), out_specs=P(),
+                               check_vma=False)
+
+
+def _check(**options):
+    return tj.check(vocab_parallel, *ARGS, reference=label_logit, form="shardy", **options)
+
+
+def test_out_of_vocabulary_labels_differ_without_the_assumption() -> None:
+    v = _check()
+    assert v.verdict == "not-equivalent", v.reason
+    c = v.counterexample
+    assert c is not None and c.confirmed
+    labels = np.array(c.inputs["labels"])
+    assert ((labels < 0) | (labels >= V)).any(), labels  # the witness needs an id outside the vocabulary
+    assert v.assume == {}
+
+
+@pytest.mark.parametrize("core", ["own", "z3"])
+def test_labels_inside_the_vocabulary_are_equivalent(core: str) -> None:
+    v = _check(assume={"labels": (0, V)}, core=core)
+    assert v.verdict == "equivalent", v.reason
+    assert v.assume == {"labels": [0, V]}
+
+
+def test_a_bound_that_admits_one_bad_label_keeps_the_witness_inside_it() -> None:
+    """[-1, V): the only labels left that differ are -1; the minimised witness stays inside."""
+    v = _check(assume={"labels": (-1, V)})
+    assert v.verdict == "not-equivalent", v.reason
+    c = v.counterexample
+    assert c is not None and c.confirmed
+    labels = np.array(c.inputs["labels"])
+    assert labels.min() >= -1 and labels.max() < V and (labels == -1).any(), labels
+
+
+def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ref, other = tj.export_pair(vocab_parallel, *ARGS, reference=label_logit, form="shardy", directory=tmp_path,
+                                name="label_logit")
+    assert cli.main(["verify", str(ref), str(other)]) == 1
+    capsys.readouterr()
+    assert cli.main(["verify", str(ref), str(other), "--assume", f"labels=0:{V}"]) == 0
+    out = capsys.readouterr().out
+    assert f"assume:  labels in [0, {V})" in out
+    # Positional names and JSON.
+    assert cli.main(["verify", str(ref), str(other), "--assume", f"%arg1=0:{V}", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["assume"] == {"%arg1": [0, V]}
+    # Refused: a float input, an unknown name, a malformed or empty bound (usage errors, exit 3).
+    for bad, message in [("logits=0:4", "only integer inputs can be bounded"),
+                         ("tokens=0:4", "no input is called tokens"),
+                         ("labels=0", "--assume takes NAME=LO:HI"),
+                         ("labels=4:4", "is empty")]:
+        assert cli.main(["verify", str(ref), str(other), "--assume", bad]) == 3, bad
+        err = capsys.readouterr().err
+        assert message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_python_refusals() -> None:
+    with pytest.raises(UsageError, match="only integer inputs can be bounded"):
+        _check(assume={"logits": (0, 4)})
+    with pytest.raises(UsageError, match="no input is called tokens"):
+        _check(assume={"tokens": (0, 4)})
+    with pytest.raises(UsageError, match="two integers"):
+        Options(assume={"labels": (0.0, 4)})
+    with pytest.raises(UsageError, match="must map input names"):
+        Options(assume="labels=0:4")
+
+
+def test_bounds_resolution() -> None:
+    types = [TensorType((4, 16), "f32"), TensorType((4,), "i32"), TensorType((4,), "ui8")]
+    names = ["logits", "batch['labels']", "mask"]
+    b = normalize({"labels": (0, 16), "arg2": (-5, 300)})
+    # By the pytree leaf's last key; intersected with the type's range; closed.
+    assert resolve(b, names, types) == [None, (0, 15), (0, 255)]
+    # At shrunk sizes a bound equal to a shrunk class's original size follows it.
+    assert resolve(b, names, types, sizes={16: 4}) == [None, (0, 3), (0, 255)]
+    assert parse_cli("x=-3:7") == ("x", -3, 7)
+    with pytest.raises(UsageError, match="bounded twice"):
+        normalize([("x", 0, 1), ("x", 0, 2)])
+
+
+def test_random_runs_stay_inside_the_bounds() -> None:
+    types = [TensorType((64,), "i32"), TensorType((64,), "i32")]
+    sets = random_inputs(types, bounds=[(3, 5), None])
+    assert all(3 <= s[0].min() and s[0].max() <= 5 for s in sets)
+    assert any(s[1].min() < 0 for s in sets)  # the unbounded input keeps its usual spread
+
+
+def _one_hot_pick(logits, labels):
+    return jnp.sum(jax.nn.one_hot(labels, logits.shape[1], dtype=logits.dtype) * logits, axis=1)
+
+
+def test_the_bound_follows_the_shrunk_vocabulary() -> None:
+    """Single device, vocabulary 64 shrunk to a few ids: `(0, 64)` is the shrunk
+    vocabulary's range at the shrunk sizes. Kept at 64 there, labels past the small
+    vocabulary would give a witness the original sizes do not show (retries)."""
+    args = (jax.ShapeDtypeStruct((8, 64), jnp.float32), jax.ShapeDtypeStruct((8,), jnp.int32))
+    without = tj.check(_one_hot_pick, *args, reference=label_logit, form="shardy")
+    assert without.verdict == "not-equivalent" and without.counterexample is not None
+    v = tj.check(_one_hot_pick, *args, reference=label_logit, form="shardy", assume={"labels": (0, 64)})
+    assert v.verdict == "equivalent", v.reason
+    assert v.shrink is not None and v.shrink["applied"] and not v.retries, (v.shrink, v.retries)
