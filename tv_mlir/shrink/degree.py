@@ -11,6 +11,10 @@ from tv_mlir.shrink.dims import DimAnalysis
 from tv_mlir.shrink.facts import ProgramFacts
 
 UNBOUNDED = 1 << 20
+# Ops whose result is, piece by piece, one of their operands (or its negation): their
+# degree is the largest operand degree, not an atom's 1. select is the same with its
+# predicate's degree added (below).
+PIECEWISE = frozenset({"stablehlo.maximum", "stablehlo.minimum", "stablehlo.clamp", "stablehlo.abs"})
 
 
 @dataclass
@@ -96,6 +100,11 @@ class Degrees:
         if n in BRANCHES:
             return max(self.of(r.returns[idx]) for r in op.regions)
         if n in DEGREE_PRESERVING:
+            return max(ds, default=0)
+        if n in PIECEWISE:
+            # max(x^3, -inf) is x^3 where it picks x^3: a piece of the result is one of
+            # the operands, so the result has their degree (an atom would count 1 and
+            # let Newton's pair hide inside a max, issue 12 mechanism 5).
             return max(ds, default=0)
         # Everything else (exp, max, compare, ...) is an atom of its arguments.
         return 1 if any(ds) else 0
@@ -209,4 +218,4 @@ def summand_degrees(facts: ProgramFacts, analysis: DimAnalysis, families: dict[i
     return out
 
 
-__all__ = ['UNBOUNDED', 'Degrees', 'summand_degrees']
+__all__ = ['PIECEWISE', 'UNBOUNDED', 'Degrees', 'summand_degrees']

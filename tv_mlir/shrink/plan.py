@@ -33,6 +33,7 @@ from tv_mlir.shrink.constants import collisions, sites, tie_constants
 from tv_mlir.shrink.degree import UNBOUNDED, summand_degrees
 from tv_mlir.shrink.dims import DimAnalysis, analyse
 from tv_mlir.shrink.facts import ProgramFacts, role_constants
+from tv_mlir.shrink.rules import Bounds, exchanged, order_statistics
 from tv_mlir.shrink.unionfind import UnionFind
 
 
@@ -138,11 +139,21 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
             pins.setdefault(c, "a sum over it whose summand degree is unbounded")
         mins[c] = max(mins[c], d)
         roles[c] = f"summed (degree {d})"
+    rules = Bounds()
+    for fa in facts:
+        order_statistics(fa, a, comp, rules)
+        exchanged(fa, a, rules)
     for c, cls in enumerate(a.classes):
         if cls.reduced_by & SELECTING_REDUCERS:
             mins[c] = max(mins[c], 2)
             if roles[c] == "free":
                 roles[c] = "max/min-reduced"
+        if c in rules.mins:
+            mins[c] = max(mins[c], rules.mins[c])
+            if roles[c] == "free":
+                roles[c] = "exchanged by a transpose"
+        if c in rules.pins:
+            pins.setdefault(c, rules.pins[c])
         if cls.reduced_by & MULTIPLYING_REDUCERS:
             pins.setdefault(c, "a product/and/or reduction over it")
         if cls.indexed:
@@ -173,6 +184,14 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
                 if sizes[c] < a.classes[c].size:
                     mins[c] = max(mins[c], sizes[c] + 1)
                     changed = True
+            for ci, cj in rules.distinct:
+                # Rule (d): exchanged classes of different sizes stay different (else a
+                # transpose between them could be told apart from none only by size).
+                if a.classes[ci].size != a.classes[cj].size and sizes[ci] == sizes[cj]:
+                    c = ci if a.classes[ci].size > a.classes[cj].size else cj
+                    if sizes[c] < a.classes[c].size:
+                        mins[c] = max(mins[c], sizes[c] + 1)
+                        changed = True
             if not changed:
                 break
         return sizes, tied
