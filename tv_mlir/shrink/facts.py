@@ -15,7 +15,9 @@ from tv_mlir.semantics.ops import (
     MESH_STEPS,
     POSITION_ARITH,
     POSITION_FLOW,
+    REDUCING_COLLECTIVES,
     SPLAT_PRESERVING,
+    VALUE_IDENTITIES,
 )
 
 
@@ -139,11 +141,45 @@ def role_constants(facts: ProgramFacts) -> list[Constant]:
             if arithmetic:
                 out.append(Constant(facts.program, name, v, True, op.loc, "index"))
         elif t.is_float and v != 0:
+            if uses and all(device_count(facts, u, pos, v) for u, pos in uses):
+                # Rule (f): pmean's divide by the number of devices it summed over is not
+                # a size (a local batch of 8 on 8 devices must not rewrite it).
+                continue
             if any(u.name == "stablehlo.divide" and pos == 1 for u, pos in uses):
                 out.append(Constant(facts.program, name, v, False, op.loc, "divisor"))
             elif any(u.name == "stablehlo.multiply" for u, _ in uses):
                 out.append(Constant(facts.program, name, v, False, op.loc, "reciprocal"))
     return out
+
+
+def device_count(facts: ProgramFacts, use: Op, pos: int, value: float | int) -> bool:
+    """The constant at operand `pos` of `use` divides (or, as its reciprocal, multiplies)
+    the result of a cross-device sum over groups of exactly `value` devices: a mean over
+    devices (pmean, a mean over a mesh axis), whose divisor is a device count."""
+    if use.name == "stablehlo.divide" and pos == 1:
+        count = float(value)
+    elif use.name == "stablehlo.multiply" and value:
+        count = 1.0 / float(value)
+    else:
+        return False
+    other = use.operands[1 - pos]
+    while other in facts.defs:
+        op, _ = facts.defs[other]
+        if op.name in REDUCING_COLLECTIVES:
+            n = group_size(op)
+            return n is not None and abs(n - count) <= 1e-6 * n
+        if op.name not in SPLAT_PRESERVING | VALUE_IDENTITIES:
+            return False
+        other = op.operands[0]
+    return False
+
+
+def group_size(op: Op) -> int | None:
+    """Devices per replica group of a collective, when its groups are a plain table."""
+    groups = op.attrs.get("replica_groups")
+    if isinstance(groups, np.ndarray) and groups.ndim == 2 and groups.shape[1] > 0:
+        return int(groups.shape[1])
+    return None
 
 
 def through_broadcasts(facts: ProgramFacts, value: str) -> list[tuple[Op, int]]:
@@ -260,5 +296,5 @@ def only_device(fa: ProgramFacts, name: str) -> bool:
     return bool(uses) and all(fa.mesh_arithmetic(u, pos) for u, pos in uses)
 
 
-__all__ = ['Constant', 'ProgramFacts', 'index_sources', 'int_cone_constants', 'only_device', 'position_constants',
+__all__ = ['Constant', 'ProgramFacts', 'device_count', 'group_size', 'index_sources', 'int_cone_constants', 'only_device', 'position_constants',
            'role_constants', 'splat', 'through_broadcasts']
