@@ -161,6 +161,97 @@ case("bitcast_convert", M(_BITCAST_SIG, """
 
 
 # ---------------------------------------------------------------------------
+# reduce_window, select_and_scatter
+
+
+def _rw(name: str, inp: str, init: str, body_op: str, attrs: str, in_t: str, out_t: str, elem: str = "f32") -> str:
+    return f"""%{name} = "stablehlo.reduce_window"({inp}, {init}) <{{{attrs}}}> ({{
+    ^bb0(%p: tensor<{elem}>, %q: tensor<{elem}>):
+      %s = {body_op} %p, %q : tensor<{elem}>
+      stablehlo.return %s : tensor<{elem}>
+    }}) : ({in_t}, tensor<{elem}>) -> {out_t}"""
+
+
+_RW_SIG = ("(%x: tensor<2x6x5xf32>, %c: tensor<2x6x5xf32>, %i: tensor<7x4xi32>) -> (tensor<2x3x5xf32>, tensor<2x11x3xf32>, "
+           "tensor<2x2x2xf32>, tensor<2x2x2xf32>, tensor<3x3xi32>, tensor<2x6x5xf32>)")
+
+case("reduce_window", M(_RW_SIG, "\n".join([
+    "%d = stablehlo.divide %x, %c : tensor<2x6x5xf32>",
+    "%ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>",
+    "%z = stablehlo.constant dense<0.0> : tensor<f32>",
+    "%one = stablehlo.constant dense<1.5> : tensor<f32>",
+    "%iz = stablehlo.constant dense<7> : tensor<i32>",
+    # max pool, strided, padded unevenly (jax's padding with -inf as init), over NaN/inf inputs.
+    _rw("0", "%d", "%ninf", "stablehlo.maximum", "padding = dense<[[0, 0], [1, 1], [0, 1]]> : tensor<3x2xi64>, "
+        "window_dimensions = array<i64: 1, 3, 2>, window_strides = array<i64: 1, 2, 1>",
+        "tensor<2x6x5xf32>", "tensor<2x3x5xf32>"),
+    # sum with base and window dilations, padding ("SAME"), a non-zero init (also the pad value).
+    _rw("1", "%x", "%one", "stablehlo.add", "base_dilations = array<i64: 1, 2, 1>, padding = dense<[[0, 0], [0, 1], [1, 1]]> : "
+        "tensor<3x2xi64>, window_dilations = array<i64: 1, 1, 2>, window_dimensions = array<i64: 1, 2, 2>, "
+        "window_strides = array<i64: 1, 1, 2>", "tensor<2x6x5xf32>", "tensor<2x11x3xf32>"),
+    # min, strides larger than the window (positions skipped), no padding attribute at all.
+    _rw("2", "%x", "%z", "stablehlo.minimum", "window_dimensions = array<i64: 1, 2, 2>, window_strides = array<i64: 1, 3, 3>",
+        "tensor<2x6x5xf32>", "tensor<2x2x2xf32>"),
+    # a multiplying body, and a negative padding that crops.
+    _rw("3", "%x", "%one", "stablehlo.multiply", "padding = dense<[[0, 0], [-1, 0], [0, -1]]> : tensor<3x2xi64>, "
+        "window_dimensions = array<i64: 1, 2, 2>, window_strides = array<i64: 1, 2, 2>", "tensor<2x6x5xf32>",
+        "tensor<2x2x2xf32>"),
+    # integer sum with an init of 7, 3x2 windows, dilated.
+    _rw("4", "%i", "%iz", "stablehlo.add", "window_dimensions = array<i64: 3, 2>, window_dilations = array<i64: 2, 1>, "
+        "window_strides = array<i64: 1, 1>", "tensor<7x4xi32>", "tensor<3x3xi32>", elem="i32"),
+    # a size-1 window is the identity.
+    _rw("5", "%x", "%z", "stablehlo.add", "window_dimensions = array<i64: 1, 1, 1>", "tensor<2x6x5xf32>",
+        "tensor<2x6x5xf32>"),
+    "return %0, %1, %2, %3, %4, %5 : tensor<2x3x5xf32>, tensor<2x11x3xf32>, tensor<2x2x2xf32>, tensor<2x2x2xf32>, "
+    "tensor<3x3xi32>, tensor<2x6x5xf32>"])),
+    lambda r: [nice(r, (2, 6, 5), lim=4, edges=(0.0, 3.0, -2.0, 0.0)),
+               f32(np.where(np.arange(60).reshape(2, 6, 5) % 17 == 3, 0, 1)),
+               ints(r, (7, 4), -1000, 1000)], rtol=1e-4)
+
+_SAS = """%{name} = "stablehlo.select_and_scatter"({operand}, {source}, {init}) <{{{attrs}}}> ({{
+    ^bb0(%p: tensor<f32>, %q: tensor<f32>):
+      %t = stablehlo.compare {cmp}, %p, %q, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      stablehlo.return %t : tensor<i1>
+    }}, {{
+    ^bb0(%p: tensor<f32>, %q: tensor<f32>):
+      %t = {scatter} %p, %q : tensor<f32>
+      stablehlo.return %t : tensor<f32>
+    }}) : ({in_t}, {src_t}, tensor<f32>) -> {in_t}"""
+
+case("select_and_scatter", M(
+    "(%x: tensor<2x6x5xf32>, %s: tensor<2x3x5xf32>, %s2: tensor<2x5x4xf32>, %s3: tensor<2x2x2xf32>) -> (tensor<2x6x5xf32>, tensor<2x6x5xf32>, tensor<2x6x5xf32>, tensor<2x6x5xf32>)",
+    "\n".join([
+        "%z = stablehlo.constant dense<0.0> : tensor<f32>",
+        "%h = stablehlo.constant dense<0.5> : tensor<f32>",
+        # max-pool gradient as jax emits it (GE: the first maximum wins): the operand padded
+        # with -inf by a pad op, strided overlapping windows, then the padding sliced off.
+        "%ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>",
+        "%xp = stablehlo.pad %x, %ninf, low = [0, 1, 0], high = [0, 1, 1], interior = [0, 0, 0] : "
+        "(tensor<2x6x5xf32>, tensor<f32>) -> tensor<2x8x6xf32>",
+        _SAS.format(name="g", operand="%xp", source="%s", init="%z", cmp="GE", scatter="stablehlo.add",
+                    attrs="padding = dense<0> : tensor<3x2xi64>, window_dimensions = "
+                    "array<i64: 1, 3, 2>, window_strides = array<i64: 1, 2, 1>",
+                    in_t="tensor<2x8x6xf32>", src_t="tensor<2x3x5xf32>"),
+        "%0 = stablehlo.slice %g [0:2, 1:7, 0:5] : (tensor<2x8x6xf32>) -> tensor<2x6x5xf32>",
+        # GT: among ties the last one wins; overlapping 2x2 windows at stride 1, init 0.5.
+        _SAS.format(name="1", operand="%x", source="%s2", init="%h", cmp="GT", scatter="stablehlo.add",
+                    attrs="window_dimensions = array<i64: 1, 2, 2>, window_strides = array<i64: 1, 1, 1>",
+                    in_t="tensor<2x6x5xf32>", src_t="tensor<2x5x4xf32>"),
+        # min-pool selection (LE), a non-additive scatter (maximum) over disjoint windows.
+        _SAS.format(name="2", operand="%x", source="%s3", init="%z", cmp="LE", scatter="stablehlo.maximum",
+                    attrs="window_dimensions = array<i64: 1, 3, 2>, window_strides = array<i64: 1, 3, 3>",
+                    in_t="tensor<2x6x5xf32>", src_t="tensor<2x2x2xf32>"),
+        # a multiplying scatter over overlapping windows (order of combination shows).
+        _SAS.format(name="3", operand="%x", source="%s2", init="%h", cmp="GE", scatter="stablehlo.multiply",
+                    attrs="window_dimensions = array<i64: 1, 2, 2>, window_strides = array<i64: 1, 1, 1>",
+                    in_t="tensor<2x6x5xf32>", src_t="tensor<2x5x4xf32>"),
+        "return %0, %1, %2, %3 : tensor<2x6x5xf32>, tensor<2x6x5xf32>, tensor<2x6x5xf32>, tensor<2x6x5xf32>"])),
+    # Few distinct values, so windows have tied maxima and minima.
+    lambda r: [f32(r.integers(-2, 3, (2, 6, 5))), nice(r, (2, 3, 5), lim=4), nice(r, (2, 5, 4), lim=2),
+               nice(r, (2, 2, 2), lim=4)])
+
+
+# ---------------------------------------------------------------------------
 # Tests
 
 
@@ -226,6 +317,104 @@ def test_numeric_algebra_has_every_special_function() -> None:
     missing = [n for n in NON_OP_UNINTERPRETED if n not in numeric_mod.FUNCS]
     assert not missing
     NumericAlgebra().uf("erfc", [np.zeros(2)])
+
+
+# -- windows
+
+
+_RW_CUSTOM = M("(%x: tensor<8xf32>, %i: tensor<8xi32>) -> (tensor<4xf32>, tensor<4xi32>)", """
+    %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
+    %m1 = stablehlo.constant dense<-1> : tensor<i32>
+    %0:2 = "stablehlo.reduce_window"(%x, %i, %ninf, %m1) <{window_dimensions = array<i64: 3>, window_strides = array<i64: 2>, padding = dense<[[1, 0]]> : tensor<1x2xi64>}> ({
+    ^bb0(%a: tensor<f32>, %ai: tensor<i32>, %b: tensor<f32>, %bi: tensor<i32>):
+      %gt = stablehlo.compare GT, %a, %b, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      %v = stablehlo.select %gt, %a, %b : tensor<i1>, tensor<f32>
+      %k = stablehlo.select %gt, %ai, %bi : tensor<i1>, tensor<i32>
+      stablehlo.return %v, %k : tensor<f32>, tensor<i32>
+    }) : (tensor<8xf32>, tensor<8xi32>, tensor<f32>, tensor<i32>) -> (tensor<4xf32>, tensor<4xi32>)
+    return %0#0, %0#1 : tensor<4xf32>, tensor<4xi32>
+    """)
+
+_SAS_PADDED = M("(%x: tensor<6xf32>, %s: tensor<3xf32>) -> tensor<6xf32>", """
+    %z = stablehlo.constant dense<0.0> : tensor<f32>
+    %0 = "stablehlo.select_and_scatter"(%x, %s, %z) <{padding = dense<[[1, 1]]> : tensor<1x2xi64>, window_dimensions = array<i64: 3>, window_strides = array<i64: 2>}> ({
+    ^bb0(%p: tensor<f32>, %q: tensor<f32>):
+      %t = stablehlo.compare GE, %p, %q, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      stablehlo.return %t : tensor<i1>
+    }, {
+    ^bb0(%p: tensor<f32>, %q: tensor<f32>):
+      %t = stablehlo.add %p, %q : tensor<f32>
+      stablehlo.return %t : tensor<f32>
+    }) : (tensor<6xf32>, tensor<3xf32>, tensor<f32>) -> tensor<6xf32>
+    return %0 : tensor<6xf32>
+    """)
+
+
+@pytest.mark.parametrize("text", [_RW_CUSTOM, _SAS_PADDED], ids=["reduce_window_custom_body", "select_and_scatter_padded"])
+def test_window_forms_xla_orders_its_own_way_are_unknown(text) -> None:
+    # XLA's fold order (a custom reduce_window body) and its choice among equal elements (a
+    # padded select_and_scatter) are its own: both algebras say Unsupported, not a guess.
+    from conftest import numeric_values, prepared
+    from tv_mlir.errors import Unsupported
+
+    module = prepared(text)
+    inputs = [f32(np.arange(m.shape[0]) % 3) if m.is_float else np.arange(m.shape[0]) for m in module.global_arg_types()]
+    with pytest.raises(Unsupported, match="XLA's"):
+        numeric_values(module, inputs)
+    from conftest import symbolic_values
+
+    with pytest.raises(Unsupported, match="XLA's"):
+        symbolic_values(module, inputs)
+
+
+def test_mutation_reduce_window_pads_with_init(xla, monkeypatch) -> None:
+    # The spec fills padding and dilation holes with the init value; XLA skips them. A rule
+    # that counts them (visible with the sum's init 1.5) is caught in every algebra.
+    from tv_mlir.semantics import window as window_mod
+
+    orig = window_mod._pad
+
+    def everything_present(ctx, op, args):
+        out = orig(ctx, op, args)[0]
+        return [np.ones_like(out) if out.dtype == bool else out]
+
+    monkeypatch.setattr(window_mod, "_pad", everything_present)
+    assert "output 1" in _must_fail(xla, "reduce_window")
+
+
+def test_mutation_reduce_window_stride_ignored(xla, monkeypatch) -> None:
+    from tv_mlir.semantics import window as window_mod
+
+    orig = window_mod._window_index
+    monkeypatch.setattr(window_mod, "_window_index", lambda out, win, strides, dil: orig(out, win, (1,) * len(out), dil))
+    assert "output" in _must_fail(xla, "reduce_window")
+
+
+def test_mutation_select_and_scatter_last_wins(xla, monkeypatch) -> None:
+    # Ties go to the first element in window order under GE (jax's max-pool gradient): a rule
+    # that lets later equal elements win is caught by the tied windows of the case.
+    from tv_mlir.semantics import window as window_mod
+
+    orig = window_mod._select_and_scatter
+
+    def last_wins(ctx, op, args):
+        from dataclasses import replace as dc_replace
+
+        from tv_mlir.ir import Block, Op
+
+        body = op.regions[0]
+        cmp = body.ops[0]
+        direction = {"GE": "GT", "LE": "LT", "GT": "GE", "LT": "LE"}[cmp.attrs["comparison_direction"]]
+        flipped = Block(body.args, body.arg_types, [dc_replace(cmp, attrs={**cmp.attrs, "comparison_direction": direction})],
+                        body.returns)
+        assert isinstance(op, Op)
+        return orig(ctx, dc_replace(op, regions=(flipped, op.regions[1])), args)
+
+    monkeypatch.setattr(window_mod, "RULES", {**window_mod.RULES, "stablehlo.select_and_scatter": last_wins})
+    from tv_mlir.semantics import TABLE
+
+    monkeypatch.setitem(TABLE, "stablehlo.select_and_scatter", last_wins)
+    assert "output" in _must_fail(xla, "select_and_scatter")
 
 
 # -- bit ops
