@@ -11,14 +11,23 @@ from tv_mlir.shrink.dims import DimAnalysis
 from tv_mlir.shrink.facts import (
     Constant,
     ProgramFacts,
+    device_count,
     index_sources,
     int_cone_constants,
     only_device,
     position_constants,
     splat,
+    through_broadcasts,
 )
+from tv_mlir.shrink.positions import NamedPosition, named_positions
 
 _TIE_MIN = 8  # constants below this are too common to be read as sizes
+# Rule (a): a literal within this many of a size value is a "size - k" (tied, or the class
+# pinned): the difference must survive the rewrite, not only the order.
+NEAR = 4
+# Literals the order rule compares size values with: integers (or reciprocals of
+# integers) from 2 up to this; larger ones are fills and scales (-1e9, 3.4e38).
+_ORDER_MAX = 1 << 16
 
 
 @dataclass
@@ -35,16 +44,23 @@ class Sites:
     # Every splat literal that could stand for a count: (program, name, |value|). Steps
     # through mesh coordinates (pid / 1 % 4) never meet data and are left out.
     literals: list[tuple[str, str, float]] = field(default_factory=list)
+    # Rule (b): constants combined with positions, per iota class.
+    named: list[NamedPosition] = field(default_factory=list)
 
 
 def sites(a: DimAnalysis, facts: list[ProgramFacts]) -> Sites:
     out = Sites()
     for fa in facts:
         out.positions.extend((fa.program, name, v) for name, v in position_constants(fa))
+        out.named.extend(named_positions(fa, a))
         for op in fa.ops():
             if op.name == "stablehlo.constant":
                 v = splat(op)
-                if v is not None and math.isfinite(v) and v != 0 and not only_device(fa, op.results[0]):
+                uses = through_broadcasts(fa, op.results[0])
+                # A device count (rule f) is no size, so no size can be mistaken for it.
+                devices = bool(uses) and v is not None and all(device_count(fa, u, k, v) for u, k in uses)
+                if v is not None and math.isfinite(v) and v != 0 and not only_device(fa, op.results[0]) \
+                        and not devices:
                     out.literals.append((fa.program, op.results[0], float(abs(v))))
             elif op.name == "stablehlo.reduce" and len(op.attrs.get("dimensions", ())) > 1:
                 out.counts.append(tuple(a.class_of[(fa.program, op.operands[0], d)] for d in op.attrs["dimensions"]))
@@ -78,20 +94,31 @@ def tie_constants(a: DimAnalysis, where: Sites, constants: list[Constant], sizes
             continue
         exprs.append((size, small, (c,), "size"))
         exprs.append((size - 1, small - 1, (c,), "size - 1"))
+        for j in range(2, NEAR + 1):
+            # Rule (a): a clamp at V - 2 is V' - 2 at the shrunk size (integers only);
+            # the class keeps 2j + 2 so that V' - j is still inside and not at 0.
+            if size - j >= _TIE_MIN:
+                exprs.append((size - j, small - j, (c,), f"size - {j}"))
     for cs in where.counts:
         exprs.append((math.prod(a.classes[c].size for c in cs), math.prod(sizes[c] for c in cs), cs, "element count"))
     tied: dict[tuple[str, str], float | int] = {}
     tied_classes: dict[tuple[str, str], tuple[int, ...]] = {}
     pins: dict[int, str] = {}
     untied_index: dict[str, int] = {}
+    near_bounds: dict[int, int] = {}
     for k in constants:
         hits: list[tuple[float | None, float, tuple[int, ...]]] = []  # (new, original, classes)
         for o, s, cs, kind in exprs:
             if k.role == "reciprocal":
                 if o > 1 and abs(k.value - 1.0 / o) <= 1e-6 * abs(k.value):
                     hits.append((1.0 / s if s else None, 1.0 / o, cs))
-            elif k.value == o and (k.is_int or kind != "size - 1" or k.role == "divisor"):
+            elif k.value == o and (k.is_int or kind in ("size", "element count")
+                                        or (kind == "size - 1" and k.role == "divisor")):
                 hits.append((s, o, cs))
+                if kind.startswith("size - ") and kind != "size - 1":
+                    near = int(kind.split(" - ")[1])
+                    for c in cs:
+                        near_bounds[c] = max(near_bounds.get(c, 0), 2 * near + 2)
         shrunk = [h for h in hits if h[0] != h[1]]
         new_values = {h[0] for h in hits}
         if not shrunk:
@@ -114,12 +141,17 @@ def tie_constants(a: DimAnalysis, where: Sites, constants: list[Constant], sizes
     for program, name, value in where.positions:
         if (program, name) not in tied:
             untied_index[program] = max(untied_index.get(program, 0), value)
-    bounds: dict[int, int] = {}
+    bounds: dict[int, int] = dict(near_bounds)
+    named: dict[int, int] = {}
+    for pos in where.named:
+        if (pos.program, pos.constant) not in tied:
+            for c in pos.classes:
+                named[c] = max(named.get(c, 0), pos.position)
     for c, cls in enumerate(a.classes):
         if cls.iota:
             programs = {p for p, _, _ in cls.members}
-            worst = max((untied_index.get(p, 0) for p in programs), default=0)
-            bounds[c] = max(3, 2 * worst + 2)
+            worst = max([untied_index.get(p, 0) for p in programs] + [named.get(c, 0)])
+            bounds[c] = max(bounds.get(c, 0), 3, 2 * worst + 2)
     for c, site, bad, consts in where.offsets:
         if sizes[c] == a.classes[c].size:
             continue
@@ -131,27 +163,71 @@ def tie_constants(a: DimAnalysis, where: Sites, constants: list[Constant], sizes
     return tied, pins, bounds, tied_classes
 
 
-def collisions(a: DimAnalysis, where: Sites, sizes: list[int], tied: dict[tuple[str, str], float | int],
-               tied_classes: dict[tuple[str, str], tuple[int, ...]], counted: set[int]) -> set[int]:
-    """Classes whose shrunk size would coincide with a literal of either program: a count
-    one program sums implicitly (a sum of the same value at every position, n * c) or a
-    rewritten size constant must not become a number the other program writes down (a
-    bug dividing by 8 devices where the reference divides by 4096 tokens would be hidden
-    at 8). Those classes must grow."""
-    literals = {v for program, name, v in where.literals if (program, name) not in tied}
+@dataclass
+class Order:
+    """What rule (a) asks of one size assignment: classes to grow by one admissible step,
+    classes with a lower bound, classes to pin (with the reason)."""
 
-    def collides(v: float) -> bool:
-        v = abs(float(v))
-        return any(abs(v - u) <= 1e-9 * u or (v and abs(1.0 / v - u) <= 1e-9 * u) for u in literals)
+    grow: set[int] = field(default_factory=set)
+    bounds: dict[int, int] = field(default_factory=dict)
+    pins: dict[int, str] = field(default_factory=dict)
 
-    out: set[int] = set()
+
+def order(a: DimAnalysis, where: Sites, sizes: list[int], constants: list[Constant],
+          tied: dict[tuple[str, str], float | int], tied_classes: dict[tuple[str, str], tuple[int, ...]],
+          counted: set[int]) -> Order:
+    """Rule (a): the rewrite maps the program's numbers injectively and in order. The
+    *size values* are the rewritten constants (a mean's 4096, an offset's 512, a clamp's
+    V - 1) and the counts a sum of a constant makes (n * c); the *literals* are every other
+    splat constant of either program (integers from 2 to 2^16, or the reciprocals of such;
+    device counts excluded, rule f). For every shrunk size value x (original o, new n):
+      - no literal u equals o or lies within NEAR below it (u is that size, or size - k,
+        in a role the rewrite does not see: ambiguous, so the classes are pinned);
+      - every literal u < o stays below: n > u (a bound on the class);
+      - every other size value keeps its order: o > o' implies n > n' (two constants 4096
+        and 512 never both become 4; the larger grows).
+    Two literals of different values never become equal this way, and the order and
+    small differences between a literal and a size survive the rewrite."""
+    out = Order()
+    by_key = {(k.program, k.value_name): k for k in constants}
+    # (original, new, shrunk classes, how far below its class's size the value is)
+    values: list[tuple[float, float, tuple[int, ...], int | None, str]] = []
+    for key, new in tied.items():
+        k = by_key.get(key)
+        shrunk = tuple(c for c in tied_classes.get(key, ()) if sizes[c] < a.classes[c].size)
+        if k is None or not shrunk:
+            continue
+        o, n = (1.0 / abs(k.value), 1.0 / abs(new)) if k.role == "reciprocal" else (abs(k.value), abs(new))
+        below = int(a.classes[shrunk[0]].size - round(o)) if len(shrunk) == 1 else None
+        values.append((o, n, shrunk, below, f"constant {_fmt(k.value)} at {k.loc}"))
     for c in counted:
-        if sizes[c] != a.classes[c].size and collides(sizes[c]):
-            out.add(c)
-    for key, v in tied.items():
-        shrunk = [c for c in tied_classes.get(key, ()) if sizes[c] < a.classes[c].size]
-        if collides(v) and shrunk:
-            out.add(min(shrunk, key=lambda c: sizes[c]))  # one class at a time, the cheapest
+        if sizes[c] < a.classes[c].size:
+            values.append((a.classes[c].size, sizes[c], (c,), 0, "a count (a sum of a constant over it)"))
+    literals: dict[float, str] = {}
+    for program, name, v in where.literals:
+        if (program, name) in tied:
+            continue
+        u = v if float(v).is_integer() else (round(1.0 / v) if v < 1 and abs(1.0 / v - round(1.0 / v)) <= 1e-6 / v
+                                               else None)
+        if u is not None and 2 <= u <= _ORDER_MAX:
+            literals.setdefault(float(u), f"{program} {name}")
+    for o, n, classes, below, what in values:
+        for u, where_u in literals.items():
+            if u == o or 0 < o - u <= NEAR:
+                why = f"literal {_fmt(u)} ({where_u}) is {what}'s value" + \
+                    ("" if u == o else f" minus {_fmt(o - u)}") + " but is not rewritten with it"
+                for c in classes:
+                    out.pins.setdefault(c, why)
+            elif u < o and n <= u:
+                if below is not None:
+                    c = classes[0]
+                    out.bounds[c] = max(out.bounds.get(c, 0), int(u) + 1 + below)
+                else:
+                    out.grow.add(min(classes, key=lambda c: sizes[c]))
+    for o, n, classes, _, _ in values:
+        for o2, n2, classes2, _, _ in values:
+            if o > o2 and n <= n2 and not set(classes) & set(classes2):
+                out.grow.add(min(classes, key=lambda c: sizes[c]))
     return out
 
 
@@ -159,4 +235,4 @@ def _fmt(v: float | int) -> str:
     return str(int(v)) if float(v).is_integer() else repr(v)
 
 
-__all__ = ['Sites', 'collisions', 'sites', 'tie_constants']
+__all__ = ['NEAR', 'Order', 'Sites', 'order', 'sites', 'tie_constants']

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from tv_mlir.ir import Block, Op
 from tv_mlir.semantics.ops import BRANCHES, DEGREE_ADDING, DEGREE_PRESERVING, DOTS
 from tv_mlir.shrink.dims import DimAnalysis
-from tv_mlir.shrink.facts import ProgramFacts
+from tv_mlir.shrink.facts import ProgramFacts, splat
 
 UNBOUNDED = 1 << 20
 # Ops whose result is, piece by piece, one of their operands (or its negation): their
@@ -126,21 +126,32 @@ class Degrees:
 
     def _loop(self, op: Op) -> None:
         """Degrees of a while's carried values: iterate the body to a fixpoint (a few
-        rounds), else unbounded."""
+        rounds), or as many rounds as the loop runs when that is a constant count (a
+        pipeline's `i < 3` over stages: each stage's matmul adds a degree, and through
+        a relu that counts its operand's degree there is no fixpoint), else unbounded."""
         cond, body = op.regions
         inner = self._defined_in(body) + self._defined_in(cond)
         degs = [self.of(o) for o in op.operands]
-        for _ in range(5):
+        trips = _trip_count(self.facts, op)
+        rounds = trips if trips is not None and trips <= _MAX_TRIPS else 5
+
+        def enter(ds: list[int]) -> None:
             for r in inner:
                 self.memo.pop(r, None)
             for region in (cond, body):
-                for a, d in zip(region.args, degs):
+                for a, d in zip(region.args, ds):
                     self.memo[a] = d
             self.warm(body)
+
+        for _ in range(rounds):
+            enter(degs)
             nxt = [max(d, self.of(ret)) for d, ret in zip(degs, body.returns)]
             if nxt == degs:
                 return
             degs = nxt
+        if trips is not None and trips <= _MAX_TRIPS:
+            enter(degs)  # the values after the last trip; the body's own one more (an over-count)
+            return
         for r in inner:
             self.memo.pop(r, None)
         for region in (cond, body):
@@ -151,6 +162,36 @@ class Degrees:
     def _defined_in(block: Block) -> list[str]:
         return [r for op in block.walk() for r in op.results] + \
             [a for op in block.walk() for region in op.regions for a in region.args]
+
+
+_MAX_TRIPS = 64  # loops with a constant trip count up to this are unrolled for degrees
+
+
+def _trip_count(f: ProgramFacts, op: Op) -> int | None:
+    """The trip count of `while (i < N) { i = i + 1 }` with constant start and N."""
+    cond, body = op.regions
+    if len(cond.returns) != 1 or cond.returns[0] not in f.defs:
+        return None
+    cmp, _ = f.defs[cond.returns[0]]
+    if cmp.name != "stablehlo.compare" or cmp.attrs.get("comparison_direction") not in ("LT", None):
+        return None
+    lhs, rhs = cmp.operands
+    if lhs not in cond.args:
+        return None
+    k = cond.args.index(lhs)
+    limit, start = _const(f, rhs), _const(f, op.operands[k])
+    step = f.defs.get(body.returns[k])
+    if limit is None or start is None or step is None or step[0].name != "stablehlo.add":
+        return None
+    a, b = step[0].operands
+    if not ((a == body.args[k] and _const(f, b) == 1) or (b == body.args[k] and _const(f, a) == 1)):
+        return None
+    return max(0, int(limit) - int(start))
+
+
+def _const(f: ProgramFacts, value: str) -> float | int | None:
+    d = f.defs.get(value)
+    return splat(d[0]) if d is not None and d[0].name == "stablehlo.constant" else None
 
 
 def summand_degrees(facts: ProgramFacts, analysis: DimAnalysis, families: dict[int, set[int]],

@@ -122,7 +122,7 @@ class Constant:
     value: float | int
     is_int: bool
     loc: str
-    role: str  # index / divisor / reciprocal
+    role: str  # index / divisor / reciprocal / offset
 
 
 def role_constants(facts: ProgramFacts) -> list[Constant]:
@@ -147,6 +147,10 @@ def role_constants(facts: ProgramFacts) -> list[Constant]:
                 continue
             if any(u.name == "stablehlo.divide" and pos == 1 for u, pos in uses):
                 out.append(Constant(facts.program, name, v, False, op.loc, "divisor"))
+            elif any(u.name == "stablehlo.multiply" and facts.device_derived(u.operands[1 - pos]) for u, pos in uses):
+                # Rule (b): a float partition offset (axis_index * 512.0 + iota) is a size
+                # like its integer form, not a reciprocal.
+                out.append(Constant(facts.program, name, v, False, op.loc, "offset"))
             elif any(u.name == "stablehlo.multiply" for u, _ in uses):
                 out.append(Constant(facts.program, name, v, False, op.loc, "reciprocal"))
     return out
@@ -296,5 +300,5 @@ def only_device(fa: ProgramFacts, name: str) -> bool:
     return bool(uses) and all(fa.mesh_arithmetic(u, pos) for u, pos in uses)
 
 
-__all__ = ['Constant', 'ProgramFacts', 'device_count', 'group_size', 'index_sources', 'int_cone_constants', 'only_device', 'position_constants',
-           'role_constants', 'splat', 'through_broadcasts']
+__all__ = ['Constant', 'ProgramFacts', 'device_count', 'group_size', 'index_sources', 'int_cone_constants',
+           'only_device', 'position_constants', 'role_constants', 'splat', 'through_broadcasts']

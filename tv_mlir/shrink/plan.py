@@ -29,7 +29,7 @@ from typing import Any
 
 from tv_mlir.ir import Module
 from tv_mlir.semantics.ops import MULTIPLYING_REDUCERS, SELECTING_REDUCERS
-from tv_mlir.shrink.constants import collisions, sites, tie_constants
+from tv_mlir.shrink.constants import order, sites, tie_constants
 from tv_mlir.shrink.degree import UNBOUNDED, summand_degrees
 from tv_mlir.shrink.dims import DimAnalysis, analyse
 from tv_mlir.shrink.facts import ProgramFacts, role_constants
@@ -180,7 +180,16 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
                 if b > mins[c]:
                     mins[c] = b
                     changed = True
-            for c in collisions(a, where, sizes, tied, tied_classes, counted):
+            rule_a = order(a, where, sizes, constants, tied, tied_classes, counted)
+            for c, why in rule_a.pins.items():
+                if c not in pins:
+                    pins[c] = why
+                    changed = True
+            for c, b in rule_a.bounds.items():
+                if b > mins[c]:
+                    mins[c] = b
+                    changed = True
+            for c in rule_a.grow:
                 if sizes[c] < a.classes[c].size:
                     mins[c] = max(mins[c], sizes[c] + 1)
                     changed = True

@@ -1,0 +1,124 @@
+"""Rule (b) of docs/shrinking.md: every constant combined with a position bounds the
+class the position runs along. A position is a value computed from an `iota` by
+position arithmetic (`POSITION_FLOW`); its *scale* is how many units of the value one
+position step is (`pos * 0.001` has scale 0.001), so a constant c met at scale s names
+position |c| / s: `pos * 0.001 >= 1` names 1000, as `pos >= 1000` does. A factor k that
+multiplies or divides a position names max(|k|, 1/|k|). Constants met through a
+partition offset (`axis_index * 511.0 + iota`: the constants of the offset's arithmetic
+over device ids) are named the same way."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from tv_mlir.ir import Op
+from tv_mlir.semantics.ops import DEVICE_IDS, POSITION_ARITH, POSITION_FLOW, SPLAT_PRESERVING
+from tv_mlir.shrink.dims import DimAnalysis
+from tv_mlir.shrink.facts import ProgramFacts, only_device, splat
+
+# A named position past this is a mask fill or a scale, not a window (-1e9, 3.4e38).
+_MAX_NAMED = 1 << 16
+# The arithmetic of a partition offset: device ids and constants through these.
+_OFFSET_ARITH = SPLAT_PRESERVING | {"stablehlo.multiply", "stablehlo.add", "stablehlo.subtract",
+                                    "stablehlo.divide", "stablehlo.remainder"}
+
+
+@dataclass(frozen=True)
+class NamedPosition:
+    program: str
+    constant: str  # the constant's value name
+    position: int  # the position it names, rounded up
+    classes: frozenset[int]  # the iota classes of the positions it meets
+
+
+def named_positions(fa: ProgramFacts, a: DimAnalysis) -> list[NamedPosition]:
+    derived: dict[str, tuple[float, frozenset[int]]] = {}  # value -> (scale, iota classes)
+    out: list[NamedPosition] = []
+
+    def name(constant: str, value: float, scale: float, classes: frozenset[int]) -> None:
+        if not value or not math.isfinite(value) or not scale:
+            return
+        p = abs(value) / scale
+        if p <= _MAX_NAMED:
+            out.append(NamedPosition(fa.program, constant, math.ceil(p - 1e-9), classes))
+
+    for op in fa.ops():
+        if op.name == "stablehlo.iota":
+            d = int(op.attrs.get("iota_dimension", 0))
+            derived[op.results[0]] = (1.0, frozenset({a.class_of[(fa.program, op.results[0], d)]}))
+            continue
+        ins = [derived.get(o) for o in op.operands]
+        if op.name not in POSITION_FLOW or not any(ins):
+            continue
+        classes = frozenset().union(*(d[1] for d in ins if d))
+        scale = min(d[0] for d in ins if d)
+        if op.name == "stablehlo.select" and not any(ins[1:]):
+            # Only the predicate is a position: the branches are data or fills.
+            for r in op.results:
+                derived[r] = (scale, classes)
+            continue
+        if op.name in POSITION_ARITH:
+            for k, o in enumerate(op.operands):
+                if ins[k]:
+                    continue
+                for cname, cvalue in _offset_constants(fa, o):
+                    if op.name == "stablehlo.multiply" or (op.name == "stablehlo.divide" and k == 1):
+                        # A factor: names where the product reaches one unit, and itself.
+                        name(cname, max(abs(cvalue), 1.0 / abs(cvalue)) if cvalue else 0.0, 1.0, classes)
+                    else:
+                        name(cname, cvalue, scale, classes)
+            factor = _factor(fa, op, ins)
+            if factor is not None:
+                scale = scale * factor if op.name == "stablehlo.multiply" else scale / factor
+        for r in op.results:
+            derived[r] = (scale, classes)
+    return out
+
+
+def _factor(fa: ProgramFacts, op: Op, ins: list[tuple[float, frozenset[int]] | None]) -> float | None:
+    """|k| of `pos * k` or `pos / k` with a constant k, else None (the scale is kept)."""
+    if op.name == "stablehlo.multiply":
+        others = [o for o, d in zip(op.operands, ins) if not d]
+    elif op.name == "stablehlo.divide" and ins[0] and not ins[1]:
+        others = [op.operands[1]]
+    else:
+        return None
+    if len(others) != 1:
+        return None
+    found = _offset_constants(fa, others[0], device=False)
+    if len(found) != 1 or not found[0][1]:
+        return None
+    return abs(float(found[0][1]))
+
+
+def _offset_constants(fa: ProgramFacts, value: str, device: bool = True) -> list[tuple[str, float]]:
+    """The splat constants of a constant expression, or of a partition offset (arithmetic
+    over device ids and constants, when `device`); [] when the value depends on data."""
+    out: list[tuple[str, float]] = []
+    todo, seen, has_device = [value], set(), False
+    while todo:
+        v = todo.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        if v not in fa.defs:
+            return []  # an argument: data
+        op, _ = fa.defs[v]
+        if op.name == "stablehlo.constant":
+            c = splat(op)
+            if c is None:
+                return []
+            if not only_device(fa, v):  # mesh steps (pid / 1 % 4) are not offsets
+                out.append((v, float(c)))
+        elif op.name in DEVICE_IDS:
+            has_device = True
+        elif op.name in _OFFSET_ARITH:
+            todo.extend(op.operands)
+        else:
+            return []
+    if has_device and not device:
+        return []
+    return out
+
+
+__all__ = ["NamedPosition", "named_positions"]
