@@ -6,6 +6,8 @@ functions with their numeric values), and all must agree; mutation tests show th
 wrong rule is caught. `test_ops_xla.test_every_table_op_is_covered` counts these cases."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from test_ops_xla import Case, Inputs, M, bf16, f32, ints, nice, rng_for, unif
@@ -252,6 +254,36 @@ case("select_and_scatter", M(
 
 
 # ---------------------------------------------------------------------------
+# convolution (forms jax's conv_general_dilated emits, and window reversal by hand)
+
+_CONV_ATTRS = "precision_config = [#stablehlo<precision DEFAULT>, #stablehlo<precision DEFAULT>]"
+
+case("convolution", M(
+    "(%a: tensor<1x2x5x6xf32>, %b: tensor<3x2x2x3xf32>, %c: tensor<2x4x4x3xf32>, %d: tensor<2x2x1x3xf32>, %e: tensor<4x5x2xf32>, %f: tensor<3x2x4xf32>) -> (tensor<1x3x3x11xf32>, tensor<2x4x4x3xf32>, tensor<2x4x4xf32>)", f"""
+    %0 = stablehlo.convolution(%a, %b) dim_numbers = [b, f, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1], window = {{stride = [2, 1], pad = [[1, 1], [0, 2]], lhs_dilate = [1, 2], rhs_dilate = [2, 1], reverse = [false, false]}} {{batch_group_count = 1 : i64, feature_group_count = 1 : i64, {_CONV_ATTRS}}} : (tensor<1x2x5x6xf32>, tensor<3x2x2x3xf32>) -> tensor<1x3x3x11xf32>
+    %1 = stablehlo.convolution(%c, %d) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f], window = {{stride = [1, 1], pad = [[0, 1], [0, 1]], lhs_dilate = [1, 1], rhs_dilate = [1, 1], reverse = [false, false]}} {{batch_group_count = 1 : i64, feature_group_count = 3 : i64, {_CONV_ATTRS}}} : (tensor<2x4x4x3xf32>, tensor<2x2x1x3xf32>) -> tensor<2x4x4x3xf32>
+    %2 = stablehlo.convolution(%e, %f) dim_numbers = [b, 0, f]x[0, i, o]->[b, 0, f], window = {{stride = [1], pad = [[0, 1]], lhs_dilate = [1], rhs_dilate = [1], reverse = [false]}} {{batch_group_count = 2 : i64, feature_group_count = 1 : i64, {_CONV_ATTRS}}} : (tensor<4x5x2xf32>, tensor<3x2x4xf32>) -> tensor<2x4x4xf32>
+    return %0, %1, %2 : tensor<1x3x3x11xf32>, tensor<2x4x4x3xf32>, tensor<2x4x4xf32>
+    """),
+    # Strided + padded + lhs/rhs-dilated NCHW; a depthwise NHWC conv (feature groups = 3); the
+    # batch-grouped form of a weight gradient. Dyadic values: sums exact in f32.
+    lambda r: [nice(r, (1, 2, 5, 6), lim=4), nice(r, (3, 2, 2, 3), lim=4), nice(r, (2, 4, 4, 3), lim=4),
+               nice(r, (2, 2, 1, 3), lim=4), nice(r, (4, 5, 2), lim=4), nice(r, (3, 2, 4), lim=4)])
+
+case("convolution_layouts_int_reversal", M(
+    "(%a: tensor<5x4x2xf32>, %b: tensor<2x2x4xf32>, %i: tensor<2x2x5xi32>, %j: tensor<3x2x3xi32>, %x: tensor<2x2x5xf32>, %y: tensor<3x2x3xf32>) -> (tensor<2x4x3xf32>, tensor<2x3x4xi32>, tensor<2x3x4xf32>)", f"""
+    %0 = stablehlo.convolution(%a, %b) dim_numbers = [0, f, b]x[0, i, o]->[b, f, 0], window = {{stride = [2], pad = [[1, 0]], lhs_dilate = [1], rhs_dilate = [1], reverse = [false]}} {{batch_group_count = 1 : i64, feature_group_count = 2 : i64, {_CONV_ATTRS}}} : (tensor<5x4x2xf32>, tensor<2x2x4xf32>) -> tensor<2x4x3xf32>
+    %1 = stablehlo.convolution(%i, %j) dim_numbers = [b, f, 0]x[o, i, 0]->[b, f, 0], window = {{stride = [1], pad = [[1, 0]], lhs_dilate = [1], rhs_dilate = [1], reverse = [false]}} {{batch_group_count = 1 : i64, feature_group_count = 1 : i64, {_CONV_ATTRS}}} : (tensor<2x2x5xi32>, tensor<3x2x3xi32>) -> tensor<2x3x4xi32>
+    %2 = stablehlo.convolution(%x, %y) dim_numbers = [b, f, 0]x[o, i, 0]->[b, f, 0], window = {{stride = [1], pad = [[1, 0]], lhs_dilate = [1], rhs_dilate = [1], reverse = [true]}} {{batch_group_count = 1 : i64, feature_group_count = 1 : i64, {_CONV_ATTRS}}} : (tensor<2x2x5xf32>, tensor<3x2x3xf32>) -> tensor<2x3x4xf32>
+    return %0, %1, %2 : tensor<2x4x3xf32>, tensor<2x3x4xi32>, tensor<2x3x4xf32>
+    """),
+    # Spatial-first lhs layout with grouped features into a batch-first output; an integer
+    # conv; a window reversed in its spatial dimension.
+    lambda r: [nice(r, (5, 4, 2), lim=4), nice(r, (2, 2, 4), lim=4), ints(r, (2, 2, 5), -100, 100),
+               ints(r, (3, 2, 3), -100, 100), nice(r, (2, 2, 5), lim=4), nice(r, (3, 2, 3), lim=4)])
+
+
+# ---------------------------------------------------------------------------
 # Tests
 
 
@@ -415,6 +447,42 @@ def test_mutation_select_and_scatter_last_wins(xla, monkeypatch) -> None:
 
     monkeypatch.setitem(TABLE, "stablehlo.select_and_scatter", last_wins)
     assert "output" in _must_fail(xla, "select_and_scatter")
+
+
+# -- convolution
+
+
+def test_mutation_convolution_rhs_dilation_ignored(xla, monkeypatch) -> None:
+    from tv_mlir.semantics import convolution as conv_mod
+
+    orig = conv_mod._ints
+    monkeypatch.setattr(conv_mod, "_ints", lambda op, name, n, d: (1,) * n if name == "rhs_dilation" else orig(op, name, n, d))
+    assert "output 0" in _must_fail(xla, "convolution")
+
+
+def test_mutation_convolution_groups_paired_wrongly(xla, monkeypatch) -> None:
+    # Group g of the input features (or of the batch) meets group g of the kernel's output
+    # features; pairing it with the next group is caught (depthwise and batch-grouped).
+    from tv_mlir.semantics import convolution as conv_mod
+
+    orig = conv_mod._groups
+
+    def rotated(lhs, rhs, fgc, bgc):
+        pairs = orig(lhs, rhs, fgc, bgc)
+        return [(lg, pairs[(g + 1) % len(pairs)][1]) for g, (lg, _) in enumerate(pairs)]
+
+    monkeypatch.setattr(conv_mod, "_groups", rotated)
+    message = _must_fail(xla, "convolution")
+    assert "output 1" in message or "output 2" in message
+
+
+def test_mutation_convolution_window_reversal_ignored(xla, monkeypatch) -> None:
+    from tv_mlir.semantics import convolution as conv_mod
+
+    orig = conv_mod._conv_std
+    monkeypatch.setattr(conv_mod, "_conv_std", lambda ctx, op, lhs, rhs, kind: orig(
+        ctx, replace(op, attrs={**op.attrs, "window_reversal": None}), lhs, rhs, kind))
+    assert "output 2" in _must_fail(xla, "convolution_layouts_int_reversal")
 
 
 # -- bit ops

@@ -249,6 +249,21 @@ class DotDims:
 
 
 @dataclass(frozen=True)
+class ConvDims:
+    """stablehlo.convolution's dimension numbers (`#stablehlo.conv<...>`)."""
+
+    input_batch: int
+    input_feature: int
+    input_spatial: tuple[int, ...]
+    kernel_input_feature: int
+    kernel_output_feature: int
+    kernel_spatial: tuple[int, ...]
+    output_batch: int
+    output_feature: int
+    output_spatial: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class GatherDims:
     offset_dims: tuple[int, ...]
     collapsed_slice_dims: tuple[int, ...]

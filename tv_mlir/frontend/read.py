@@ -530,6 +530,13 @@ def convert_attr(a: Any, depth: int = 0) -> Any:
         d = shlo.DotDimensionNumbers(a)
         return tir.DotDims(tuple(d.lhs_batching_dimensions), tuple(d.rhs_batching_dimensions),
                            tuple(d.lhs_contracting_dimensions), tuple(d.rhs_contracting_dimensions))
+    if text.startswith("#stablehlo.conv<"):
+        c = shlo.ConvDimensionNumbers(a)
+        return tir.ConvDims(int(c.input_batch_dimension), int(c.input_feature_dimension),
+                            tuple(c.input_spatial_dimensions), int(c.kernel_input_feature_dimension),
+                            int(c.kernel_output_feature_dimension), tuple(c.kernel_spatial_dimensions),
+                            int(c.output_batch_dimension), int(c.output_feature_dimension),
+                            tuple(c.output_spatial_dimensions))
     if text.startswith("#stablehlo.gather<"):
         g = shlo.GatherDimensionNumbers(a)
         return tir.GatherDims(tuple(g.offset_dims), tuple(g.collapsed_slice_dims), tuple(g.operand_batching_dims),

@@ -67,9 +67,11 @@ SPLAT_PRESERVING = _hlo("broadcast_in_dim", "convert", "reshape")
 # across devices, added, or converted, never multiplied.
 DEGREE_PRESERVING = VALUE_IDENTITIES | COLLECTIVES | DYNAMIC_SLICES | _hlo(
     "convert", "negate", "reshape", "transpose", "broadcast_in_dim", "slice", "pad", "concatenate",
-    "reduce_precision", "custom_call", "real", "imag", "add", "subtract", "gather")
-# The result's degree is the sum of its operands'.
-DEGREE_ADDING = DOTS | {"stablehlo.multiply"}
+    "reduce_precision", "custom_call", "real", "imag", "add", "subtract", "gather",
+    # Sums or picks of window elements, like `reduce` (whose degree shrink.degree reads by name).
+    "reduce_window")
+# The result's degree is the sum of its operands'; a convolution's elements are dot products.
+DEGREE_ADDING = DOTS | _hlo("multiply", "convolution")
 
 # --- Integer index arithmetic (shape shrinking).
 DIVISIONS = _hlo("divide", "remainder")
