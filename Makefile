@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 export JAX_PLATFORMS ?= cpu
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: install demo test test-fast lint bench clean
+.PHONY: install demo test test-fast lint bench census clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -66,6 +66,11 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/run.py
+
+# Every op in the testdata programs, and whether it has semantics, an `unknown` test, or neither
+# (exit 1 then; tests/test_census.py holds testdata to it).
+census: $(STAMP)
+	$(PY) -m tv_mlir.census testdata
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache

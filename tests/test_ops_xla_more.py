@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from test_ops_xla import Case, Inputs, M, bf16, f32, ints, nice, rng_for, unif
 
-from conftest import check_against_xla
+from conftest import TESTDATA, check_against_xla
 from tv_mlir.algebra import NumericAlgebra, SymbolicAlgebra
 from tv_mlir.algebra import fast as fast_mod
 from tv_mlir.algebra import numeric as numeric_mod
@@ -281,6 +281,29 @@ case("convolution_layouts_int_reversal", M(
     # conv; a window reversed in its spatial dimension.
     lambda r: [nice(r, (5, 4, 2), lim=4), nice(r, (2, 2, 4), lim=4), ints(r, (2, 2, 5), -100, 100),
                ints(r, (3, 2, 3), -100, 100), nice(r, (2, 2, 5), lim=4), nice(r, (3, 2, 3), lim=4)])
+
+
+# ---------------------------------------------------------------------------
+# Forms jax emits (testdata/ops_more/gen_ops_more.py)
+
+OPS_MORE = TESTDATA / "ops_more"
+
+JAX_CASES: dict[str, Inputs] = {
+    "gelu_exact": lambda r: [nice(r, (3, 4), lim=4, edges=(0.0, -4.0, 3.5))],
+    # Poles of lgamma/digamma/polygamma at 0 and -1; erf_inv(x/4) beyond +-1 at |x| > 4.
+    "special": lambda r: [f32([0.5, 1.0, 2.5, -0.5, 0.0, -1.0, 4.0, 7.25]), np.array([0, 1, 2, 3, 1, 2, 0, 1])],
+    "bits": lambda r: [np.array([0, -1, I32_MIN, I32_MAX, 1, 255, -256, 12345]), f32([1, -2.5, 0.125, 3e38])],
+    "maxpool": lambda r: [f32(r.integers(-3, 4, (1, 5, 4, 2)))],
+    # Ties in the windows: the gradient goes to the first maximum.
+    "maxpool_grad": lambda r: [f32(r.integers(-2, 3, (1, 5, 4, 2)))],
+    "avgpool": lambda r: [nice(r, (1, 4, 4, 2), lim=8)],
+    "conv": lambda r: [nice(r, (2, 5, 4, 3), lim=4), nice(r, (3, 2, 3, 2), lim=4)],
+    "conv_grad": lambda r: [nice(r, (1, 4, 3, 2), lim=2), nice(r, (2, 2, 2, 2), lim=2)],
+    "depthwise_conv": lambda r: [nice(r, (1, 2, 5, 5), lim=4), nice(r, (4, 1, 2, 3), lim=4)],
+}
+
+for _name, _inputs in JAX_CASES.items():
+    case(f"jax_{_name}", (OPS_MORE / f"{_name}.mlir").read_text(), _inputs, rtol=2e-5, atol=1e-5)
 
 
 # ---------------------------------------------------------------------------
