@@ -47,12 +47,18 @@ class ClassEntry:
     role: str  # free / reduced (degree d) / indexed / positions / pinned
     reason: str = ""  # why it keeps its size, for pinned classes
     cls: int = -1  # the class's number in the analysis: two plans of one pair share it
+    # Why the verdict at the verified size carries over (issue 12 item 5): "free
+    # (renaming)", "Newton (degree d)", and every rule of docs/shrinking.md that bounds
+    # it ("rule c: ..."); "kept" for a class at its original size.
+    argument: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         d = {"class": self.cls, "original": self.original, "verified": self.verified, "where": self.where,
              "role": self.role}
         if self.reason:
             d["reason"] = self.reason
+        if self.argument:
+            d["argument"] = self.argument
         return d
 
 
@@ -129,6 +135,11 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
             pins.setdefault(c, "not tied to the signature (a size only inside the program)")
     mins = [1] * n
     roles = ["free"] * n
+    # class -> rule tag -> what it asks: the map's argument per class.
+    argued: dict[int, dict[str, str]] = {}
+
+    def note(c: int, tag: str, what: str) -> None:
+        argued.setdefault(c, {}).setdefault(tag, what)
     degree: dict[int, int] = {}
     counted: set[int] = set()
     for fa in facts:
@@ -139,6 +150,7 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
             pins.setdefault(c, "a sum over it whose summand degree is unbounded")
         mins[c] = max(mins[c], d)
         roles[c] = f"summed (degree {d})"
+        note(c, "Newton", f"Newton (degree {d})")
     rules = Bounds()
     for fa in facts:
         order_statistics(fa, a, comp, rules)
@@ -148,10 +160,13 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
             mins[c] = max(mins[c], 2)
             if roles[c] == "free":
                 roles[c] = "max/min-reduced"
+            note(c, "c", "rule c: max/min over it (k + 1 elements for the k-th statistic)")
         if c in rules.mins:
             mins[c] = max(mins[c], rules.mins[c])
             if roles[c] == "free":
                 roles[c] = "exchanged by a transpose"
+            tag = "c" if rules.why[c].startswith("order") else "d"
+            argued.setdefault(c, {})[tag] = f"rule {tag}: {rules.why[c]} (at least {rules.mins[c]})"
         if c in rules.pins:
             pins.setdefault(c, rules.pins[c])
         if cls.reduced_by & MULTIPLYING_REDUCERS:
@@ -159,9 +174,11 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
         if cls.indexed:
             mins[c] = max(mins[c], 2)
             roles[c] = "indexed by data (gather)"
+            note(c, "indexed", "rule: indexed by data (2 per shard)")
         if cls.iota:
             mins[c] = max(mins[c], 3)
             roles[c] = "positions (iota)"
+            note(c, "b", "rule b: positions (3 per shard)")
     # Per-shard bounds: a local class's bound applies to every shard of its global.
     constants = [c for fa in facts for c in role_constants(fa)]
     where = sites(a, facts)
@@ -177,6 +194,11 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
                     pins[c] = why
                     changed = True
             for c, b in bounds.items():
+                if b > 3 and a.classes[c].iota:
+                    argued.setdefault(c, {})["b"] = f"rule b: positions (at least {b}: 2c + 2 for the constants " \
+                                                    "combined with them)"
+                elif b > 3:
+                    argued.setdefault(c, {})["a-near"] = f"rule a: a 'size - k' constant rewritten (at least {b})"
                 if b > mins[c]:
                     mins[c] = b
                     changed = True
@@ -186,10 +208,12 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
                     pins[c] = why
                     changed = True
             for c, b in rule_a.bounds.items():
+                note(c, "a", "rule a: its size values stay in order with every literal")
                 if b > mins[c]:
                     mins[c] = b
                     changed = True
             for c in rule_a.grow:
+                note(c, "a", "rule a: its size values stay in order with every literal")
                 if sizes[c] < a.classes[c].size:
                     mins[c] = max(mins[c], sizes[c] + 1)
                     changed = True
@@ -198,6 +222,7 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
                 # transpose between them could be told apart from none only by size).
                 if a.classes[ci].size != a.classes[cj].size and sizes[ci] == sizes[cj]:
                     c = ci if a.classes[ci].size > a.classes[cj].size else cj
+                    note(c, "d", "rule d: exchanged classes of different sizes keep different sizes")
                     if sizes[c] < a.classes[c].size:
                         mins[c] = max(mins[c], sizes[c] + 1)
                         changed = True
@@ -244,7 +269,14 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
         if not reason and sizes[c] == cls.size and cls.size > 1:
             reason = "already at its smallest admissible size" if mins[c] >= cls.size else \
                 "sizes of its relations leave no smaller divisor"
-        entries.append(ClassEntry(cls.size, sizes[c], member, role, reason, c))
+        if sizes[c] == cls.size:
+            argument = "kept (the original size)"
+        else:
+            parts = list(argued.get(c, {}).values())
+            argument = "; ".join(parts) if parts else "free (positions along it are renamings of each other)"
+            if sizes[c] > max(mins[c], 1) and not parts:
+                argument += "; its size follows from the classes it is sharded or reshaped with"
+        entries.append(ClassEntry(cls.size, sizes[c], member, role, reason, c, argument))
     blocks = {}
     comps: dict[int, list[int]] = {}
     for c in range(n):
