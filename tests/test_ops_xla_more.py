@@ -284,6 +284,34 @@ case("convolution_layouts_int_reversal", M(
 
 
 # ---------------------------------------------------------------------------
+# dynamic_pad, real_dynamic_slice (amounts as constant operands, as shape refinement leaves them)
+
+case("dynamic_pad_real_dynamic_slice", M(
+    "(%a: tensor<2x3xf32>, %v: tensor<f32>, %i: tensor<4x5xi32>) -> (tensor<5x9xf32>, tensor<1x2xf32>, tensor<3x2xi32>, tensor<2x3xi32>)", """
+    %lo = stablehlo.constant dense<[0, 1]> : tensor<2xi64>
+    %hi = stablehlo.constant dense<[2, 1]> : tensor<2xi64>
+    %in = stablehlo.constant dense<[1, 2]> : tensor<2xi64>
+    %0 = stablehlo.dynamic_pad %a, %v, %lo, %hi, %in : (tensor<2x3xf32>, tensor<f32>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>) -> tensor<5x9xf32>
+    %s = stablehlo.constant dense<[1, 0]> : tensor<2xi64>
+    %l = stablehlo.constant dense<[2, 3]> : tensor<2xi64>
+    %st = stablehlo.constant dense<[1, 2]> : tensor<2xi64>
+    %1 = stablehlo.real_dynamic_slice %a, %s, %l, %st : (tensor<2x3xf32>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>) -> tensor<1x2xf32>
+    %z = stablehlo.constant dense<7> : tensor<i32>
+    %nlo = stablehlo.constant dense<[-1, 0]> : tensor<2xi32>
+    %nhi = stablehlo.constant dense<[0, -3]> : tensor<2xi32>
+    %nin = stablehlo.constant dense<[0, 0]> : tensor<2xi32>
+    %2 = stablehlo.dynamic_pad %i, %z, %nlo, %nhi, %nin : (tensor<4x5xi32>, tensor<i32>, tensor<2xi32>, tensor<2xi32>, tensor<2xi32>) -> tensor<3x2xi32>
+    %s2 = stablehlo.constant dense<[0, 1]> : tensor<2xi32>
+    %l2 = stablehlo.constant dense<[4, 4]> : tensor<2xi32>
+    %st2 = stablehlo.constant dense<[2, 1]> : tensor<2xi32>
+    %3 = stablehlo.real_dynamic_slice %i, %s2, %l2, %st2 : (tensor<4x5xi32>, tensor<2xi32>, tensor<2xi32>, tensor<2xi32>) -> tensor<2x3xi32>
+    return %0, %1, %2, %3 : tensor<5x9xf32>, tensor<1x2xf32>, tensor<3x2xi32>, tensor<2x3xi32>
+    """),
+    # Interior and edge padding, negative edges that crop, strided slices.
+    lambda r: [nice(r, (2, 3)), f32(-1.5), ints(r, (4, 5), -100, 100)])
+
+
+# ---------------------------------------------------------------------------
 # Forms jax emits (testdata/ops_more/gen_ops_more.py)
 
 OPS_MORE = TESTDATA / "ops_more"
@@ -506,6 +534,36 @@ def test_mutation_convolution_window_reversal_ignored(xla, monkeypatch) -> None:
     monkeypatch.setattr(conv_mod, "_conv_std", lambda ctx, op, lhs, rhs, kind: orig(
         ctx, replace(op, attrs={**op.attrs, "window_reversal": None}), lhs, rhs, kind))
     assert "output 2" in _must_fail(xla, "convolution_layouts_int_reversal")
+
+
+# -- dynamic_pad, real_dynamic_slice
+
+
+def test_mutation_dynamic_pad_edges_swapped(xla, monkeypatch) -> None:
+    from tv_mlir.semantics import TABLE
+    from tv_mlir.semantics import dynamic as dynamic_mod
+
+    orig = dynamic_mod._dynamic_pad
+    monkeypatch.setitem(TABLE, "stablehlo.dynamic_pad", lambda ctx, op, args: orig(ctx, op, [args[0], args[1], args[3],
+                                                                                            args[2], args[4]]))
+    assert "output 0" in _must_fail(xla, "dynamic_pad_real_dynamic_slice")
+
+
+def test_dynamic_amounts_from_data_are_unknown() -> None:
+    from conftest import numeric_values, prepared, symbolic_values
+    from tv_mlir.errors import Unsupported
+
+    text = M("(%a: tensor<4xf32>, %s: tensor<1xi32>) -> tensor<2xf32>", """
+    %l = stablehlo.constant dense<[3]> : tensor<1xi32>
+    %st = stablehlo.constant dense<[1]> : tensor<1xi32>
+    %0 = stablehlo.real_dynamic_slice %a, %s, %l, %st : (tensor<4xf32>, tensor<1xi32>, tensor<1xi32>, tensor<1xi32>) -> tensor<2xf32>
+    return %0 : tensor<2xf32>
+    """)
+    module = prepared(text)
+    inputs = [f32([1, 2, 3, 4]), np.array([1])]
+    assert numeric_values(module, inputs)[0].tolist() == [2.0, 3.0]  # known values: a slice
+    with pytest.raises(Unsupported, match="data-dependent"):
+        symbolic_values(module, inputs)
 
 
 # -- bit ops

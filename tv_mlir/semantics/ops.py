@@ -69,7 +69,7 @@ DEGREE_PRESERVING = VALUE_IDENTITIES | COLLECTIVES | DYNAMIC_SLICES | _hlo(
     "convert", "negate", "reshape", "transpose", "broadcast_in_dim", "slice", "pad", "concatenate",
     "reduce_precision", "custom_call", "real", "imag", "add", "subtract", "gather",
     # Sums or picks of window elements, like `reduce` (whose degree shrink.degree reads by name).
-    "reduce_window")
+    "reduce_window", "dynamic_pad", "real_dynamic_slice")
 # The result's degree is the sum of its operands'; a convolution's elements are dot products.
 DEGREE_ADDING = DOTS | _hlo("multiply", "convolution")
 
