@@ -100,6 +100,11 @@ def test_second_witness_catches_a_dropped_window_bound(monkeypatch) -> None:
         return tied, pins, {}, tied_classes
 
     monkeypatch.setattr(plan, "tie_constants", no_bounds)
+    # Rule (a) of issue 12 (the ref's 2048 is tied to the positions, and the literal 6
+    # must stay below it) would keep the window visible too: off as well.
+    from tv_mlir.shrink.constants import Order
+    real_order = plan.order
+    monkeypatch.setattr(plan, "order", lambda *args: Order())
     ref, other = _window(2048), _window(6)
     v = tv_mlir.verify(ref, other, full_size_check="off")
     (cls,) = v.shrink["second"]["sizes"]
@@ -108,6 +113,7 @@ def test_second_witness_catches_a_dropped_window_bound(monkeypatch) -> None:
     c = v.counterexample
     assert c.confirmed_at == "original sizes" and c.index[0] >= 6, (c.index, v.reason)
     monkeypatch.setattr(plan, "tie_constants", real)
+    monkeypatch.setattr(plan, "order", real_order)
     # With the rule in place, the first proof finds it and no second proof is needed.
     v = tv_mlir.verify(ref, other, full_size_check="off")
     assert v.verdict == "not-equivalent" and "second" not in v.shrink
@@ -168,15 +174,21 @@ def test_the_budget_holds_families_back_and_says_so() -> None:
 
 @pytest.mark.parametrize("name,caught", [("transposed square weight", True), ("top-2 over a class shrunk to 2", True),
                                          ("two size constants that collide", False)])
-def test_the_hidden_bugs_without_the_full_size_check(name: str, caught: bool) -> None:
+def test_the_hidden_bugs_without_the_full_size_check(name: str, caught: bool, monkeypatch) -> None:
     # tests/test_full_size.py's pairs that today's shrinking rules hide (a transposed update
     # of a square weight shrunk to 1x1, a top-2 mask over 8 experts shrunk to 2): at the
     # second sizes (2x2, 4 experts) the bug shows and is confirmed at the original sizes.
     # Two constants that collide are rewritten alike at both sizes: only the full-size
     # check finds that one.
-    from test_full_size import HIDDEN
+    from test_full_size import HIDDEN, without_rules
 
     ref, bug = HIDDEN[name]
+    # The rules of issue 12 item 1 find all three in the first proof, no second needed.
+    v = tv_mlir.verify(ref, bug, full_size_check="off")
+    assert v.verdict == "not-equivalent" and v.counterexample.confirmed_at == "original sizes", v.reason
+    assert "second" not in v.shrink, v.shrink
+    # Without those rules: what the second witness alone does.
+    without_rules(monkeypatch)
     v = tv_mlir.verify(ref, bug, full_size_check="off")
     second = v.shrink["second"]
     assert second["verdict"] == ("not-equivalent" if caught else "equivalent"), second

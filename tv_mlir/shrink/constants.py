@@ -95,8 +95,8 @@ def tie_constants(a: DimAnalysis, where: Sites, constants: list[Constant], sizes
         exprs.append((size, small, (c,), "size"))
         exprs.append((size - 1, small - 1, (c,), "size - 1"))
         for j in range(2, NEAR + 1):
-            # Rule (a): a clamp at V - 2 is V' - 2 at the shrunk size (integers only);
-            # the class keeps 2j + 2 so that V' - j is still inside and not at 0.
+            # Rule (a): a clamp at V - 2 is V' - 2 at the shrunk size (integers and float
+            # divisors); the class keeps 2j + 2 so that V' - j is still inside, not 0.
             if size - j >= _TIE_MIN:
                 exprs.append((size - j, small - j, (c,), f"size - {j}"))
     for cs in where.counts:
@@ -113,7 +113,7 @@ def tie_constants(a: DimAnalysis, where: Sites, constants: list[Constant], sizes
                 if o > 1 and abs(k.value - 1.0 / o) <= 1e-6 * abs(k.value):
                     hits.append((1.0 / s if s else None, 1.0 / o, cs))
             elif k.value == o and (k.is_int or kind in ("size", "element count")
-                                        or (kind == "size - 1" and k.role == "divisor")):
+                                        or (kind.startswith("size - ") and k.role == "divisor")):
                 hits.append((s, o, cs))
                 if kind.startswith("size - ") and kind != "size - 1":
                     near = int(kind.split(" - ")[1])

@@ -35,6 +35,17 @@ def _elementwise(w: Walker, op: Op, why: str) -> None:
                 w.same(i, o, why)
 
 
+def _bitcast_convert(w: Walker, op: Op, why: str) -> None:
+    # Same bit width: elementwise. A width change adds or drops a minor dim of the width
+    # ratio, whose positions are bytes of one element: the shared dims join, that one pins.
+    src, out = op.operands[0], op.results[0]
+    rs, ro = len(w.types[src].shape), len(w.types[out].shape)
+    w.same(src, out, why, [(d, d) for d in range(min(rs, ro))])
+    if rs != ro:
+        v = src if rs > ro else out
+        w.uf.pin(w.node(v, max(rs, ro) - 1), f"bitcast_convert at {op.loc} changes the bit width")
+
+
 def _constant(w: Walker, op: Op, why: str) -> None:
     # A splat is the same at every position; a table of distinct values is not.
     value = op.attrs.get("value")
@@ -322,6 +333,7 @@ def _prefix_products(shape: tuple[int, ...]) -> list[int]:
 RULES: dict[str, DimRule] = {
     **{name: _elementwise for name in ELEMENTWISE | VALUE_IDENTITIES},
     "stablehlo.constant": _constant,
+    "stablehlo.bitcast_convert": _bitcast_convert,
     "stablehlo.iota": _iota,
     "stablehlo.broadcast_in_dim": _broadcast_in_dim,
     "stablehlo.transpose": _transpose,
@@ -355,6 +367,8 @@ PINNING: dict[str, str] = {
     "stablehlo.reduce_window": "reads positions",  # windows, strides and padding in positions
     "stablehlo.select_and_scatter": "reads positions",  # windows and strides in positions
     "stablehlo.fft": "reads positions",  # the twiddle factors depend on the length
+    "stablehlo.dynamic_pad": "reads positions",  # pads by amounts computed at run time
+    "stablehlo.real_dynamic_slice": "reads positions",  # start, limit and stride at run time
     "stablehlo.convolution": "reads positions",  # windows, strides and padding in positions
     "stablehlo.rng": "reads positions",  # the random stream is laid out by position
     "stablehlo.rng_bit_generator": "reads positions",  # the random stream is laid out by position
