@@ -34,6 +34,7 @@ class NamedPosition:
 def named_positions(fa: ProgramFacts, a: DimAnalysis) -> list[NamedPosition]:
     derived: dict[str, tuple[float, frozenset[int]]] = {}  # value -> (scale, iota classes)
     out: list[NamedPosition] = []
+    memo: dict[str, tuple[tuple[tuple[str, float], ...], bool] | None] = {}
 
     def name(constant: str, value: float, scale: float, classes: frozenset[int]) -> None:
         if not value or not math.isfinite(value) or not scale:
@@ -61,13 +62,13 @@ def named_positions(fa: ProgramFacts, a: DimAnalysis) -> list[NamedPosition]:
             for k, o in enumerate(op.operands):
                 if ins[k]:
                     continue
-                for cname, cvalue in _offset_constants(fa, o):
+                for cname, cvalue in _offset_constants(fa, o, memo=memo):
                     if op.name == "stablehlo.multiply" or (op.name == "stablehlo.divide" and k == 1):
                         # A factor: names where the product reaches one unit, and itself.
                         name(cname, max(abs(cvalue), 1.0 / abs(cvalue)) if cvalue else 0.0, 1.0, classes)
                     else:
                         name(cname, cvalue, scale, classes)
-            factor = _factor(fa, op, ins)
+            factor = _factor(fa, op, ins, memo)
             if factor is not None:
                 scale = scale * factor if op.name == "stablehlo.multiply" else scale / factor
         for r in op.results:
@@ -75,7 +76,8 @@ def named_positions(fa: ProgramFacts, a: DimAnalysis) -> list[NamedPosition]:
     return out
 
 
-def _factor(fa: ProgramFacts, op: Op, ins: list[tuple[float, frozenset[int]] | None]) -> float | None:
+def _factor(fa: ProgramFacts, op: Op, ins: list[tuple[float, frozenset[int]] | None],
+            memo: dict[str, tuple[tuple[tuple[str, float], ...], bool] | None]) -> float | None:
     """|k| of `pos * k` or `pos / k` with a constant k, else None (the scale is kept)."""
     if op.name == "stablehlo.multiply":
         others = [o for o, d in zip(op.operands, ins) if not d]
@@ -85,40 +87,52 @@ def _factor(fa: ProgramFacts, op: Op, ins: list[tuple[float, frozenset[int]] | N
         return None
     if len(others) != 1:
         return None
-    found = _offset_constants(fa, others[0], device=False)
+    found = _offset_constants(fa, others[0], device=False, memo=memo)
     if len(found) != 1 or not found[0][1]:
         return None
     return abs(float(found[0][1]))
 
 
-def _offset_constants(fa: ProgramFacts, value: str, device: bool = True) -> list[tuple[str, float]]:
+def _offset_constants(fa: ProgramFacts, value: str, device: bool = True,
+                      memo: dict[str, tuple[tuple[tuple[str, float], ...], bool] | None] | None = None) \
+        -> list[tuple[str, float]]:
     """The splat constants of a constant expression, or of a partition offset (arithmetic
-    over device ids and constants, when `device`); [] when the value depends on data."""
-    out: list[tuple[str, float]] = []
-    todo, seen, has_device = [value], set(), False
-    while todo:
-        v = todo.pop()
-        if v in seen:
+    over device ids and constants, when `device`); [] when the value depends on data.
+    `memo` (value -> (constants, has a device id), or None for data) keeps a long chain
+    linear: every value is looked at once per program."""
+    memo = {} if memo is None else memo
+    stack = [value]
+    while stack:
+        v = stack[-1]
+        if v in memo:
+            stack.pop()
             continue
-        seen.add(v)
-        if v not in fa.defs:
-            return []  # an argument: data
-        op, _ = fa.defs[v]
-        if op.name == "stablehlo.constant":
+        op = fa.defs[v][0] if v in fa.defs else None
+        if op is None:
+            memo[v] = None  # an argument: data
+        elif op.name == "stablehlo.constant":
             c = splat(op)
-            if c is None:
-                return []
-            if not only_device(fa, v):  # mesh steps (pid / 1 % 4) are not offsets
-                out.append((v, float(c)))
+            # mesh steps (pid / 1 % 4) are not offsets
+            memo[v] = None if c is None else (((v, float(c)),) if not only_device(fa, v) else (), False)
         elif op.name in DEVICE_IDS:
-            has_device = True
+            memo[v] = ((), True)
         elif op.name in _OFFSET_ARITH:
-            todo.extend(op.operands)
+            todo = [o for o in op.operands if o not in memo]
+            if todo:
+                stack.extend(todo)
+                continue
+            parts = [memo[o] for o in op.operands]
+            if any(p is None for p in parts):
+                memo[v] = None
+            else:
+                memo[v] = (tuple(c for p in parts if p for c in p[0]), any(p[1] for p in parts if p))
         else:
-            return []
-    if has_device and not device:
+            memo[v] = None
+        stack.pop()
+    found = memo[value]
+    if found is None or (found[1] and not device):
         return []
-    return out
+    return list(dict.fromkeys(found[0]))
 
 
 __all__ = ["NamedPosition", "named_positions"]
