@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from functools import cache
 
+import numpy as np
 import pytest
 
 import tv_mlir
@@ -128,9 +129,15 @@ def test_a_size_minus_k_is_rewritten_with_room() -> None:
     assert {v for (prog, _), v in p.constants.items() if prog == "ref"} == {vocab - 1, vocab}, p.constants
 
 
-def test_a_realistic_bug_twin_not_equivalent() -> None:
-    v = _verify("clip_near", "big", "bug", replay=False)
-    assert v.verdict != "equivalent", v.reason
+def test_a_realistic_bug_twin_confirmed_at_the_original_sizes() -> None:
+    # The witness (index V' - 1 at V' = 8) is embedded with its index value moved to V - 1
+    # (shrink/embed.py `values`): at 32000 words the clamp at V - 2 still differs.
+    v = _verify("clip_near", "big", "bug")
+    assert v.verdict == "not-equivalent", v.reason
+    c = v.counterexample
+    assert c.embedded and c.confirmed_at == "original sizes", c
+    values = [int(x) for v in c.inputs.values() for x in np.ravel(np.array(v)) if float(x).is_integer()]
+    assert 31999 in values, c.inputs
 
 
 # Rule (b): constants combined with positions.

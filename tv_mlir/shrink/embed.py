@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tv_mlir.ir import Module
+from tv_mlir.ir import Module, Op
+from tv_mlir.shrink.facts import ProgramFacts
 from tv_mlir.shrink.plan import ShrinkPlan
 
 # Inputs larger than this are not materialised at their original sizes (a 16384 x 4096
@@ -39,6 +40,11 @@ class DimMap:
 class Embedding:
     args: tuple[tuple[DimMap, ...], ...]
     results: tuple[tuple[DimMap, ...], ...]
+    # Per argument: the class its integer *values* index (a token id into the vocabulary),
+    # as a DimMap: an index value moves with the element it names (index V' - 1 of a
+    # shrunk vocabulary is V - 1 in the `ends` layout), so that a clamp at V - 2 that
+    # differs from V - 1 at the shrunk size still differs when embedded.
+    values: tuple[DimMap | None, ...] = ()
 
     def fits(self, budget: int = MAX_ELEMENTS) -> bool:
         return sum(int(np.prod([d.original for d in dims])) for dims in self.args) <= budget
@@ -48,6 +54,12 @@ class Embedding:
         out = np.zeros(tuple(d.original for d in dims), dtype=small.dtype)
         index = np.ix_(*[np.array([d.position(j, layout) for j in range(n)], dtype=np.int64)
                          for d, n in zip(dims, small.shape)]) if dims else ()
+        vm = self.values[k] if k < len(self.values) else None
+        if vm is not None and np.issubdtype(small.dtype, np.integer):
+            inside = (small >= 0) & (small < vm.shrunk_block * (vm.original // max(1, vm.block)))
+            moved = np.array([vm.position(int(v), layout) if ok else int(v)
+                              for v, ok in zip(small.reshape(-1), inside.reshape(-1))], dtype=small.dtype)
+            small = moved.reshape(small.shape)
         out[index] = small
         return out
 
@@ -67,9 +79,49 @@ def embedding(plan: ShrinkPlan, ref: Module) -> Embedding:
     if ref.per_device:
         args = [f"global arg {k}" for k in range(len(ref.main.body.args))]
         results = [f"global result {k}" for k in range(len(ref.main.body.returns))]
+        values: tuple[DimMap | None, ...] = ()
     else:
         args, results = list(ref.main.body.args), list(ref.main.body.returns)
-    return Embedding(tuple(dims(a) for a in args), tuple(dims(r) for r in results))
+        facts = ProgramFacts.of("ref", ref)
+        gathers = [op for op in facts.ops() if op.name == "stablehlo.gather" and op.attrs.get("dimension_numbers")]
+        values = tuple(_value_map(plan, facts, gathers, a) for a in args) if gathers else ()
+    return Embedding(tuple(dims(a) for a in args), tuple(dims(r) for r in results), values)
+
+
+def _value_map(plan: ShrinkPlan, facts: ProgramFacts, gathers: list[Op], arg: str) -> DimMap | None:
+    """The one shrunk class whose positions the argument's values select in a gather
+    of the reference (its start indices computed from the argument), if exactly one."""
+    found: set[int] = set()
+    for op in gathers:
+        if arg not in _int_cone(facts, op.operands[1]):
+            continue
+        for d in op.attrs["dimension_numbers"].start_index_map:
+            key = ("ref", op.operands[0], d)
+            if key in plan.analysis.class_of:
+                found.add(plan.analysis.class_of[key])
+    if len(found) != 1:
+        return None
+    c = found.pop()
+    if plan.sizes[c] == plan.analysis.classes[c].size:
+        return None
+    block, small = plan.blocks.get(c, (plan.analysis.classes[c].size, plan.sizes[c]))
+    return DimMap(plan.analysis.classes[c].size, block, small)
+
+
+def _int_cone(facts: ProgramFacts, value: str) -> set[str]:
+    """The values an integer index is computed from (not through float data)."""
+    seen: set[str] = set()
+    todo = [value]
+    while todo:
+        v = todo.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        if v in facts.defs:
+            op, k = facts.defs[v]
+            if not op.result_types[k].is_float:
+                todo.extend(op.operands)
+    return seen
 
 
 LAYOUTS = ("start", "ends")
