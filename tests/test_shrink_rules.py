@@ -218,3 +218,42 @@ def test_every_class_has_an_argument() -> None:
                 assert d["argument"] == entry.argument
                 if entry.verified == entry.original:
                     assert entry.argument.startswith("kept")
+
+
+# Each pair is adversarial for its rule: with the rule patched off, shrinking hides the
+# bug again (or, for rule f, spoils the correct pair), with the check and witness off.
+
+def _rule_off(monkeypatch: pytest.MonkeyPatch, rule: str) -> None:
+    from tv_mlir.shrink import constants, degree, facts
+    from tv_mlir.shrink import plan as plan_module
+    from tv_mlir.shrink.constants import Order
+
+    if rule == "a":
+        monkeypatch.setattr(plan_module, "order", lambda *args: Order())
+        monkeypatch.setattr(constants, "NEAR", 1)
+    elif rule == "b":
+        monkeypatch.setattr(constants, "named_positions", lambda *args: [])
+    elif rule == "c":
+        monkeypatch.setattr(plan_module, "order_statistics", lambda *args: None)
+    elif rule == "d":
+        monkeypatch.setattr(plan_module, "exchanged", lambda *args: None)
+    elif rule == "e":
+        monkeypatch.setattr(degree, "PIECEWISE", frozenset())
+    elif rule == "f":
+        monkeypatch.setattr(facts, "device_count", lambda *args: False)
+        monkeypatch.setattr(constants, "device_count", lambda *args: False)
+
+
+@pytest.mark.parametrize("pair,rule", [("mean_divisor", "a"), ("seq_offset", "a"), ("clip_near", "a"),
+                                       ("pos_product", "b"), ("top2", "c"), ("transpose_square", "d"),
+                                       ("gather_interleave", "d"), ("newton_max", "e")])
+def test_without_its_rule_the_bug_hides(pair: str, rule: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    _rule_off(monkeypatch, rule)
+    v = _verify(pair, "small", "bug")
+    assert v.verdict == "equivalent", v.reason
+
+
+def test_without_rule_f_the_correct_pmean_is_not_proved_at_shrunk_sizes(monkeypatch: pytest.MonkeyPatch) -> None:
+    _rule_off(monkeypatch, "f")
+    v = _verify("pmean", "big", "ok")
+    assert v.verdict != "equivalent" or not v.shrink["applied"], v.reason
