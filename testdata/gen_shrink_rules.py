@@ -183,6 +183,29 @@ def top2(t: int, e: int, variant: str) -> Pair:
                 "the top-2 routing mask is missing")
 
 
+# (c) The same top-2 mask written as a loop (max, then mask it out, twice): a statistic of
+# a rank the loop decides, so the expert class is pinned.
+def top2_loop(t: int, e: int, variant: str) -> Pair:
+    def masked_max(x):
+        def step(_, carry):
+            xs, m = carry
+            m = jnp.max(xs, axis=1, keepdims=True)
+            return jnp.where(xs == m, -jnp.inf, xs), m
+        _, m2 = lax.fori_loop(0, 2, step, (x, jnp.zeros((t, 1), F32)))
+        return jnp.where(x >= m2, x, 0.0)
+
+    def ok(x):
+        m1 = jnp.max(x, axis=1, keepdims=True)
+        m2 = jnp.max(jnp.where(x == m1, -jnp.inf, x), axis=1, keepdims=True)
+        return jnp.where(x >= m2, x, 0.0)
+
+    def bug(x):
+        return x * 1.0
+
+    return Pair("top2_loop", "c", variant, {"tokens": t, "experts": e}, [Arg((t, e))], masked_max, ok, bug,
+                "the top-2 routing mask (a loop of masked maxes in the reference) is missing")
+
+
 # (d) A transposed update of a square weight.
 def transpose_square(h: int, variant: str) -> Pair:
     def ref(w, g):
@@ -259,6 +282,7 @@ def pairs() -> list[Pair]:
         pos_product(64, 4, 40, "small"), pos_product(2048, 4096, 1000, "big"),
         float_offset(32, 4, "small"), float_offset(2048, 4096, "big"),
         top2(8, 8, "small"), top2(16384, 64, "big"),
+        top2_loop(8, 8, "small"), top2_loop(64, 64, "big"),
         transpose_square(16, "small"), transpose_square(4096, "big"),
         gather_interleave(2, 32, "small"), gather_interleave(8, 4096, "big"),
         newton_max(8, "small"), newton_max(4096, "big"),

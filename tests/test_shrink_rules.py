@@ -171,6 +171,42 @@ def test_c_top2_keeps_three_experts(variant: str, experts: int) -> None:
         assert n >= 3 and "order statistic 2" in argument, (n, argument)
 
 
+def test_c_a_loop_of_masked_maxes_pins_the_class() -> None:
+    # fori_loop(0, 2): max, then mask it out, in jax's closed_call inside the while.
+    for variant, experts in (("small", 8), ("big", 64)):
+        entry = next(e for e in _plan("top2_loop", variant, "bug").entries if "dim 1" in e.where)
+        assert entry.verified == experts and "inside a loop" in entry.reason, entry
+
+
+def _smooth_twice(n: int) -> str:
+    """max over x, then the max of exp(x - max): a smooth use, one statistic deep."""
+    t, r = f"tensor<4x{n}xf32>", "tensor<4xf32>"
+    return f"""module {{
+ func.func public @main(%x: {t}) -> {r} {{
+  %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %m = stablehlo.reduce(%x init: %ninf) applies stablehlo.maximum across dimensions = [1] : ({t}, tensor<f32>) -> {r}
+  %b = stablehlo.broadcast_in_dim %m, dims = [0] : ({r}) -> {t}
+  %d = stablehlo.subtract %x, %b : {t}
+  %e = stablehlo.exponential %d : {t}
+  %m2 = stablehlo.reduce(%e init: %ninf) applies stablehlo.maximum across dimensions = [1] : ({t}, tensor<f32>) -> {r}
+  return %m2 : {r}
+ }}
+}}
+"""
+
+
+def test_c_a_smooth_use_of_the_max_is_no_second_statistic() -> None:
+    from tv_mlir.frontend.read import load_module_mlir
+
+    text = _smooth_twice(64)
+    m = load_module_mlir(text).module
+    check = prepare(text, Options())
+    m.per_device, m.arg_shardings, m.result_shardings = check.per_device, check.arg_shardings, check.result_shardings
+    p = plan(m, m)
+    n, argument = _entry(p, 64)
+    assert n == 2 and "order statistic 1" in argument, (n, argument)
+
+
 # Rule (d): transposes.
 
 def test_d_square_transpose_keeps_two() -> None:
@@ -245,7 +281,8 @@ def _rule_off(monkeypatch: pytest.MonkeyPatch, rule: str) -> None:
 
 
 @pytest.mark.parametrize("pair,rule", [("mean_divisor", "a"), ("seq_offset", "a"), ("clip_near", "a"),
-                                       ("pos_product", "b"), ("top2", "c"), ("transpose_square", "d"),
+                                       ("pos_product", "b"), ("top2", "c"), ("top2_loop", "c"),
+                                       ("transpose_square", "d"),
                                        ("gather_interleave", "d"), ("newton_max", "e")])
 def test_without_its_rule_the_bug_hides(pair: str, rule: str, monkeypatch: pytest.MonkeyPatch) -> None:
     _rule_off(monkeypatch, rule)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tv_mlir.ir import Op
 from tv_mlir.semantics.ops import SELECTING_REDUCERS
 from tv_mlir.shrink.dims import DimAnalysis
 from tv_mlir.shrink.facts import ProgramFacts
@@ -25,69 +26,99 @@ class Bounds:
             self.why[c] = why
 
 
+# Ops through which an order statistic becomes a mask: a comparison with it, or a
+# piecewise choice against it (x == max, min(x, max - d), |x - max|). A smooth use of
+# the max (softmax's exp(x - max), a later layer's scores) reads no further statistic.
+MASKING = frozenset({"stablehlo.compare", "stablehlo.maximum", "stablehlo.minimum", "stablehlo.clamp",
+                     "stablehlo.abs", "stablehlo.sign", "stablehlo.floor", "stablehlo.ceil",
+                     "stablehlo.round_nearest_even", "stablehlo.round_nearest_afz", "stablehlo.remainder"})
+
+
 def order_statistics(fa: ProgramFacts, a: DimAnalysis, family: list[int], out: Bounds) -> None:
-    """Rule (c). A max/min reduction over a class whose operand is computed from another
-    max/min over the same class (a top-2 mask: the max, then the max of what is not the
-    max) reads the k-th largest element, k = the nesting depth: the class keeps k + 1
-    elements, so that the k-th statistic is not the smallest one (at 2 experts top-2
-    keeps everything). A selecting reduction inside a loop reads a statistic of unknown
-    rank: the class is pinned. `family`: class -> its scale component (a local expert
-    class and its global count are one family)."""
-    depth: dict[str, dict[int, int]] = {}  # value -> family -> order statistics in its cone
-    loops: set[str] = set()  # values defined inside a while
+    """Rule (c). A max/min reduction over a class whose operand is masked by another
+    max/min over the same class (a top-2 mask: the max, then the max of what is not equal
+    to the max) reads the k-th largest element, k = the nesting depth of such masks: the
+    class keeps k + 1 elements, so that the k-th statistic is not the smallest one (at 2
+    experts top-2 keeps everything). A statistic reaches a later reduction as a mask only
+    through `MASKING` ops (a compare, a piecewise choice); a smooth use (softmax's
+    exp(x - max) feeding the next layer) does not count. A selecting reduction inside a
+    loop whose carried values are masked by a statistic over its class reads a statistic
+    of unknown rank: the class is pinned. `family`: class -> its scale component (a local
+    expert class and its global count are one family)."""
+    raw: dict[str, dict[int, int]] = {}  # value -> family -> deepest statistic in its cone
+    masked: dict[str, dict[int, int]] = {}  # ... that reached it through a mask
+    in_loop: dict[str, Op] = {}  # value defined inside a while -> the outermost while
     ops = fa.ops()
     for op in ops:
         if op.name == "stablehlo.while":
-            for region in op.regions:
-                loops.update(x for inner in region.walk() for x in inner.results)
+            # The loop's own ops and those of every function it calls (jax's closed_call).
+            todo = [inner for region in op.regions for inner in region.walk()]
+            called: set[str] = set()
+            while todo:
+                inner = todo.pop()
+                for x in inner.results:
+                    in_loop.setdefault(x, op)
+                callee = inner.attrs.get("callee", "") if inner.name == "func.call" else ""
+                if callee in fa.module.funcs and callee not in called:
+                    called.add(callee)
+                    todo.extend(fa.module.funcs[callee].body.walk())
 
-    def of(v: str) -> dict[int, int]:
-        if v in depth:
-            return depth[v]
+    def of(table: dict[str, dict[int, int]], v: str) -> dict[int, int]:
+        if v in table:
+            return table[v]
         if v in fa.region_arg:
             owner, _, k = fa.region_arg[v]
-            return depth.get(owner.operands[k], {}) if k < len(owner.operands) else {}
+            return table.get(owner.operands[k], {}) if k < len(owner.operands) else {}
         merged: dict[int, int] = {}
         for call, k in fa.callers.get(v, []):
-            _merge(merged, depth.get(call.operands[k], {}))
+            _merge(merged, table.get(call.operands[k], {}))
         return merged
 
+    looped: list[tuple[Op, int, str]] = []  # (while, class, reduction's location)
     # Program order, repeated: a region's returns and a callee's body come after the op
     # that uses them, and the depths only grow (bounded by the nesting of reductions).
     for _ in range(6):
         changed = False
         for op in ops:
-            seen: dict[int, int] = {}
-            for v in op.operands:
-                _merge(seen, of(v))
-            for region in op.regions:
-                for v in region.returns:
-                    _merge(seen, of(v))
+            sources = list(op.operands) + [v for region in op.regions for v in region.returns]
             if op.name == "func.call":
                 callee = fa.module.funcs.get(op.attrs.get("callee", ""))
-                for v in callee.body.returns if callee is not None else ():
-                    _merge(seen, of(v))
+                sources += list(callee.body.returns) if callee is not None else []
+            seen: dict[int, int] = {}
+            mask: dict[int, int] = {}
+            for v in sources:
+                _merge(seen, of(raw, v))
+                _merge(mask, of(masked, v))
+            if op.name in MASKING:
+                _merge(mask, seen)
             if op.name == "stablehlo.reduce":
                 body = op.regions[0].ops
                 by = body[0].name if len(body) == 1 else ""
                 if by in SELECTING_REDUCERS:
-                    inner = dict(seen)
+                    what = by.split(".")[-1]
                     for v in op.operands[:len(op.operands) // 2]:
                         for d in op.attrs["dimensions"]:
                             c = a.class_of[(fa.program, v, d)]
-                            k = inner.get(family[c], 0) + 1
+                            k = of(masked, v).get(family[c], 0) + 1
                             seen[family[c]] = max(seen.get(family[c], 0), k)
-                            what = by.split(".")[-1]
-                            if op.results[0] in loops:
-                                out.pins.setdefault(c, f"a {what} reduction inside a loop at {op.loc} "
-                                                       "(an order statistic of unknown rank)")
-                            out.at_least(c, k + 1, f"order statistic {k} ({what} of {what}s, {k} deep at {op.loc})")
+                            if op.results[0] in in_loop:
+                                looped.append((in_loop[op.results[0]], c, op.loc))
+                            out.at_least(c, k + 1, f"order statistic {k} ({what} of what is masked by a {what}, "
+                                                   f"{k} deep at {op.loc})" if k > 1 else
+                                         f"order statistic 1 ({what} at {op.loc})")
             for r in op.results:
-                if depth.get(r) != seen:
-                    depth[r] = seen
+                if raw.get(r) != seen or masked.get(r) != mask:
+                    raw[r], masked[r] = seen, mask
                     changed = True
         if not changed:
             break
+    for loop, c, loc in looped:
+        carried: dict[int, int] = {}
+        for v in loop.regions[1].returns:
+            _merge(carried, of(masked, v))
+        if carried.get(family[c], 0):
+            out.pins.setdefault(c, f"a max/min reduction at {loc} inside a loop that carries values masked by it "
+                                   "(an order statistic of unknown rank)")
 
 
 def _merge(into: dict[int, int], other: dict[int, int]) -> None:
