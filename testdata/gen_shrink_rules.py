@@ -143,6 +143,25 @@ def pos_product(s: int, h: int, t: int, variant: str) -> Pair:
                 f"the mask of positions >= {t} (written as pos * {1.0 / t} >= 1) is missing")
 
 
+# (b) A position clipped at a non-integer float through jnp.clip (a private function that
+# takes the position and its bounds as arguments): the bound names position T.
+def pos_clip(s: int, h: int, t: int, variant: str) -> Pair:
+    def pos():
+        return lax.broadcasted_iota(F32, (s, h), 0)
+
+    def ref(x):
+        return x * jnp.clip(pos(), 0.0, t + 0.5)
+
+    def ok(x):
+        return x * jnp.minimum(pos(), t + 0.5)
+
+    def bug(x):
+        return x * pos()
+
+    return Pair("pos_clip", "b", variant, {"seq": s, "hidden": h, "threshold": t}, [Arg((s, h))], ref, ok, bug,
+                f"the positions are not clipped at {t + 0.5}")
+
+
 # (b) A float position offset from the partition index: axis * L.0 + iota.
 def float_offset(s: int, h: int, variant: str) -> Pair:
     local = s // TP
@@ -281,6 +300,7 @@ def pairs() -> list[Pair]:
         clip_near(64, 8, "small"), clip_near(32000, 16, "big"),
         pos_product(64, 4, 40, "small"), pos_product(2048, 4096, 1000, "big"),
         float_offset(32, 4, "small"), float_offset(2048, 4096, "big"),
+        pos_clip(64, 4, 40, "small"), pos_clip(2048, 4096, 1000, "big"),
         top2(8, 8, "small"), top2(16384, 64, "big"),
         top2_loop(8, 8, "small"), top2_loop(64, 64, "big"),
         transpose_square(16, "small"), transpose_square(4096, "big"),

@@ -151,6 +151,13 @@ def test_b_float_product_names_its_threshold() -> None:
     assert _entry(small, 64)[0] == 64  # pos * 0.025 >= 1 names 40
 
 
+def test_b_positions_followed_into_a_function() -> None:
+    # jnp.clip(pos, 0, 1000.5) is a call: the position and the bound are its arguments.
+    for variant, seq in (("small", 64), ("big", 2048)):
+        n, argument = _entry(_plan("pos_clip", variant, "bug"), seq)
+        assert n == seq, (variant, n, argument)
+
+
 def test_b_float_partition_offset_is_a_size() -> None:
     # axis_index * 512.0 + iota: 512.0 is the local length, rewritten with it.
     p = _plan("float_offset", "big", "ok")
@@ -281,7 +288,7 @@ def _rule_off(monkeypatch: pytest.MonkeyPatch, rule: str) -> None:
 
 
 @pytest.mark.parametrize("pair,rule", [("mean_divisor", "a"), ("seq_offset", "a"), ("clip_near", "a"),
-                                       ("pos_product", "b"), ("top2", "c"), ("top2_loop", "c"),
+                                       ("pos_product", "b"), ("pos_clip", "b"), ("top2", "c"), ("top2_loop", "c"),
                                        ("transpose_square", "d"),
                                        ("gather_interleave", "d"), ("newton_max", "e")])
 def test_without_its_rule_the_bug_hides(pair: str, rule: str, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,6 +9,7 @@ over device ids) are named the same way."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from tv_mlir.ir import Op
@@ -43,12 +44,33 @@ def named_positions(fa: ProgramFacts, a: DimAnalysis) -> list[NamedPosition]:
         if p <= _MAX_NAMED:
             out.append(NamedPosition(fa.program, constant, math.ceil(p - 1e-9), classes))
 
-    for op in fa.ops():
+    # Twice: positions cross into functions (jnp.clip, jnp.where are private funcs taking
+    # the position and the constants as arguments) and back out through their results.
+    ops = fa.ops()
+    for _ in range(2):
+        _pass(fa, a, ops, derived, memo, name)
+    return list(dict.fromkeys(out))  # the second pass names the first's again
+
+
+def _pass(fa: ProgramFacts, a: DimAnalysis, ops: list[Op], derived: dict[str, tuple[float, frozenset[int]]],
+          memo: dict[str, tuple[tuple[tuple[str, float], ...], bool] | None],
+          name: Callable[[str, float, float, frozenset[int]], None]) -> None:
+    for op in ops:
         if op.name == "stablehlo.iota":
             d = int(op.attrs.get("iota_dimension", 0))
             derived[op.results[0]] = (1.0, frozenset({a.class_of[(fa.program, op.results[0], d)]}))
             continue
         ins = [derived.get(o) for o in op.operands]
+        if op.name == "func.call" and any(ins):
+            callee = fa.module.funcs.get(op.attrs.get("callee", ""))
+            if callee is not None:
+                for arg, found in zip(callee.body.args, ins):
+                    if found is not None:
+                        derived[arg] = found
+                for r, ret in zip(op.results, callee.body.returns):
+                    if ret in derived:
+                        derived[r] = derived[ret]
+            continue
         if op.name not in POSITION_FLOW or not any(ins):
             continue
         classes = frozenset().union(*(d[1] for d in ins if d))
@@ -73,7 +95,6 @@ def named_positions(fa: ProgramFacts, a: DimAnalysis) -> list[NamedPosition]:
                 scale = scale * factor if op.name == "stablehlo.multiply" else scale / factor
         for r in op.results:
             derived[r] = (scale, classes)
-    return out
 
 
 def _factor(fa: ProgramFacts, op: Op, ins: list[tuple[float, frozenset[int]] | None],
@@ -108,8 +129,19 @@ def _offset_constants(fa: ProgramFacts, value: str, device: bool = True,
             stack.pop()
             continue
         op = fa.defs[v][0] if v in fa.defs else None
-        if op is None:
-            memo[v] = None  # an argument: data
+        if op is None and fa.callers.get(v):
+            # A function's argument: the constants its callers pass (jnp.clip's bounds).
+            todo = [call.operands[k] for call, k in fa.callers[v] if call.operands[k] not in memo]
+            if todo:
+                stack.extend(todo)
+                continue
+            parts = [memo[call.operands[k]] for call, k in fa.callers[v]]
+            memo[v] = None if any(p is None for p in parts) else \
+                (tuple(c for p in parts if p for c in p[0]), any(p[1] for p in parts if p))
+        elif op is None:
+            memo[v] = None  # an argument of the entry (data)
+        elif op is None:
+            memo[v] = None
         elif op.name == "stablehlo.constant":
             c = splat(op)
             # mesh steps (pid / 1 % 4) are not offsets
