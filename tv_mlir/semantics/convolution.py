@@ -44,6 +44,14 @@ def _conv_std(ctx: OpContext, op: Op, lhs: np.ndarray, rhs: np.ndarray, kind: Ki
     kernel = rhs.shape[2:]
     out_sp = tuple(max((p - ((w - 1) * d + 1)) // s + 1, 0)
                    for p, w, d, s in zip(padded.shape[2:], kernel, rhs_dil, strides))
+    n, c = lhs.shape[0], lhs.shape[1]
+    o = rhs.shape[0]
+    out_count = int(np.prod(out_sp, dtype=np.int64))
+    kprod = int(np.prod(kernel, dtype=np.int64))
+    if c * kprod == 0:
+        return ctx.alg.full((n,) + out_sp + (o,), 0, kind)
+    if not ctx.alg.symbolic:
+        return _conv_by_offsets(ctx, padded, rhs, out_sp, strides, rhs_dil, reversal, kind)
     # Window elements: padded[n, c, o * stride + w * dilation] -> [N, C, out..., kernel...].
     idx: list[np.ndarray | slice] = [slice(None), slice(None)]
     for d in range(k):
@@ -54,16 +62,32 @@ def _conv_std(ctx: OpContext, op: Op, lhs: np.ndarray, rhs: np.ndarray, kind: Ki
         shape[d], shape[k + d] = out_sp[d], kernel[d]
         idx.append((np.arange(out_sp[d])[:, None] * strides[d] + w[None, :] * rhs_dil[d]).reshape(shape))
     windows = padded[tuple(idx)]  # [N, C, out..., kernel...]
-    n, c = lhs.shape[0], lhs.shape[1]
-    o = rhs.shape[0]
-    out_count = int(np.prod(out_sp, dtype=np.int64))
-    kprod = int(np.prod(kernel, dtype=np.int64))
-    # Contract over (C, kernel...): a = [1, N * out, C * kernel], b = [1, O, C * kernel].
+    # Contract over (C, kernel...) in one dot, so each output element is one flat sum of
+    # products: a = [1, N * out, C * kernel], b = [1, O, C * kernel].
     a = np.moveaxis(windows, 1, 1 + k).reshape(1, n * out_count, c * kprod)
     b = rhs.reshape(1, o, c * kprod)
-    if c * kprod == 0:
-        return ctx.alg.full((n,) + out_sp + (o,), 0, kind)
     return ctx.alg.dot(a, b, kind).reshape((n,) + out_sp + (o,))
+
+
+def _conv_by_offsets(ctx: OpContext, padded: np.ndarray, rhs: np.ndarray, out_sp: tuple[int, ...],
+                     strides: tuple[int, ...], rhs_dil: tuple[int, ...], reversal: tuple[bool, ...],
+                     kind: Kind) -> np.ndarray:
+    """The same convolution for the numeric algebra, one kernel offset at a time: memory of
+    the result's size rather than of every window (the interpreter runs programs at their
+    original sizes, where all windows of a large conv would not fit)."""
+    n, c, o = padded.shape[0], padded.shape[1], rhs.shape[0]
+    kernel = rhs.shape[2:]
+    rows = n * int(np.prod(out_sp, dtype=np.int64))
+    acc = ctx.alg.full((1, rows, o), 0, kind)
+    for offset in np.ndindex(*kernel):
+        # The window element at offset w meets kernel element w (K - 1 - w where reversed).
+        pos = [np.arange(out_sp[d]) * strides[d] + ((kernel[d] - 1 - w) if reversal[d] else w) * rhs_dil[d]
+               for d, w in enumerate(offset)]
+        slab = padded[(slice(None), slice(None)) + np.ix_(*pos)]  # [N, C, out...]
+        a = np.moveaxis(slab, 1, -1).reshape(1, rows, c)
+        b = rhs[(slice(None), slice(None)) + offset].reshape(1, o, c)
+        acc = ctx.alg.add(acc, ctx.alg.dot(a, b, kind), kind)
+    return acc.reshape((n,) + out_sp + (o,))
 
 
 def _groups(lhs: np.ndarray, rhs: np.ndarray, fgc: int, bgc: int) -> list[tuple[np.ndarray, np.ndarray]]:
