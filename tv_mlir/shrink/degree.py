@@ -173,7 +173,7 @@ def _trip_count(f: ProgramFacts, op: Op) -> int | None:
     if len(cond.returns) != 1 or cond.returns[0] not in f.defs:
         return None
     cmp, _ = f.defs[cond.returns[0]]
-    if cmp.name != "stablehlo.compare" or cmp.attrs.get("comparison_direction") not in ("LT", None):
+    if cmp.name != "stablehlo.compare" or cmp.attrs.get("comparison_direction") != "LT":
         return None
     lhs, rhs = cmp.operands
     if lhs not in cond.args:
