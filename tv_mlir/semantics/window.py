@@ -163,7 +163,13 @@ def _select_and_scatter(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[
         # one flat sum (x + 0 == x for every IEEE value), as scatter-add does.
         zero = alg.full(src_shape, 0, kind)
         for pos, c in zip(positions, conds):
-            result = _scatter_add(alg, result, pos, alg.select(c, source, zero, kind), kind)
+            masked = alg.select(c, source, zero, kind)
+            if alg.symbolic:
+                result = _scatter_add(alg, result, pos, masked, kind)
+            else:
+                # Numbers: unbuffered in-place adds (repeated positions accumulate), at
+                # the original sizes without a Python step per element.
+                np.add.at(result, pos, masked)
         return [result]
     if simple_reducer(scatter_body) is None:
         raise unsupported(op, f"{op.name} with a scatter body other than one of {', '.join(sorted(FAST_REDUCERS))} "
