@@ -3,6 +3,7 @@ trained with optax.adamw, sharded with jax.jit + NamedSharding on a 2x4 mesh (FS
 dp, TP over tp, data-parallel batch), exported by testdata/gen_flax.py into testdata/flax/.
 
 What runs here is what the symbolic core affords today (each test under ~20 s):
+- the whole model's forward in the Shardy form at the smaller `mini_` size: equivalent;
 - the model's MLP block (flax RMSNorm + SwiGLU Dense layers) through `tv_mlir.jax.check`
   itself, and its exported forward and forward+backward in XLA's partitioned form and the
   Shardy form: equivalent;
@@ -58,6 +59,16 @@ def test_mlp_block_through_check(gen) -> None:
 def test_mlp_block_exports_are_equivalent(pair: str) -> None:
     name, form = pair.split(".")
     assert_equivalent(FLAX / f"{name}.ref.mlir", FLAX / f"{name}.{form}.mlir")
+
+
+def test_whole_model_forward_shardy_at_mini_size() -> None:
+    """The whole model's loss (embedding, attention with RoPE and GQA, SwiGLU, LM head,
+    cross-entropy) at the mini_ size in the Shardy form: the one whole-model pair the
+    symbolic core closes within a test's time today (~14 s; the partitioned form ends
+    unknown: its expansion passes the term budget)."""
+    v = assert_equivalent(FLAX / "mini_fwd.ref.mlir", FLAX / "mini_fwd.shardy.mlir",
+                          assume={"tokens": (0, 16), "targets": (0, 16)})
+    assert v.assume == {"tokens": [0, 16], "targets": [0, 16]}
 
 
 @pytest.mark.parametrize("mutation", ["dropped_all_reduce", "wrong_replica_groups", "all_gather_wrong_dim",
