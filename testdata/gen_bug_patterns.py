@@ -1,0 +1,153 @@
+"""Generate testdata/bug_patterns/: public sharding bug patterns, written fresh in jax.
+
+Run from the repository root:
+
+    .venv/bin/python testdata/gen_bug_patterns.py
+
+Each pattern is a jax function jitted with in/out shardings on 8 CPU devices. The script
+writes, through ``tv_mlir.jax.export_pair`` (form="partitioned": XLA's per-device module
+right after SPMD partitioning), ``<name>.ref.mlir`` (the single-device reference) and
+``<name>.partitioned.mlir``; then a hand-made mutation ``<name>.bug.partitioned.mlir`` of the
+partitioned text that reproduces the public bug's mechanism:
+
+- shift: ``a.at[:-1].set(a[1:])`` on an array sharded along the shifted dim (the pattern of
+  jax issue 18434). XLA exchanges the one-row halo with a collective_permute from the right
+  neighbour; the bug reverses its source_target_pairs (the halo comes from the wrong side).
+- conv: a strided ``conv_general_dilated`` with the image height sharded (jax 16894). The
+  bug shifts the per-shard window start: the local conv's padding is moved by one row,
+  i.e. the window is offset by the shard's start.
+- matmul_out: ``x @ w`` with the contracting dim sharded and the result's out_shardings
+  replicated vs row-sharded (tt-xla 902: results depended on out_shardings). The bug
+  reduces the partial sums over the wrong shards (wrong replica groups in the all_reduce).
+- fft: a real FFT round trip along the sharded dim (the shape of jax 16909's sharded FFT).
+  Only the pair is written, no mutation: the verifier models no complex numbers, so no fft
+  semantics exist and the pair is `unknown` today. (XLA's CPU partitioner all-gathers the
+  FFT dim and runs the FFT replicated, then slices: no distributed-FFT mechanism to mutate.)
+
+Each mutated module must be `not-equivalent` to the reference with a counterexample that
+the verifier replays on XLA (tests/test_bug_patterns.py); the mutation helpers raise when
+their pattern does not occur exactly once, so a changed XLA partitioner output shows here.
+Sizes are small: the larger shift and conv pin every dimension today (scatter and
+convolution read positions; the one-row halo slice/concatenate pins its width).
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
+os.environ["JAX_PLATFORMS"] = "cpu"
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+from jax import lax  # noqa: E402
+from jax.sharding import NamedSharding  # noqa: E402
+from jax.sharding import PartitionSpec as P  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+jax.config.update("jax_hlo_source_file_canonicalization_regex", r"^.*/(?=testdata/)")
+
+from tv_mlir import jax as tj  # noqa: E402
+
+OUT = HERE / "bug_patterns"
+F32 = jnp.float32
+MESH = jax.make_mesh((2, 4), ("dp", "sp"), axis_types=(jax.sharding.AxisType.Auto,) * 2)
+
+
+def S(*spec: Any) -> NamedSharding:
+    return NamedSharding(MESH, P(*spec))
+
+
+def shift(a):
+    return a.at[:-1].set(a[1:])
+
+
+def conv(x, w):
+    return lax.conv_general_dilated(x, w, (2, 1), ((0, 1), (1, 1)), dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+
+def matmul(x, w):
+    return x @ w
+
+
+def fft(x):
+    # A real FFT along axis 0 (the sharded one), a filter, and back: real in, real out.
+    spectrum = jnp.fft.rfft(x, axis=0)
+    return jnp.fft.irfft(spectrum * jnp.arange(spectrum.shape[0], dtype=F32)[:, None], n=x.shape[0], axis=0)
+
+
+def _sub(pattern: str, repl: Callable[[re.Match[str]], str]) -> Callable[[str], str]:
+    """A mutation: replace the one match of `pattern` (it must occur exactly once)."""
+    def mutate(text: str) -> str:
+        new, n = re.subn(pattern, repl, text)
+        if n != 1:
+            raise SystemExit(f"mutation pattern {pattern!r} matched {n} times")
+        return new
+    return mutate
+
+
+def _reverse_pairs(m: re.Match[str]) -> str:
+    """source_target_pairs with every pair reversed: the halo comes from the other neighbour."""
+    pairs = re.findall(r"\[(\d+), (\d+)\]", m.group(1))
+    return "source_target_pairs = dense<[" + ", ".join(f"[{t}, {s}]" for s, t in pairs) + "]>"
+
+
+# Each bug: (pattern's name, mutated file's suffix, mutation of the partitioned text).
+REVERSE_HALO = _sub(r"source_target_pairs = dense<(\[\[[^>]*\]\])>", _reverse_pairs)
+# The local strided conv's window grid one row early on every shard: padding (0, 0) of the
+# 5-row haloed shard becomes (1, 0), the same output height, windows offset from the shard's
+# start.
+CONV_WINDOW_OFFSET = _sub(r"stride = \[2, 1\], pad = \[\[0, 0\], ", lambda m: "stride = [2, 1], pad = [[1, 0], ")
+# The partial sums of the sharded contraction added over the 2-way dp axis instead of the
+# 4-way sp axis that splits the contraction.
+WRONG_GROUPS = _sub(r'axes = \[#stablehlo.axis_ref<name = "axis_1">\]',
+                    lambda m: 'axes = [#stablehlo.axis_ref<name = "axis_2">]')
+# The row-sharded result: each device keeps the rows of its mirror shard (offset table reversed).
+WRONG_ROWS = _sub(r"dense<\[0, 2, 4, 6\]> : tensor<4xi32>", lambda m: "dense<[6, 4, 2, 0]> : tensor<4xi32>")
+
+
+@dataclass
+class Pattern:
+    name: str
+    fn: Callable[..., Any]
+    args: tuple[Any, ...]
+    in_shardings: Any
+    out_shardings: Any
+    bugs: dict[str, Callable[[str], str]]
+
+
+PATTERNS = [
+    Pattern("shift", shift, (jax.ShapeDtypeStruct((16, 4), F32),), (S("sp", None),), S("sp", None),
+            {"reversed_halo": REVERSE_HALO}),
+    Pattern("conv", conv, (jax.ShapeDtypeStruct((2, 16, 4, 2), F32), jax.ShapeDtypeStruct((3, 3, 2, 2), F32)),
+            (S(None, "sp"), S()), S(None, "sp"),
+            {"reversed_halo": REVERSE_HALO, "window_offset": CONV_WINDOW_OFFSET}),
+    Pattern("matmul_replicated", matmul, (jax.ShapeDtypeStruct((8, 16), F32), jax.ShapeDtypeStruct((16, 8), F32)),
+            (S(None, "sp"), S("sp", None)), S(),
+            {"wrong_groups": WRONG_GROUPS}),
+    Pattern("matmul_rows", matmul, (jax.ShapeDtypeStruct((8, 16), F32), jax.ShapeDtypeStruct((16, 8), F32)),
+            (S(None, "sp"), S("sp", None)), S("sp", None),
+            {"wrong_rows": WRONG_ROWS}),
+    Pattern("fft", fft, (jax.ShapeDtypeStruct((8, 4), F32),), (S("sp", None),), S("sp", None), {}),
+]
+
+
+def main() -> None:
+    OUT.mkdir(exist_ok=True)
+    for p in PATTERNS:
+        ref, part = tj.export_pair(p.fn, *p.args, in_shardings=p.in_shardings, out_shardings=p.out_shardings,
+                                   directory=OUT, name=p.name)
+        text = part.read_text()
+        for bug, mutate in p.bugs.items():
+            (OUT / f"{p.name}.{bug}.partitioned.mlir").write_text(mutate(text))
+        print(p.name, ", ".join(p.bugs) or "(no mutation)")
+
+
+if __name__ == "__main__":
+    main()
