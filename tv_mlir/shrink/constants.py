@@ -11,9 +11,9 @@ from tv_mlir.shrink.dims import DimAnalysis
 from tv_mlir.shrink.facts import (
     Constant,
     ProgramFacts,
+    block_offset_constants,
     device_count,
     index_sources,
-    int_cone_constants,
     only_device,
     position_constants,
     splat,
@@ -69,7 +69,7 @@ def sites(a: DimAnalysis, facts: list[ProgramFacts]) -> Sites:
                 starts = op.operands[1:] if op.name == "stablehlo.dynamic_slice" else op.operands[2:]
                 for d, start in enumerate(starts):
                     consts = [(fa.program, name, splat(fa.defs[name][0]), only_device(fa, name))
-                              for name in int_cone_constants(fa, start)]
+                              for name in block_offset_constants(fa, start)]
                     out.offsets.append((a.class_of[(fa.program, op.operands[0], d)], f"{op.name} at {op.loc}",
                                         index_sources(fa, start) & {"iota", "float", "input"}, consts))
             elif op.name == "stablehlo.gather":

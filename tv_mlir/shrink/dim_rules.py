@@ -101,24 +101,54 @@ def _no_dims(w: Walker, op: Op, why: str) -> None:
     """Device ids are scalars: nothing to join or pin."""
 
 
+def anchor(p: int, n: int) -> tuple[bool, int] | None:
+    """A slice bound `p` of a dim of size `n`, counted from the nearer end: (True, p) from
+    the front, (False, n - p) from the back; None when both ends are as near (the middle
+    of the dim: a half is no halo). The rewrite keeps the bound at that distance from that
+    end (`rewrite.py`)."""
+    if 2 * p < n:
+        return True, p
+    if 2 * p > n:
+        return False, n - p
+    return None
+
+
 def _pad(w: Walker, op: Op, why: str) -> None:
+    # A pad by constant amounts (no interior padding) is an offset relation: the result is
+    # the operand plus lo + hi; lo and hi are the halo widths it adds.
     src, out = op.operands[0], op.results[0]
     lo, hi, inner = (op.attrs.get(k, ()) for k in ("edge_padding_low", "edge_padding_high", "interior_padding"))
     for d in range(len(w.types[src].shape)):
         if lo[d] == hi[d] == inner[d] == 0:
             w.same(src, out, why, [(d, d)])
+        elif inner[d] == 0 and w.types[src].shape[d] > 0:
+            w.offset(w.node(src, d), w.node(out, d), lo[d] + hi[d], lo[d], hi[d], f"pad at {op.loc}", out)
         else:
             w.uf.pin(w.node(src, d), f"pad at {op.loc}")
             w.uf.pin(w.node(out, d), f"pad at {op.loc}")
 
 
 def _concatenate(w: Walker, op: Op, why: str) -> None:
+    # The largest operand is the class; the other pieces have constant widths (a halo
+    # received from a neighbour, a pad written as a concatenation): pinned, and the result
+    # is an offset of the largest one. Two pieces as large as each other pin everything.
     out = op.results[0]
     dim = int(op.attrs["dimension"])
+    sizes = [w.types[i].shape[dim] for i in op.operands]
     for i in op.operands:
         w.same(i, out, why, [(d, d) for d in range(len(w.types[i].shape)) if d != dim])
-        w.uf.pin(w.node(i, dim), f"concatenate at {op.loc}")
-    w.uf.pin(w.node(out, dim), f"concatenate at {op.loc}")
+    big = max(range(len(sizes)), key=lambda k: sizes[k]) if sizes else 0
+    if len(sizes) < 2 or sorted(sizes)[-2] == sizes[big]:
+        for i in op.operands:
+            w.uf.pin(w.node(i, dim), f"concatenate at {op.loc}")
+        w.uf.pin(w.node(out, dim), f"concatenate at {op.loc}")
+        return
+    front, back = sum(sizes[:big]), sum(sizes[big + 1:])
+    for k, i in enumerate(op.operands):
+        if k != big:
+            w.uf.pin(w.node(i, dim), f"a piece of constant width {sizes[k]} concatenated at {op.loc}")
+    w.offset(w.node(op.operands[big], dim), w.node(out, dim), front + back, front, back,
+             f"concatenate at {op.loc}", out)
 
 
 def _custom_call(w: Walker, op: Op, why: str) -> None:
@@ -217,15 +247,26 @@ def _dot(w: Walker, op: Op, why: str) -> None:
 
 
 def _slice(w: Walker, op: Op, why: str) -> None:
+    # Each bound is counted from the nearer end (`anchor`): both from one end is a piece of
+    # constant width (a halo sent to a neighbour: pinned); start from the front and limit
+    # from the back is an offset relation (the operand minus both). Strides pin.
     src, dst = op.operands[0], op.results[0]
     starts, limits = op.attrs["start_indices"], op.attrs["limit_indices"]
     strides = op.attrs.get("strides") or (1,) * len(starts)
     for d, n in enumerate(w.types[src].shape):
         if starts[d] == 0 and limits[d] == n and strides[d] == 1:
             w.same(src, dst, why, [(d, d)])
+            continue
+        a, b = anchor(starts[d], n), anchor(limits[d], n)
+        where = f"slice [{starts[d]}:{limits[d]}] at {op.loc}"
+        if strides[d] != 1 or a is None or b is None or (not a[0] and b[0]):
+            w.uf.pin(w.node(src, d), where)
+            w.uf.pin(w.node(dst, d), where)
+        elif a[0] == b[0]:
+            w.uf.pin(w.node(dst, d), f"a piece of constant width {limits[d] - starts[d]}: {where}")
+            w.halos.append((w.node(src, d), max(a[1], b[1]), where, dst, 0, 0))
         else:
-            w.uf.pin(w.node(src, d), f"slice [{starts[d]}:{limits[d]}] at {op.loc}")
-            w.uf.pin(w.node(dst, d), f"slice [{starts[d]}:{limits[d]}] at {op.loc}")
+            w.offset(w.node(src, d), w.node(dst, d), -(a[1] + b[1]), -a[1], -b[1], where, dst)
 
 
 def _dynamic_slice(w: Walker, op: Op, why: str) -> None:
@@ -377,4 +418,4 @@ PINNING: dict[str, str] = {
     **{name: "is not analysed (broadcasts its operands by rank)" for name in BROADCASTING_ELEMENTWISE},
 }
 
-__all__ = ["PINNING", "RULES", "DimRule"]
+__all__ = ["PINNING", "RULES", "DimRule", "anchor"]

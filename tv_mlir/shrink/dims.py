@@ -46,6 +46,11 @@ class DimAnalysis:
     scales: list[tuple[int, int, int]]  # (global class, local class, number of shards)
     products: list[tuple[int, tuple[int, ...]]]  # (class, its factors major to minor)
     types: dict[tuple[str, str], TensorType]  # (program, value) -> type as read
+    # Offset relations (slice, pad, concatenate by constants): (derived class, base class,
+    # c) with size(derived) = size(base) + c; the base is the smallest class of its group.
+    offsets: list[tuple[int, int, int]] = field(default_factory=list)
+    # class -> (the largest halo width met along it, where): docs/shrinking.md "Halos".
+    halos: dict[int, tuple[int, str]] = field(default_factory=dict)
 
     def classes_of(self, program: str, value: str) -> list[int]:
         t = self.types[(program, value)]
@@ -136,6 +141,8 @@ def analyse(ref: Module, other: Module) -> DimAnalysis:
             for axis in range(min(len(ta.shape), len(tb.shape))):
                 uf.union(walkers["ref"].node(a, axis), walkers["other"].node(b, axis), f"{kind} {k}")
     _propagate_shards(uf, scales, products)
+    offsets = [o for w in walkers.values() for o in w.offsets]
+    potential = _resolve_offsets(uf, offsets)
     roots: dict[Node, int] = {}
     classes: list[DimClass] = []
     class_of: dict[Node, int] = {}
@@ -152,7 +159,119 @@ def analyse(ref: Module, other: Module) -> DimAnalysis:
     scale_ids = sorted({(class_of[g], class_of[loc], k) for g, loc, k in scales})
     product_ids = sorted({(class_of[p], tuple(class_of[f] for f in fs)) for p, fs in products})
     types = {(p, v): t for p, w in walkers.items() for v, t in w.types.items()}
-    return DimAnalysis(classes, class_of, scale_ids, product_ids, types)
+    offset_ids: list[tuple[int, int, int]] = []
+    for group in potential:
+        base = min(group, key=lambda r: group[r])
+        offset_ids.extend((class_of[r], class_of[base], group[r] - group[base]) for r in group if r != base)
+    halos: dict[int, tuple[int, str]] = {}
+    for w in walkers.values():
+        shifts = {result: (df, db) for _, _, _, result, df, db in w.halos}
+        zones = _zones(w.module, shifts) if shifts else {}
+        for n, amount, where, result, _, _ in w.halos:
+            c = class_of[n]
+            if zones is None:
+                classes[c].pin(f"a halo inside a loop that carries it ({where}): its zones grow with the trips")
+                continue
+            width = max(amount, *zones.get(result, (0, 0)))
+            if width > halos.get(c, (-1, ""))[0]:
+                halos[c] = (width, where)
+    return DimAnalysis(classes, class_of, scale_ids, product_ids, types, sorted(set(offset_ids)), halos)
+
+
+def _zones(module: Module, shifts: dict[str, tuple[int, int]]) -> dict[str, tuple[int, int]] | None:
+    """Per value, its end zones (front, back): how many positions at each end of a dim
+    can differ from an interior position in what they read (rule h). Inputs have none; a
+    pad or a concatenated piece adds its width to the zone at its end, a slice that cuts
+    c positions off an end takes c off that zone (`shifts`: result -> what its op adds
+    at the front and at the back); every other op's result has the largest zones of its
+    operands (conservative: zones are not told apart by dim). Values flow into regions
+    and functions and back; None when a loop carries a zone round and it keeps growing."""
+    ops = [op for f in module.funcs.values() for op in f.body.walk()]
+    zones: dict[str, tuple[int, int]] = {}
+
+    def raise_to(v: str, z: tuple[int, int]) -> bool:
+        old = zones.get(v, (0, 0))
+        new = (max(old[0], z[0]), max(old[1], z[1]))
+        if new != old:
+            zones[v] = new
+            return True
+        return False
+
+    def widest(vs: list[str]) -> tuple[int, int]:
+        zs = [zones.get(v, (0, 0)) for v in vs]
+        return max([z[0] for z in zs] + [0]), max([z[1] for z in zs] + [0])
+
+    for _ in range(8):
+        changed = False
+        for op in ops:
+            into = widest(list(op.operands))
+            back = widest([v for region in op.regions for v in region.returns])
+            both = (max(into[0], back[0]), max(into[1], back[1]))
+            for region in op.regions:
+                for a in region.args:
+                    # a loop's body returns come round to its arguments; other regions'
+                    # arguments are the op's operands (or their elements)
+                    changed |= raise_to(a, both if op.name == "stablehlo.while" else into)
+            came = both
+            if op.name == "func.call" and op.attrs.get("callee", "") in module.funcs:
+                callee = module.funcs[op.attrs["callee"]].body
+                for a, v in zip(callee.args, op.operands):
+                    changed |= raise_to(a, zones.get(v, (0, 0)))
+                out = widest(list(callee.returns))
+                came = (max(came[0], out[0]), max(came[1], out[1]))
+            for r in op.results:
+                df, db = shifts.get(r, (0, 0))
+                changed |= raise_to(r, (max(came[0] + df, 0), max(came[1] + db, 0)))
+        if not changed:
+            return zones
+    return None
+
+
+def _resolve_offsets(uf: NodeSets, offsets: list[tuple[Node, Node, int]]) -> list[dict[Node, int]]:
+    """Groups of classes related by offsets, each class with its potential (its size minus
+    the group's first class's): classes of one group with the same potential have the same
+    size and are the same dim (a pad by k then a slice back to the operand's length): they
+    are joined. A class reached with two different potentials pins its group. -> per
+    group, root -> potential."""
+    groups: list[dict[Node, int]] = []
+    for _ in range(4):
+        edges: dict[Node, list[tuple[Node, int]]] = {}
+        for b, d, c in offsets:
+            rb, rd = uf.find(b), uf.find(d)
+            if rb == rd:
+                if c:
+                    uf.pin(rb, f"related to itself by an offset of {c}")
+                continue
+            edges.setdefault(rb, []).append((rd, c))
+            edges.setdefault(rd, []).append((rb, -c))
+        seen: set[Node] = set()
+        groups, joined = [], False
+        for start in edges:
+            if start in seen:
+                continue
+            pot, todo, clash = {start: 0}, [start], False
+            while todo:
+                x = todo.pop()
+                for y, c in edges[x]:
+                    if y not in pot:
+                        pot[y] = pot[x] + c
+                        todo.append(y)
+                    elif pot[y] != pot[x] + c:
+                        clash = True
+            seen.update(pot)
+            if clash:
+                for x in pot:
+                    uf.pin(x, "sizes related by two different offsets")
+            by_value: dict[int, Node] = {}
+            for x, v in pot.items():
+                if v in by_value and uf.find(by_value[v]) != uf.find(x):
+                    uf.union(by_value[v], x, "an offset of 0 (sliced back to its length)")
+                    joined = True
+                by_value.setdefault(v, x)
+            groups.append(pot)
+        if not joined:
+            break
+    return [{uf.find(x): v for x, v in g.items()} for g in groups]
 
 
 def _signature_value(module: Module, kind: str, k: int) -> str:

@@ -219,9 +219,92 @@ def int_cone_constants(facts: ProgramFacts, value: str) -> list[str]:
     return out
 
 
+def block_offset_constants(facts: ProgramFacts, value: str) -> list[str]:
+    """Names of the constants of an offset's integer computation that count elements: as
+    `int_cone_constants`, except that below a product with a constant (`m * rows`, the
+    multiplier named) the other factor `m` counts blocks (a device or ring-step index,
+    `(axis + s + 4) % 4`): its constants are left out. A multiplier of 0 or +-1 is no
+    block size and does not cut. Block counts do not change when the classes shrink
+    (one divisor keeps every shard count), so only the multiplier must be a size."""
+    out, todo, seen = [], [value], set()
+    while todo:
+        v = todo.pop()
+        if v in seen or v not in facts.defs:
+            continue
+        seen.add(v)
+        op, _ = facts.defs[v]
+        if op.name == "stablehlo.constant":
+            out.append(v)
+            continue
+        if not op.result_types or op.result_types[0].is_float:
+            continue
+        if op.name == "stablehlo.multiply":
+            found = [(k, _constant_behind(facts, o)) for k, o in enumerate(op.operands)]
+            cut = [(k, c) for k, c in found if c is not None and c[1] not in (0, 1, -1)]
+            if len(cut) == 1:
+                k, (name, _) = cut[0]
+                out.append(name)
+                continue
+        todo.extend(op.operands)
+    return out
+
+
+def arg_sources(fa: ProgramFacts, v: str) -> list[str] | str | None:
+    """Where a function or loop argument's values come from: the callers' operands (a
+    function argument), the loop's initial operand (a `while` argument the body returns
+    unchanged, through calls), "counter" (a `while` argument the body steps by a constant,
+    `i + 1`, from an initial value of constants and device ids: a loop index), or None
+    (an entry argument, or a loop-carried value)."""
+    if v in fa.func_of_arg:
+        calls = fa.callers.get(v, [])
+        return [call.operands[k] for call, k in calls if k < len(call.operands)] or None
+    if v not in fa.region_arg:
+        return None
+    owner, _, k = fa.region_arg[v]
+    if owner.name != "stablehlo.while" or len(owner.regions) < 2 or k >= len(owner.operands):
+        return None
+    body = owner.regions[1]
+    mine, ret = body.args[k], _callee_value(fa, body.returns[k])
+    if _caller_value(fa, ret) == mine:
+        return [owner.operands[k]]
+    if ret in fa.defs:
+        op, _ = fa.defs[ret]
+        if op.name == "stablehlo.add":
+            others = [o for o in op.operands if _caller_value(fa, o) != mine]
+            if len(others) == 1 and len(others) < len(op.operands) and _constant_behind(fa, others[0]) is not None \
+                    and index_sources(fa, owner.operands[k]) <= {"constant", "device"}:
+                return "counter"
+    return None
+
+
+def _callee_value(fa: ProgramFacts, v: str) -> str:
+    """A call's result -> the value its callee returns (through nested calls)."""
+    for _ in range(16):
+        if v not in fa.defs:
+            return v
+        op, k = fa.defs[v]
+        callee = fa.module.funcs.get(op.attrs.get("callee", "")) if op.name == "func.call" else None
+        if callee is None or k >= len(callee.body.returns):
+            return v
+        v = callee.body.returns[k]
+    return v
+
+
+def _caller_value(fa: ProgramFacts, v: str) -> str:
+    """A function argument with a single call site -> that call's operand (repeatedly)."""
+    for _ in range(16):
+        calls = fa.callers.get(v, [])
+        if len(calls) != 1 or calls[0][1] >= len(calls[0][0].operands):
+            return v
+        v = calls[0][0].operands[calls[0][1]]
+    return v
+
+
 def index_sources(fa: ProgramFacts, value: str) -> set[str]:
-    """What an index computation is made of: constant, device (ids), input (integer
-    program inputs), iota, float (computed from float data)."""
+    """What an index computation is made of: constant, device (ids), counter (a loop
+    index, `arg_sources`), input (integer program inputs, loop-carried values), iota,
+    float (computed from float data). Function and loop arguments are followed to the
+    values they are called or started with."""
     out: set[str] = set()
     todo, seen = [value], set()
     while todo:
@@ -229,8 +312,17 @@ def index_sources(fa: ProgramFacts, value: str) -> set[str]:
         if v in seen:
             continue
         seen.add(v)
-        if v in fa.entry_args or v in fa.func_of_arg or v in fa.region_arg:
+        if v in fa.entry_args:
             out.add("input")
+            continue
+        if v in fa.func_of_arg or v in fa.region_arg:
+            came = arg_sources(fa, v)
+            if came == "counter":
+                out.add("counter")
+            elif isinstance(came, list):
+                todo.extend(came)
+            else:
+                out.add("input")
             continue
         if v not in fa.defs:
             continue
@@ -300,5 +392,6 @@ def only_device(fa: ProgramFacts, name: str) -> bool:
     return bool(uses) and all(fa.mesh_arithmetic(u, pos) for u, pos in uses)
 
 
-__all__ = ['Constant', 'ProgramFacts', 'device_count', 'group_size', 'index_sources', 'int_cone_constants',
+__all__ = ['Constant', 'ProgramFacts', 'arg_sources', 'block_offset_constants', 'device_count',
+           'group_size', 'index_sources', 'int_cone_constants',
            'only_device', 'position_constants', 'role_constants', 'splat', 'through_broadcasts']

@@ -118,7 +118,8 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
     scale_pairs = [(g, loc) for g, loc, _ in a.scales]
     comp = _components(n, scale_pairs)
     find = comp.__getitem__
-    family_of = _components(n, scale_pairs + [(p, f) for p, fs in a.products for f in fs])
+    family_of = _components(n, scale_pairs + [(p, f) for p, fs in a.products for f in fs]
+                            + [(b, d) for d, b, _ in a.offsets])
     family_sets: dict[int, set[int]] = {}
     for c in range(n):
         family_sets.setdefault(family_of[c], set()).add(c)
@@ -179,6 +180,7 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
             mins[c] = max(mins[c], 3)
             roles[c] = "positions (iota)"
             note(c, "b", "rule b: positions (3 per shard)")
+    derived = _halos(a, find, mins, pins, argued)
     # Per-shard bounds: a local class's bound applies to every shard of its global.
     constants = [c for fa in facts for c in role_constants(fa)]
     where = sites(a, facts)
@@ -186,7 +188,9 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
     def fixpoint() -> tuple[list[int], dict[tuple[str, str], float | int]]:
         tied: dict[tuple[str, str], float | int] = {}
         for _ in range(4 * n + 8):
-            sizes = _solve(a, find, mins, pins)
+            sizes = _solve(a, find, _linked(derived, mins), _linked_pins(derived, pins))
+            for d, (b, c) in derived.items():
+                sizes[d] = sizes[b] + c
             tied, new_pins, bounds, tied_classes = tie_constants(a, where, constants, sizes)
             changed = False
             for c, why in new_pins.items():
@@ -269,6 +273,9 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
         if not reason and sizes[c] == cls.size and cls.size > 1:
             reason = "already at its smallest admissible size" if mins[c] >= cls.size else \
                 "sizes of its relations leave no smaller divisor"
+        if c in derived and sizes[c] != cls.size:
+            b, k = derived[c]
+            role = f"offset ({a.classes[b].size} {'+' if k >= 0 else '-'} {abs(k)})"
         if sizes[c] == cls.size:
             argument = "kept (the original size)"
         else:
@@ -287,6 +294,70 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
             finest = min(inner, key=lambda m: a.classes[m].size)
             blocks[c] = (a.classes[finest].size, sizes[finest])
     return ShrinkPlan(a, sizes, tied, entries, blocks, held)
+
+
+def _halos(a: DimAnalysis, find: Callable[[int], int], mins: list[int], pins: dict[int, str],
+           argued: dict[int, dict[str, str]]) -> dict[int, tuple[int, int]]:
+    """Rule (h), halos and offsets (docs/shrinking.md, "Halos and tiles"). A class read by
+    slices, pads or concatenations at constant distances from its ends keeps, in every
+    shard, both end zones of the largest such distance R and two interior positions:
+    every class of its scale component keeps (2R + 2) per shard of the finest class. A
+    class that is an offset of another (the operand plus its pads, minus its slice
+    bounds) takes the other's size plus the offset: it is left out of the divisor, may
+    not be sharded or reshaped itself (the group is pinned), and its own lower bound
+    moves to its base. -> derived class -> (base class, offset)."""
+    derived = {d: (b, c) for d, b, c in a.offsets}
+    scaled = {g for g, _, _ in a.scales} | {loc for _, loc, _ in a.scales}
+    shaped = {p for p, _ in a.products} | {f for _, fs in a.products for f in fs}
+    for d, (b, _) in derived.items():
+        if d in scaled or d in shaped:
+            why = f"an offset of a class ({a.classes[b].size} + {a.classes[d].size - a.classes[b].size}) " \
+                  "that is itself sharded or reshaped"
+            pins.setdefault(d, why)
+            pins.setdefault(b, why)
+    width: dict[int, tuple[int, str]] = {}
+    for c, (r, where) in a.halos.items():
+        base = derived[c][0] if c in derived else c
+        if r > width.get(base, (-1, ""))[0]:
+            width[base] = (r, where)
+    comps: dict[int, list[int]] = {}
+    for c in range(len(a.classes)):
+        comps.setdefault(find(c), []).append(c)
+    for base, (r, where) in width.items():
+        members = comps[find(base)]
+        finest = min(a.classes[m].size for m in members)
+        for m in members:
+            if a.classes[m].size % max(1, finest):
+                continue
+            bound = a.classes[m].size // max(1, finest) * halo_bound(r)
+            mins[m] = max(mins[m], bound)
+            argued.setdefault(m, {})["h"] = f"rule h: halo width {r} ({where}): 2R + 2 = {halo_bound(r)} per shard"
+    for d, (b, c) in derived.items():
+        argued.setdefault(d, {})["h-offset"] = f"rule h: an offset of the class of size {a.classes[b].size} " \
+                                              f"by {c} (its size follows)"
+    return derived
+
+
+def halo_bound(r: int) -> int:
+    """Rule (h): the size per shard of a class read at distance r from its ends: both end
+    zones of r positions and two interior positions (docs/shrinking.md)."""
+    return 2 * r + 2
+
+
+def _linked(derived: dict[int, tuple[int, int]], mins: list[int]) -> list[int]:
+    """The lower bounds with every derived class's bound moved to its base."""
+    out = list(mins)
+    for d, (b, c) in derived.items():
+        out[b] = max(out[b], mins[d] - c, 1 - c)
+    return out
+
+
+def _linked_pins(derived: dict[int, tuple[int, int]], pins: dict[int, str]) -> dict[int, str]:
+    """A derived class pinned pins its base (and the base's size fixes the derived one)."""
+    for d, (b, _) in derived.items():
+        if d in pins and b not in pins:
+            pins[b] = f"an offset of it is kept: {pins[d]}"
+    return pins
 
 
 def _families_over_budget(a: DimAnalysis, family_of: list[int], first: list[int], full: list[int],

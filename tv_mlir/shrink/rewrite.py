@@ -9,6 +9,7 @@ from typing import Any
 
 from tv_mlir.errors import Unsupported
 from tv_mlir.frontend.read import Loaded
+from tv_mlir.shrink.dim_rules import anchor
 from tv_mlir.shrink.plan import ShrinkPlan
 
 
@@ -83,9 +84,14 @@ def _attrs(o: Any, program: str, plan: ShrinkPlan, names: dict[Any, str],
         limits = list(ir.DenseI64ArrayAttr(o.attributes["limit_indices"]))
         for d, (b, a) in enumerate(zip(before, after)):
             if b != a:
-                if starts[d] != 0 or limits[d] != b:
-                    raise Unsupported("shrinking a partial slice", None, "shrink")
-                limits[d] = a
+                # Each bound stays at its distance from the end it is counted from
+                # (dim_rules.anchor): a full-range slice stays full, a halo stays a halo.
+                for bounds in (starts, limits):
+                    at = anchor(bounds[d], b)
+                    if at is None:
+                        raise Unsupported("shrinking a slice with a bound in the middle", None, "shrink")
+                    bounds[d] = at[1] if at[0] else a - at[1]
+        o.attributes["start_indices"] = ir.DenseI64ArrayAttr.get(starts)
         o.attributes["limit_indices"] = ir.DenseI64ArrayAttr.get(limits)
         return
     if o.name == "stablehlo.dynamic_slice":

@@ -68,6 +68,13 @@ class Walker:
     rules: Mapping[str, Callable[[Walker, Op, str], None]]
     pinning: Mapping[str, str]
     types: dict[str, TensorType] = field(default_factory=dict)
+    # Offset relations (slice, pad, concatenate by constant amounts): size(derived) =
+    # size(base) + c, as (base, derived, c); and the halo amounts met along a dim: the
+    # largest distance of a constant slice bound, pad or concatenated piece from the end
+    # it is counted from (docs/shrinking.md, "Halos and tiles").
+    offsets: list[tuple[Node, Node, int]] = field(default_factory=list)
+    # (dim, width, where, op result, what the op adds to the result's front and back zones)
+    halos: list[tuple[Node, int, str, str, int, int]] = field(default_factory=list)
 
     def node(self, value: str, axis: int) -> Node:
         n = (self.program, value, axis)
@@ -92,6 +99,13 @@ class Walker:
 
     def scale(self, global_: Node, local: Node, k: int) -> None:
         self.scales.append((global_, local, k))
+
+    def offset(self, base: Node, derived: Node, c: int, front: int, back: int, where: str, result: str) -> None:
+        """size(derived) = size(base) + c = size(base) + front + back: the op adds `front`
+        positions before the base's (a pad, a concatenated halo; negative: a slice cuts
+        them) and `back` after."""
+        self.offsets.append((base, derived, c))
+        self.halos.append((base, max(abs(front), abs(back)), where, result, front, back))
 
     def sharded(self, global_value: str, local_value: str, s: Sharding | None, why: str) -> None:
         for axis in range(len(self.types[global_value].shape)):
