@@ -110,6 +110,8 @@ WRONG_GROUPS = _sub(r'axes = \[#stablehlo.axis_ref<name = "axis_1">\]',
                     lambda m: 'axes = [#stablehlo.axis_ref<name = "axis_2">]')
 # The row-sharded result: each device keeps the rows of its mirror shard (offset table reversed).
 WRONG_ROWS = _sub(r"dense<\[0, 2, 4, 6\]> : tensor<4xi32>", lambda m: "dense<[6, 4, 2, 0]> : tensor<4xi32>")
+WRONG_ROWS_BIG = _sub(r"dense<\[0, 64, 128, 192\]> : tensor<4xi32>",
+                      lambda m: "dense<[192, 128, 64, 0]> : tensor<4xi32>")
 
 
 @dataclass
@@ -134,6 +136,9 @@ PATTERNS = [
     Pattern("matmul_rows", matmul, (jax.ShapeDtypeStruct((8, 16), F32), jax.ShapeDtypeStruct((16, 8), F32)),
             (S(None, "sp"), S("sp", None)), S("sp", None),
             {"wrong_rows": WRONG_ROWS}),
+    # The same at a size the verifier shrinks (the contraction and free dims are shrinkable).
+    Pattern("matmul_rows_big", matmul, (jax.ShapeDtypeStruct((256, 512), F32), jax.ShapeDtypeStruct((512, 128), F32)),
+            (S(None, "sp"), S("sp", None)), S("sp", None), {"wrong_rows": WRONG_ROWS_BIG}),
     Pattern("fft", fft, (jax.ShapeDtypeStruct((8, 4), F32),), (S("sp", None),), S("sp", None), {}),
 ]
 

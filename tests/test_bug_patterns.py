@@ -9,7 +9,8 @@ a counterexample replayed on XLA at the programs' own sizes.
   wrong neighbour, and the local strided window grid offset by a row on every shard.
 - matmul_replicated / matmul_rows: one contraction-sharded matmul under two out_shardings
   (tt-xla 902); bugs: the partial sums all-reduced over the wrong mesh axis, and each device
-  keeping another shard's rows.
+  keeping another shard's rows. matmul_rows_big is the same at 256x512 @ 512x128, verified at
+  shrunk sizes (its bug found there and confirmed at the original sizes).
 - fft: a sharded real FFT round trip (jax 16909): no complex numbers are modelled, so the
   verifier must say `unknown` and name why, not guess.
 """
@@ -27,9 +28,9 @@ from tv_mlir.api import verify
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "testdata" / "bug_patterns"
 
-CORRECT = ["shift", "conv", "matmul_replicated", "matmul_rows"]
+CORRECT = ["shift", "conv", "matmul_replicated", "matmul_rows", "matmul_rows_big"]
 BUGS = [("shift", "reversed_halo"), ("conv", "reversed_halo"), ("conv", "window_offset"),
-        ("matmul_replicated", "wrong_groups"), ("matmul_rows", "wrong_rows")]
+        ("matmul_replicated", "wrong_groups"), ("matmul_rows", "wrong_rows"), ("matmul_rows_big", "wrong_rows")]
 
 
 def _ref(name: str) -> Path:
@@ -41,6 +42,8 @@ def test_correct_partitioned_program_is_equivalent(name: str) -> None:
     v = verify(_ref(name), DATA / f"{name}.partitioned.mlir")
     assert v.verdict == "equivalent", v.reason
     assert not v.unsupported and not v.approximations
+    if name.endswith("_big"):
+        assert v.shrink is not None and v.shrink["applied"], v.shrink
 
 
 @pytest.mark.parametrize("name,bug", BUGS)
