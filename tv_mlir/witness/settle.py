@@ -445,7 +445,27 @@ def unique(w: Witness, arrays: list[np.ndarray]) -> bool | None:
 
 
 def py_list(arr: np.ndarray) -> Any:
-    return np.vectorize(py_value, otypes=[object])(arr).tolist() if arr.shape else py_value(arr)
+    """`py_value` of every element, as nested lists: numpy's own `tolist` (Python ints,
+    bools and floats, as `item` gives them) with the non-finite floats named ("nan",
+    "inf", "-inf"), vectorised: an embedded witness has millions of elements."""
+    if not arr.shape:
+        return py_value(arr)
+    kind = arr.dtype.kind
+    if kind in "iub":
+        return arr.tolist()
+    if kind != "f":
+        try:  # bf16/f8 (ml_dtypes): float() of each, which float64 is exactly
+            arr = arr.astype(np.float64)
+        except (TypeError, ValueError):
+            return np.vectorize(py_value, otypes=[object])(arr).tolist()
+    bad = ~np.isfinite(arr)
+    if not bad.any():
+        return arr.tolist()
+    flat = arr.reshape(-1)
+    out = np.array(flat.tolist() + [None], dtype=object)[:-1]  # [None]: never a 2-d object array
+    for where, name in ((np.isnan(flat), "nan"), (np.isposinf(flat), "inf"), (np.isneginf(flat), "-inf")):
+        out[where] = name
+    return out.reshape(arr.shape).tolist()
 
 
 def concrete_inputs(cex: Counterexample, types: Sequence[TensorType]) -> list[np.ndarray]:
