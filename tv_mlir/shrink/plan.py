@@ -324,6 +324,11 @@ def _halos(a: DimAnalysis, find: Callable[[int], int], mins: list[int], pins: di
     for c in range(len(a.classes)):
         comps.setdefault(find(c), []).append(c)
     for base, (r, where) in width.items():
+        if base in shaped and r > 0:
+            # A reshape regroups positions (seq = blocks x block): a zone at the ends of
+            # the whole is at the ends of some blocks only; the zone argument does not hold.
+            pins.setdefault(base, f"read at constant distances from its ends ({where}) and reshaped")
+            continue
         members = comps[find(base)]
         finest = min(a.classes[m].size for m in members)
         for m in members:
