@@ -237,7 +237,7 @@ class FastAlgebra:
     def f_select(self, c: Bool, a: FF, b: FF) -> FF:
         if isinstance(c, bool):
             return a if c else b
-        return FF(self.store.ite(c, a.v, b.v), self._ite_cls(c, a.k, b.k))
+        return FF(self.store.ite(c, a.v, b.v, canonical=True), self._ite_cls(c, a.k, b.k))
 
     def f_neg(self, a: FF) -> FF:
         if isinstance(a.k, int):
@@ -622,7 +622,7 @@ class FastAlgebra:
     def _fold_ite_int(self, c: Bool, x: int | Term, y: int | Term) -> int | Term:
         if isinstance(c, bool):
             return x if c else y
-        return self._fold_int(self.store.ite(c, self._int(x), self._int(y)))
+        return self._fold_int(self.store.ite(c, self._int(x), self._int(y), canonical=True))
 
     def logic(self, op: str, a: np.ndarray, b: np.ndarray | None, t: TensorType) -> np.ndarray:
         s = self.store

@@ -66,7 +66,8 @@ def _combine(u: Term, store: TermStore, memo: dict[int, Interval]) -> Interval:
             lo, hi = lo + a, hi + b
         return lo, hi
     if u.kind == VAR:
-        return store.bounds.get(u.id, UNBOUNDED)
+        rng = store.bounds.get(u.id)
+        return rng if rng is not None else store.ranges.get(u.id, UNBOUNDED)
     if u.kind == ITE:
         (a, b), (c, d) = memo[u.args[1].id], memo[u.args[2].id]
         return min(a, c), max(b, d)

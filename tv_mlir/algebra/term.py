@@ -115,6 +115,10 @@ class TermStore:
     # clamped index): comparisons they decide fold as they are built. Bounds are ints or
     # +-inf floats.
     bounds: dict[int, tuple[int | float, int | float]] = field(default_factory=dict)
+    # Narrow ranges of cut points (a clamped index, a flag) from their definitions' range
+    # analysis: read by range analysis (`intervals`: no wrap where no overflow) and by
+    # canonical guards (`univariate`), never to fold comparisons (see terms.record_range).
+    ranges: dict[int, tuple[int, int]] = field(default_factory=dict)
     _negated: dict[int, Term] = field(default_factory=dict)
     _atom_polys: dict[int, Term] = field(default_factory=dict)  # atom id -> its polynomial 1 * atom
     _compared: dict[tuple[str, int, int], Bool] = field(default_factory=dict)
@@ -122,6 +126,11 @@ class TermStore:
     _cmps_bounds: int = 0  # how many known bounds `_cmps` was made with
     size: int = 0  # nodes made plus the monomials of the polynomials among them
     limit: int = MAX_TERMS  # `TermBudget` when `size` passes it
+    _uni: Any = None  # the `univariate.Univariate` of this store, made on first use
+
+    def __post_init__(self) -> None:
+        from tv_mlir.algebra.univariate import Univariate  # it reads this module's node kinds
+        self._uni = Univariate(self)
 
     @contextmanager
     def budget(self, extra: int) -> Iterator[None]:
@@ -382,14 +391,37 @@ class TermStore:
         return self._atom_poly(self._mk(UF, sort, tuple(args), name))
 
     # -- selects -----------------------------------------------------------------
-    def ite(self, c: Bool, a: Term, b: Term) -> Term:
+    def ite(self, c: Bool, a: Term, b: Term, canonical: bool = False) -> Term:
+        """if c then a else b. canonical=True (the value of a program's select) rebuilds a
+        condition over one integer atom from its truth set and joins nested selects; the
+        algebra's own selects (IEEE classes, clamps, wraps) keep their conditions as built."""
         if c is True:
             return a
         if c is False or a is b:
             return b
         assert isinstance(c, Term)
+        if not canonical:
+            if c.kind == NOT:
+                c, a, b = c.args[0], b, a
+            return self._atom_poly(self._mk(ITE, a.sort, (c, a, b)))
+        # An index guard over one integer atom is rebuilt from its truth set, so that two
+        # programs' guards of the same rows are one term (module `univariate`).
+        c = self._uni.canonical(c)
+        if c is True:
+            return a
+        if c is False:
+            return b
+        assert isinstance(c, Term)
         if c.kind == NOT:
             c, a, b = c.args[0], b, a
+        # Nested guards with a shared other branch are one guard: ite(c, ite(d, x, y), y) is
+        # ite(c and d, x, y), and ite(c, x, ite(d, x, y)) is ite(c or d, x, y).
+        inner = self.atom_of(a)
+        if inner is not None and inner.kind == ITE and inner.args[2] is b:
+            return self.ite(self.and_(c, inner.args[0]), inner.args[1], b, canonical=True)
+        inner = self.atom_of(b)
+        if inner is not None and inner.kind == ITE and inner.args[1] is a:
+            return self.ite(self.or_(c, inner.args[0]), a, inner.args[2], canonical=True)
         return self._atom_poly(self._mk(ITE, a.sort, (c, a, b)))
 
     def bite(self, c: Bool, a: Bool, b: Bool) -> Bool:
@@ -694,7 +726,10 @@ class TermStore:
             return t
         # The kinds substitution rebuilds most (selects and their conditions) first.
         if k == ITE:
-            return self.ite(args[0], args[1], args[2])
+            # A value select whose guard became one atom's (the sides of a local proof
+            # unfolded to a common index) is made canonical now; int selects are mostly the
+            # IEEE class lattice's, which gains nothing from it.
+            return self.ite(args[0], args[1], args[2], canonical=t.sort == REAL)
         if k == CMP:
             return self._cmp(t.data, args[0])
         if k == AND:

@@ -12,7 +12,7 @@ store, with a cache. Several z3 walks use z3's C API: the Python wrappers built 
 from __future__ import annotations
 
 import math
-from collections.abc import Container, Iterable, Iterator
+from collections.abc import Container, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from fractions import Fraction
 from typing import Any
@@ -156,9 +156,11 @@ def record_range(var: Any, definition_of: Any, definition: Any) -> None:
     # IEEE class term (0..3; with --inputs ieee every float's class is an integer cut),
     # a flag. Such bounds are not recorded either: the solver's queries leave cut points
     # free without their bounds, so folding more comparisons by them only invites models
-    # that the definitions rule out (pairs/argmax_forms then got a spurious witness).
+    # that the definitions rule out (pairs/argmax_forms then got a spurious witness). They
+    # are kept as `ranges`, which only range analysis and canonical guards read.
     lo, hi = intervals.interval(definition_of)
     if hi - lo <= NARROW_RANGE:
+        var.store.ranges[var.leaf.id] = (int(lo), int(hi))
         return
     rng = int_range(definition_of, definition)
     if rng is not None and rng != (-math.inf, math.inf):
@@ -298,6 +300,14 @@ def term_budget(elements: Iterable[Any], extra: int) -> Iterator[None]:
         return
     with store.budget(extra):
         yield
+
+
+def work_size(pairs: Sequence[tuple[Any, Any]]) -> int:
+    """A deterministic measure of symbolic work done so far, for budgets that must not
+    depend on the machine's load: the own store's size (nodes and monomials built); for
+    the z3 core, which has no such count, 0 (its budgets count calls instead)."""
+    store = next((t.store for pair in pairs for x in pair for t in element_terms(x) if isinstance(t, Term)), None)
+    return 0 if store is None else store.size
 
 
 def formula(eq: Any) -> Any:

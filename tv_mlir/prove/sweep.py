@@ -21,7 +21,6 @@ proofs); the same local proofs serve the final comparison of output elements (`d
 and the cut definitions evaluate a random run's difference exactly without a full expansion."""
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +35,7 @@ from tv_mlir.prove.fingerprints import Trace, fingerprints
 from tv_mlir.prove.local import LocalProver
 
 MAX_CANDIDATES = 3  # reference values with the same fingerprint tried per element
+PAIR_WORK = 100  # work counted per pair for the z3 core, which builds no own terms
 
 
 @dataclass(frozen=True)
@@ -60,12 +60,14 @@ class Sweeper:
     ref_trace: Trace
     other_trace: Trace
     timeout_s: float = 0.2  # per batched local solver call
-    budget_s: float = 30.0  # total time for local proofs; past it values are cut unmerged
+    # Total work for local proofs, counted in terms built (deterministic, unlike seconds: a
+    # verdict must not depend on the machine's load); past it values are cut unmerged.
+    budget_terms: int = 2_500_000
     table: dict[bytes, list[Any]] = field(default_factory=dict)  # fingerprint -> reference elements
     merged: int = 0
     store: CutStore = field(init=False)
     local: LocalProver = field(init=False)
-    _proof_s: float = 0.0
+    _proof_terms: int = 0
     _tried: set[tuple[Any, Any]] = field(default_factory=set)  # (reference, ours) proofs tried
     _dtypes: dict[Any, str] = field(default_factory=dict)  # reference element id -> its float type
     _float_types: set[str] = field(default_factory=set)  # the float types in _dtypes
@@ -152,10 +154,12 @@ class Sweeper:
                     todo.append((i, fresh, flat[i]))
             # Several reference values may share a fingerprint (min(x, y) and x when x < y
             # in every run): the newest is the likeliest counterpart, then the next.
-            while todo and self._proof_s < self.budget_s:
-                t0 = time.perf_counter()
-                proved = self.local.prove_pairs([(c[0], x) for _, c, x in todo], kind, self.timeout_s)
-                self._proof_s += time.perf_counter() - t0
+            while todo and self._proof_terms < self.budget_terms:
+                pairs = [(c[0], x) for _, c, x in todo]
+                size0 = T.work_size(pairs)
+                proved = self.local.prove_pairs(pairs, kind, self.timeout_s)
+                # The z3 core counts a proof attempt as a fixed amount of work.
+                self._proof_terms += (T.work_size(pairs) - size0) or PAIR_WORK * len(pairs)
                 retry = []
                 for (i, cands, x), how in zip(todo, proved):
                     if how is not None:
