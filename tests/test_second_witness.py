@@ -122,11 +122,11 @@ def test_second_witness_catches_a_dropped_window_bound(monkeypatch) -> None:
 def test_an_unknown_second_proof_is_a_shrinking_failure(monkeypatch) -> None:
     real, calls = api.prove_pair, []
 
-    def second_unknown(ref, other, options) -> Verdict:
+    def second_unknown(ref, other, options, *rest) -> Verdict:
         calls.append(1)
         if len(calls) == 2:
             return Verdict("unknown", "the solver timed out")
-        return real(ref, other, options)
+        return real(ref, other, options, *rest)
 
     monkeypatch.setattr(api, "prove_pair", second_unknown)
     v = tv_mlir.verify(BIG / "mlp_tp.ref.mlir", BIG / "mlp_tp.shardy.mlir")
