@@ -42,8 +42,8 @@ def _module(tmp_path: Path, name: str, body: str, arg: str = "tensor<4xf32>") ->
 
 
 def test_census_flags_ops_without_semantics(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    _module(tmp_path, "fft", """    %0 = stablehlo.fft %a, type = FFT, length = [4] : (tensor<4xcomplex<f32>>) -> tensor<4xcomplex<f32>>
-    return %0 : tensor<4xcomplex<f32>>""", arg="tensor<4xcomplex<f32>>")
+    _module(tmp_path, "solve", """    %0 = "stablehlo.triangular_solve"(%a, %a) {left_side = true, lower = true, unit_diagonal = false, transpose_a = #stablehlo<transpose NO_TRANSPOSE>} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+    return %0 : tensor<4x4xf32>""", arg="tensor<4x4xf32>")
     _module(tmp_path, "calls", """    %0 = stablehlo.custom_call @Sharding(%a) {mhlo.sharding = "{replicated}"} : (tensor<4xf32>) -> tensor<4xf32>
     %1 = stablehlo.custom_call @my_kernel(%0) : (tensor<4xf32>) -> tensor<4xf32>
     %2 = stablehlo.add %1, %0 : tensor<4xf32>
@@ -51,13 +51,13 @@ def test_census_flags_ops_without_semantics(tmp_path: Path, capsys: pytest.Captu
     (tmp_path / "broken.mlir").write_text("module {")
     result = census.take([tmp_path])
     assert result.programs == 2 and len(result.unreadable) == 1
-    assert result.ops["stablehlo.fft"].status == census.UNSUPPORTED
+    assert result.ops["stablehlo.triangular_solve"].status == census.UNSUPPORTED
     assert result.ops["stablehlo.custom_call @my_kernel"].status == census.UNSUPPORTED
     assert result.ops["stablehlo.custom_call @Sharding"].status == census.SEMANTICS
     assert result.ops["stablehlo.add"].status == census.SEMANTICS
     assert census.main([str(tmp_path)]) == 1
     out = capsys.readouterr().out
-    assert "stablehlo.fft" in out and "2 unsupported" in out
+    assert "stablehlo.triangular_solve" in out and "2 unsupported" in out
 
 
 def test_census_command_on_the_hand_written_pairs(capsys: pytest.CaptureFixture[str]) -> None:
