@@ -236,6 +236,33 @@ def test_e_degree_inside_max_counts() -> None:
     assert n >= 3 and "Newton (degree 3)" in argument
 
 
+def _product_then_sum(n: int) -> str:
+    """sum over n of the product over 4 of x: each summand has degree 4, not 1."""
+    t = f"tensor<4x{n}xf32>"
+    return f"""module {{
+ func.func public @main(%x: {t}) -> tensor<f32> {{
+  %one = stablehlo.constant dense<1.0> : tensor<f32>
+  %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %p = stablehlo.reduce(%x init: %one) applies stablehlo.multiply across dimensions = [0] : ({t}, tensor<f32>) -> tensor<{n}xf32>
+  %s = stablehlo.reduce(%p init: %zero) applies stablehlo.add across dimensions = [0] : (tensor<{n}xf32>, tensor<f32>) -> tensor<f32>
+  return %s : tensor<f32>
+ }}
+}}
+"""
+
+
+def test_e_a_product_reduction_is_no_degree_one_summand() -> None:
+    from tv_mlir.frontend.read import load_module_mlir
+
+    text = _product_then_sum(64)
+    m = load_module_mlir(text).module
+    check = prepare(text, Options())
+    m.per_device, m.arg_shardings, m.result_shardings = check.per_device, check.arg_shardings, check.result_shardings
+    n, argument = _entry(plan(m, m), 64)
+    # Newton at degree 1 would keep 2 of the 64 summands; a degree-4 product needs 5.
+    assert n >= 5 or "Newton" not in argument, (n, argument)
+
+
 # Rule (f): device counts.
 
 def test_f_pmean_divisor_is_not_a_size() -> None:

@@ -88,8 +88,14 @@ class Degrees:
             return ds[0] + (1 if ds[1] else 0)
         if n == "stablehlo.power":
             return UNBOUNDED if ds[1] else ds[0] * 8  # a constant exponent: bounded by a small integer
-        if n == "stablehlo.reduce":
-            return max(ds[:len(ds) // 2], default=0)
+        if n in ("stablehlo.reduce", "stablehlo.reduce_window"):
+            d = max(ds[:len(ds) // 2], default=0)
+            # A product over n positions has n times its operand's degree: n is a size, not
+            # a bounded degree (the reduced class itself is pinned, see plan.py).
+            body = op.regions[0].ops if op.regions else []
+            if d and len(body) == 1 and body[0].name == "stablehlo.multiply":
+                return UNBOUNDED
+            return d
         if n == "func.call":
             sub = self.callee(op, ds)
             return sub.of(sub.facts.module.funcs[op.attrs["callee"]].body.returns[idx]) if sub else UNBOUNDED
