@@ -82,11 +82,16 @@ CASES = {
 }
 
 
-def main() -> int:
-    for name, (fn, specs) in CASES.items():
+def write(cases: dict, out: Path) -> None:
+    """Each case's jitted lowering as `<name>.mlir` in `out` (also used by ops_more)."""
+    for name, (fn, specs) in cases.items():
         text = jax.jit(fn).lower(*specs).as_text()
-        (OUT / f"{name}.mlir").write_text(text)
-    print(f"wrote {len(CASES)} modules to {OUT}")
+        (out / f"{name}.mlir").write_text(text)
+    print(f"wrote {len(cases)} modules to {out}")
+
+
+def main() -> int:
+    write(CASES, OUT)
     return 0
 
 

@@ -203,26 +203,10 @@ def through_broadcasts(facts: ProgramFacts, value: str) -> list[tuple[Op, int]]:
     return out
 
 
-def int_cone_constants(facts: ProgramFacts, value: str) -> list[str]:
-    """Names of the constants in the integer computation of an index operand."""
-    out, todo, seen = [], [value], set()
-    while todo:
-        v = todo.pop()
-        if v in seen or v not in facts.defs:
-            continue
-        seen.add(v)
-        op, _ = facts.defs[v]
-        if op.name == "stablehlo.constant":
-            out.append(v)
-        elif op.result_types and not op.result_types[0].is_float:
-            todo.extend(op.operands)
-    return out
-
-
 def block_offset_constants(facts: ProgramFacts, value: str) -> list[str]:
-    """Names of the constants of an offset's integer computation that count elements: as
-    `int_cone_constants`, except that below a product with a constant (`m * rows`, the
-    multiplier named) the other factor `m` counts blocks (a device or ring-step index,
+    """Names of the constants of an offset's integer computation (not through float data)
+    that count elements: below a product with a constant (`m * rows`, the multiplier
+    named) the other factor `m` counts blocks (a device or ring-step index,
     `(axis + s + 4) % 4`): its constants are left out. A multiplier of 0 or +-1 is no
     block size and does not cut. Block counts do not change when the classes shrink
     (one divisor keeps every shard count), so only the multiplier must be a size."""
@@ -393,5 +377,5 @@ def only_device(fa: ProgramFacts, name: str) -> bool:
 
 
 __all__ = ['Constant', 'ProgramFacts', 'arg_sources', 'block_offset_constants', 'device_count',
-           'group_size', 'index_sources', 'int_cone_constants',
-           'only_device', 'position_constants', 'role_constants', 'splat', 'through_broadcasts']
+           'group_size', 'index_sources', 'only_device', 'position_constants', 'role_constants', 'splat',
+           'through_broadcasts']
