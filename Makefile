@@ -12,7 +12,7 @@ export TF_CPP_MIN_LOG_LEVEL ?= 2
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,lint,client]'
+	$(PY) -m pip install --quiet -e '.[test,lint,client,ray]'
 	touch $(STAMP)
 
 install: $(STAMP)
