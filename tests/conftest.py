@@ -8,6 +8,12 @@ import os
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 # Multi-device replay tests need 8 host devices; the flag only counts before jax is imported.
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
+# Stage proofs are cached on disk (tv_mlir/stages/cache.py): one fresh cache per test session,
+# never the user's.
+if "TV_MLIR_CACHE_DIR" not in os.environ:
+    import tempfile
+
+    os.environ["TV_MLIR_CACHE_DIR"] = tempfile.mkdtemp(prefix="tv-mlir-test-cache-")
 
 from collections.abc import Callable, Sequence
 from fractions import Fraction

@@ -11,7 +11,6 @@ from typing import Any
 from tv_mlir import regrow
 from tv_mlir.assume import resolve as resolve_bounds
 from tv_mlir.assume import shrunk_sizes
-from tv_mlir.driver import prove_pair
 from tv_mlir.errors import TvError, Unsupported, UsageError
 from tv_mlir.execute.xla import XlaRunner
 from tv_mlir.frontend import symshape
@@ -23,6 +22,7 @@ from tv_mlir.passes import load_pipeline, run_pipeline
 from tv_mlir.progress import progress
 from tv_mlir.shrink.embed import LAYOUTS, embed_inputs
 from tv_mlir.shrink.pair import shrink_pair
+from tv_mlir.stages.run import prove_staged
 from tv_mlir.verdict import FullSizeCheck, Verdict
 from tv_mlir.witness import fullsize
 from tv_mlir.witness.replay import xla_replay
@@ -65,7 +65,7 @@ def verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, *
     if ref_sym or other_sym:
         shrink = dict(shrink or {"applied": False, "reason": "off (--no-shrink, or no shrink in the pipeline)"})
         shrink["symbolic"] = {"instantiated_at": SYMBOLIC_SIZE, "ref": ref_sym, "other": other_sym}
-    verdict = prove_pair(ref_m, other_m, options, shrunk_sizes(shrink))
+    verdict = prove_staged(ref_m, other_m, options, shrunk_sizes(shrink))
     verdict.shrink = shrink
     second: SecondWitness | None = None
     runner = XlaRunner()  # one for every XLA run at the original sizes (it caches compiled modules)
@@ -183,7 +183,7 @@ def _second_witness(shrink: dict[str, Any], originals: tuple[Module, Module],
         record["skipped"] = "no shrunk class can grow within the budget"
         return None
     progress(options, f"second witness: verifying at grown sizes ({', '.join(str(e['second']) for e in classes)})")
-    v = prove_pair(small_ref, small_other, options, shrunk_sizes(summary))
+    v = prove_staged(small_ref, small_other, options, shrunk_sizes(summary))
     record["verdict"] = v.verdict
     record["time_s"] = round(time.perf_counter() - t0, 3)
     if v.verdict != "equivalent":

@@ -114,6 +114,18 @@ def _parser() -> argparse.ArgumentParser:
                              "and compute budget, on whenever their memory fits, off never")
         sp.add_argument("--no-second-witness", action="store_true",
                         help="prove a pair equal at its shrunk sizes only once (no second proof at grown sizes)")
+        sp.add_argument("--no-stages", action="store_true",
+                        help="prove the pair as one proof (default: cut into stages at matched values, each "
+                             "distinct stage proved once)")
+        sp.add_argument("--executor", default=Options.executor, metavar="local|ray|ray:ADDRESS",
+                        help="where stage proofs run: local processes (--jobs of them, default) or a Ray cluster "
+                             "(pip install 'tv-mlir[ray]'; ray alone starts a local instance)")
+        sp.add_argument("--cache", default=None, metavar="DIR",
+                        help="the proof cache of stage proofs (default: $TV_MLIR_CACHE_DIR, else the user's cache "
+                             "directory, tv-mlir)")
+        sp.add_argument("--no-cache", action="store_true", help="neither read nor write the proof cache")
+        sp.add_argument("--stage-timeout", type=_positive_number, default=Options.stage_timeout_s,
+                        help="seconds one stage proof may take in a worker before it is unknown")
         sp.add_argument("--progress", action="store_true", default=None,
                         help="phase lines on stderr (default: when stderr is a terminal)")
         sp.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -138,6 +150,8 @@ def _options(args: argparse.Namespace) -> Options:
                    core=args.core, max_input_bytes=max(1, int(mb * MIB)), inputs=args.inputs,
                    full_size_check=args.full_size_check, second_witness=not args.no_second_witness,
                    assume=tuple(parse_assume(a) for a in args.assume),
+                   stages=not args.no_stages, executor=args.executor, cache_dir=args.cache,
+                   cache=not args.no_cache, stage_timeout_s=args.stage_timeout,
                    progress=_stderr_isatty() if args.progress is None else args.progress)
 
 

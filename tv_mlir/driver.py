@@ -196,9 +196,9 @@ def _numeric_runs(p: _Proof) -> None:
 def _symbolic_runs(p: _Proof) -> tuple[list[np.ndarray], list[np.ndarray], list[Any], list[Any]]:
     """Both programs on symbolic inputs, the other program's values merged into the
     reference's where they are proved equal (the sweep)."""
-    for name, t, bounds in zip(p.names, p.types, p.bounds):
+    for k, (name, t, bounds) in enumerate(zip(p.names, p.types, p.bounds)):
         arr, cons = p.alg.inputs(name, t.shape, Kind.of(t), t.is_unsigned, int_width(t) or 64,
-                                 ieee=p.options.inputs == "ieee", bounds=bounds)
+                                 ieee=p.options.inputs == "ieee" or k in p.options.ieee_inputs, bounds=bounds)
         p.inputs.append(arr)
         p.constraints += cons
     assert p.ref_trace is not None and p.other_trace is not None

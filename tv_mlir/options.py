@@ -99,6 +99,19 @@ class Options:
     # Bounds on integer inputs, (name, lo, hi) with lo <= x < hi (tv_mlir/assume.py); a
     # mapping {name: (lo, hi)} is accepted and stored as that tuple.
     assume: Any = ()
+    # Inputs (by position) that range over every IEEE value whatever `inputs` says: a stage's
+    # inputs that are cut values which may be +-inf or NaN (stages/finite.py).
+    ieee_inputs: tuple[int, ...] = ()
+    # Staged proofs (tv_mlir/stages): the pair cut at matched values, each stage pair proved
+    # once per structural hash. Off: the pair is one proof.
+    stages: bool = True
+    # Where stage proofs run: "local" (processes, `jobs` of them) or "ray" / "ray:ADDRESS".
+    executor: str = "local"
+    # The proof cache: None = the user's cache directory (stages/cache.default_cache_dir).
+    cache_dir: str | None = None
+    cache: bool = True
+    # One stage proof's wall-clock limit in a worker process; past it the stage is unknown.
+    stage_timeout_s: float = 600.0
 
     def __post_init__(self) -> None:
         from tv_mlir.assume import normalize
@@ -108,6 +121,10 @@ class Options:
         _check_positive_int("jobs", self.jobs)
         _check_positive_int("max_unroll", self.max_unroll)
         _check_positive_int("max_input_bytes", self.max_input_bytes)
+        _check_positive_number("stage_timeout_s", self.stage_timeout_s)
+        from tv_mlir.stages.pool import Executor
+
+        Executor.parse(self.executor)
         if self.inputs not in INPUT_DOMAINS:
             raise UsageError(f"option inputs must be one of {', '.join(INPUT_DOMAINS)}, got {self.inputs!r}")
         if self.full_size_check not in FULL_SIZE_CHECKS:

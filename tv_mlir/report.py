@@ -107,6 +107,21 @@ def _full_size_lines(v: Verdict) -> list[str]:
     return lines
 
 
+def _stage_lines(st: dict[str, Any] | None) -> list[str]:
+    if not st:
+        return []
+    if not st.get("used"):
+        return [f"stages:  none, proved whole ({st.get('reason', '')})"]
+    lines = [f"stages:  {st['count']} ({st['proved']} proved, {st['reused']} reused, {st['cached']} from the cache) "
+             f"in {st['time_s']:.1f} s"]
+    f = st.get("failed")
+    if f:
+        at = f" at {', '.join(f['locs'][:3])}" if f.get("locs") else ""
+        lines.append(f"  {f['name']} is {f['verdict']}{at}: {f['reason']}")
+        lines.append(f"  the pair proved whole: {st.get('whole')}")
+    return lines
+
+
 def to_text(v: Verdict) -> str:
     lines = [f"verdict: {v.verdict}", f"reason:  {v.reason}",
              f"inputs:  {INPUT_DOMAINS.get(v.inputs, v.inputs)}" + (" (--inputs ieee for +-inf and NaN)"
@@ -116,6 +131,7 @@ def to_text(v: Verdict) -> str:
         lines.insert(3, "assume:  " + ", ".join(f"{name} in [{lo}, {hi})" for name, (lo, hi) in v.assume.items()))
     lines.extend(_shrink_lines(v.shrink))
     lines.extend(_full_size_lines(v))
+    lines.extend(_stage_lines(v.stages))
     if v.outputs:
         lines.append("outputs:")
         replicas = [o for o in v.outputs if o.what.startswith("replicas")]

@@ -107,6 +107,11 @@ class Verdict:
     # found at the shrunk sizes was not confirmed at the original sizes: per attempt
     # {"sizes", "verdict", "note"}.
     retries: list[dict[str, Any]] = field(default_factory=list)
+    # The staged proof (tv_mlir/stages): {"used": False, "reason"} when the pair was proved
+    # whole; else count, proved / reused / cached, time_s and per stage {index, name, hash,
+    # how, verdict, reason, time_s, ref_ops, other_ops, locs}; "failed" names the first stage
+    # that did not prove (the pair was then proved whole: "whole" is that verdict).
+    stages: dict[str, Any] | None = None
 
     @property
     def exit_code(self) -> int:

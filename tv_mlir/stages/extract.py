@@ -1,0 +1,140 @@
+"""A stage as a pair of standalone programs: the reference's ops between two cuts as a
+global function of the stage's inputs, the other program's as a per-device (or global)
+function of the same global inputs laid out by their lineage, returning the values the
+later stages read under their lineage's sharding. Proving the pair equal proves: whenever
+the stage's inputs hold their reference values, so do its outputs."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from tv_mlir.ir import Block, Func, Module, Op, Sharding, TensorType
+from tv_mlir.stages.lineage import Link
+from tv_mlir.stages.plan import Side, region_uses
+
+
+class NotFormed(Exception):
+    """The stage's inputs or outputs do not line up (the whole pair is proved instead)."""
+
+
+@dataclass(frozen=True)
+class StagePair:
+    name: str  # "prologue", "stage 3 of 40"
+    ref: Module
+    other: Module
+    ref_ops: int
+    other_ops: int
+    locs: tuple[str, ...]  # source locations of the other program's ops, in order (first ones)
+    slots: tuple[str, ...] = ()  # per input (both programs'): the reference value it holds
+
+
+def _types(side: Side) -> dict[str, TensorType]:
+    if side.types is None:
+        body = side.module.main.body
+        side.types = dict(zip(body.args, body.arg_types))
+        for op in body.ops:
+            side.types.update(zip(op.results, op.result_types))
+    return side.types
+
+
+def _closure(side: Side, ops: Sequence[Op], outputs: Sequence[str], given: set[str]
+             ) -> tuple[list[Op], list[str]]:
+    """The stage's ops with the const / non-given prologue ops they need copied in, and the
+    values it takes as inputs (in order of first use)."""
+    chosen: dict[int, Op] = {id(op): op for op in ops}
+    defined = {r for op in ops for r in op.results}
+    inputs: list[str] = []
+    seen: set[str] = set()
+    pending = [u for op in ops for u in region_uses(op)] + list(outputs)
+    k = 0
+    while k < len(pending):
+        v = pending[k]
+        k += 1
+        if v in defined or v in seen:
+            continue
+        kind = side.kind.get(v)
+        if kind == "const" or (kind == "prologue" and v not in given):
+            op = side.producer[v]
+            chosen[id(op)] = op
+            defined.update(op.results)
+            pending.extend(region_uses(op))
+        else:
+            seen.add(v)
+            inputs.append(v)
+    if side.order is None:
+        side.order = {id(op): n for n, op in enumerate(side.module.main.body.ops)}
+    order = side.order
+    return sorted(chosen.values(), key=lambda op: order[id(op)]), inputs
+
+
+def build(name: str, ref: Side, other: Side, links: dict[str, Link], ref_ops: Sequence[Op],
+          other_ops: Sequence[Op], ref_outputs: Sequence[str], other_outputs: Sequence[str],
+          out_shardings: Sequence[Sharding | None], hoisted: set[str], ref_given: set[str]) -> StagePair:
+    other_body, other_in = _closure(other, other_ops, other_outputs, hoisted)
+    ref_body, ref_in = _closure(ref, ref_ops, ref_outputs, ref_given)
+    ref_args = list(ref.module.main.body.args)
+    other_args = list(other.module.main.body.args)
+    # A slot is one global input: a reference value under one layout.
+    slots: list[tuple[str, Sharding | None]] = []
+    other_slot: dict[str, int] = {}
+    for v in other_in:
+        if other.kind.get(v) == "arg":
+            k = other_args.index(v)
+            shard = other.module.arg_shardings[k] if other.module.per_device else None
+            key = (ref_args[k], shard)
+        else:
+            link = links.get(v)
+            if link is None:
+                raise NotFormed(f"{v} of the other program has no reference value")
+            key = (link.ref, link.sharding)
+        if key not in slots:
+            slots.append(key)
+        other_slot[v] = slots.index(key)
+    ref_slot: dict[str, int] = {}
+    for v in ref_in:
+        hit = next((n for n, (r, _) in enumerate(slots) if r == v), None)
+        if hit is None:
+            slots.append((v, None))
+            hit = len(slots) - 1
+        ref_slot[v] = hit
+    rtypes, otypes = _types(ref), _types(other)
+    per_device = other.module.per_device
+    # Reference arguments: the slot's value under its own name once, fresh names for more layouts of it.
+    r_names, r_types, o_names, o_types, o_shard = [], [], [], [], []
+    used_r: set[str] = set()
+    inverse_o = {n: v for v, n in other_slot.items()}
+    for n, (r, s) in enumerate(slots):
+        gt = rtypes[r]
+        first = r in ref_slot and ref_slot[r] == n
+        r_names.append(r if first and r not in used_r else f"{r}.slot{n}")
+        used_r.add(r_names[-1])
+        r_types.append(gt)
+        o_names.append(inverse_o.get(n, f"%slot{n}"))
+        if per_device and s is not None:
+            if any(d % s.shards(i) for i, d in enumerate(gt.shape)) or len(s.dims) != len(gt.shape):
+                raise NotFormed(f"{r} does not split under {s.describe()}")
+            o_types.append(s.local_type(gt))
+        else:
+            o_types.append(gt)
+        o_shard.append(s if per_device else None)
+    for v, n in other_slot.items():
+        if otypes.get(v) is not None and otypes[v] != o_types[n]:
+            raise NotFormed(f"{v}: {otypes[v]} is not the {o_types[n]} of its layout")
+    ref_m = _module(ref.module, r_names, r_types, ref_body, list(ref_outputs), rtypes, False, (), ())
+    other_m = _module(other.module, o_names, o_types, other_body, list(other_outputs), otypes, per_device,
+                      tuple(o_shard), tuple(out_shardings))
+    locs = tuple(op.loc for op in other_ops if op.loc)
+    return StagePair(name, ref_m, other_m, len(ref_ops), len(other_ops), locs, tuple(r for r, _ in slots))
+
+
+def _module(base: Module, args: list[str], arg_types: list[TensorType], ops: list[Op], returns: list[str],
+            types: dict[str, TensorType], per_device: bool, arg_shardings: tuple, result_shardings: tuple) -> Module:
+    main = base.main
+    arg_set = dict(zip(args, arg_types))
+    result_types = tuple(arg_set[r] if r in arg_set else types[r] for r in returns)
+    body = Block(tuple(args), tuple(arg_types), list(ops), tuple(returns))
+    names = tuple(a.lstrip("%").replace(".", "_") for a in args)
+    func = Func(main.name, body, result_types, True, arg_names=names, loc=main.loc)
+    return replace(base, funcs={**base.funcs, main.name: func}, entry=main.name, text=b"", per_device=per_device,
+                   arg_shardings=arg_shardings if per_device else (),
+                   result_shardings=result_shardings if per_device else ())

@@ -1,0 +1,145 @@
+"""Which reference values are finite whenever the program's float inputs are: a stage's
+inputs are free variables, and a proof over finite stage inputs says nothing about a cut
+value that is +-inf or NaN (x / 0, rsqrt(0), log(0)). Such inputs range over every IEEE
+value in the stage proof (`Options.ieee_inputs`), which costs the proof a class per element.
+
+A small lattice over the reals, per value: finite or not, and its sign (positive,
+non-negative, any). Every rule is a fact of real arithmetic (x * x >= 0, exp(x) > 0, a sum
+of squares plus a positive constant is positive, rsqrt of a positive value is finite), so
+"finite" here is true of the program's real semantics whatever the solver can show."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tv_mlir.algebra.base import FINITE_UFS
+from tv_mlir.ir import Block, Module, Op
+
+ANY, NONNEG, POS = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class Fact:
+    finite: bool
+    sign: int = ANY
+    below: bool = False  # finite or -inf (never +inf or NaN): a max with a finite value is finite
+
+
+UNKNOWN = Fact(False)
+MOVES = frozenset(f"stablehlo.{n}" for n in (
+    "slice", "dynamic_slice", "reshape", "transpose", "broadcast_in_dim", "convert", "concatenate", "reverse",
+    "copy", "gather", "all_gather", "all_to_all", "collective_permute", "optimization_barrier", "pad",
+    "dynamic_update_slice"))
+# Finite (over the reals) on finite arguments; the sign they give.
+FINITE_FUNCS = {"stablehlo.exponential": POS, "stablehlo.logistic": POS, "stablehlo.tanh": ANY,
+                "stablehlo.sine": ANY, "stablehlo.cosine": ANY, "stablehlo.floor": ANY, "stablehlo.ceil": ANY,
+                "stablehlo.round_nearest_even": ANY, "stablehlo.round_nearest_afz": ANY, "stablehlo.sign": ANY,
+                "stablehlo.cbrt": ANY, "stablehlo.atan2": ANY, "chlo.erf": ANY, "stablehlo.exponential_minus_one": ANY,
+                **{f"chlo.{n}": ANY for n in FINITE_UFS}}
+NO_FLOAT = frozenset(f"stablehlo.{n}" for n in (
+    "compare", "and", "or", "not", "xor", "iota", "partition_id", "replica_id", "shift_left",
+    "shift_right_logical", "shift_right_arithmetic", "popcnt", "count_leading_zeros"))
+
+
+def _constant(op: Op) -> Fact:
+    arr = op.attrs.get("value")
+    if arr is None:
+        return UNKNOWN
+    a = np.asarray(arr)
+    if a.dtype == object or a.dtype.kind not in "fc":
+        return Fact(True)
+    if a.dtype.kind == "c" or np.any(np.isnan(a)) or np.any(a == np.inf):
+        return UNKNOWN
+    if not np.all(np.isfinite(a)):
+        return Fact(False, ANY, below=True)
+    return Fact(True, POS if np.all(a > 0) else NONNEG if np.all(a >= 0) else ANY)
+
+
+def _reducer(block: Block) -> str:
+    """"add", "max", "min", "mul" for a one-op reduction body, else ""."""
+    if len(block.ops) != 1:
+        return ""
+    return {"stablehlo.add": "add", "stablehlo.maximum": "max", "stablehlo.minimum": "min",
+            "stablehlo.multiply": "mul"}.get(block.ops[0].name, "")
+
+
+def _fact(op: Op, f: list[Fact], nonempty: bool = True) -> Fact:
+    name = op.name
+    fin = all(x.finite for x in f)
+    if name == "stablehlo.constant":
+        return _constant(op)
+    if name in NO_FLOAT:
+        return Fact(True)
+    if name in MOVES:
+        return f[0] if f else UNKNOWN
+    if name == "stablehlo.maximum" and any(x.finite for x in f) and all(x.finite or x.below for x in f):
+        return Fact(True, max(x.sign for x in f if x.finite))
+    if name in FINITE_FUNCS:
+        return Fact(fin, FINITE_FUNCS[name]) if fin else UNKNOWN
+    if not fin and name not in ("stablehlo.reduce", "stablehlo.all_reduce", "stablehlo.reduce_scatter"):
+        return UNKNOWN
+    signs = [x.sign for x in f]
+    if name == "stablehlo.multiply":
+        same = op.operands[0] == op.operands[1]
+        return Fact(True, POS if min(signs) == POS else NONNEG if same or min(signs) >= NONNEG else ANY)
+    if name == "stablehlo.add":
+        return Fact(True, POS if min(signs) >= NONNEG and max(signs) == POS else min(signs))
+    if name in ("stablehlo.subtract", "stablehlo.negate", "stablehlo.dot_general", "stablehlo.dot"):
+        return Fact(True, NONNEG if name.endswith("dot_general") and min(signs) >= NONNEG else ANY)
+    if name == "stablehlo.abs":
+        return Fact(True, NONNEG)
+    if name == "stablehlo.maximum":
+        return Fact(True, max(signs))
+    if name in ("stablehlo.minimum",):
+        return Fact(True, min(signs))
+    if name == "stablehlo.select":
+        return Fact(True, min(signs[1:]))
+    if name == "stablehlo.clamp":
+        return Fact(True, ANY)
+    if name == "stablehlo.divide":
+        return Fact(True, min(signs)) if signs[1] == POS else UNKNOWN
+    if name == "stablehlo.rsqrt":
+        return Fact(True, POS) if signs[0] == POS else UNKNOWN
+    if name == "stablehlo.sqrt":
+        return Fact(True, NONNEG) if signs[0] >= NONNEG else UNKNOWN
+    if name == "stablehlo.log":
+        return Fact(True, ANY) if signs[0] == POS else UNKNOWN
+    if name in ("stablehlo.reduce", "stablehlo.all_reduce", "stablehlo.reduce_scatter"):
+        return _reduce(op, f, nonempty)
+    return UNKNOWN
+
+
+def _reduce(op: Op, f: list[Fact], nonempty: bool) -> Fact:
+    kinds = {_reducer(r) for r in op.regions}
+    if len(kinds) != 1 or "" in kinds:
+        return UNKNOWN
+    kind = kinds.pop()
+    n = len(f) // 2 if op.name == "stablehlo.reduce" else len(f)
+    vals, inits = f[:n], f[n:]
+    if not all(x.finite for x in vals):
+        return UNKNOWN
+    sign = min(x.sign for x in vals)
+    if kind in ("max", "min"):  # the init (-inf for max) is absorbed by any element...
+        return Fact(True, sign) if nonempty else UNKNOWN  # ...when there is one
+    if not all(x.finite for x in inits):
+        return UNKNOWN
+    init_sign = min((x.sign for x in inits), default=POS)
+    if kind == "add":
+        return Fact(True, sign if init_sign >= NONNEG and sign >= NONNEG else ANY)
+    return Fact(True, POS if sign == POS and init_sign == POS else ANY)
+
+
+def finite_values(module: Module, finite_inputs: bool) -> set[str]:
+    """The top-level values of `module` (a global program) finite for every finite input."""
+    body = module.main.body
+    facts: dict[str, Fact] = {a: Fact(finite_inputs or not t.is_float) for a, t in zip(body.args, body.arg_types)}
+    sizes = {a: t.size for a, t in zip(body.args, body.arg_types)}
+    for op in body.ops:
+        # A reduction over no element is its init (-inf for max): every operand must have one.
+        nonempty = all(sizes.get(v, 0) > 0 for v in op.operands)
+        fact = _fact(op, [facts.get(v, UNKNOWN) for v in op.operands], nonempty)
+        sizes.update((r, t.size) for r, t in zip(op.results, op.result_types))
+        for r in op.results:
+            facts[r] = fact
+    return {v for v, fact in facts.items() if fact.finite}

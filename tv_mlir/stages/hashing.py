@@ -1,0 +1,60 @@
+"""A canonical hash of a stage pair: equal for stages that are the same computation up to
+the names of values (the 126 layers of a model, each reading its own weights). Op names,
+attributes (constants by their bytes), types, shardings, the order of inputs and outputs
+and the module attributes that fix the device count go in; SSA names and source
+locations do not."""
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import numpy as np
+
+from tv_mlir.ir import Block, Module, Sharding
+
+
+def _attr(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return ("nd", value.dtype.str, value.shape, hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest())
+    if isinstance(value, dict):
+        return ("dict", tuple(sorted((str(k), _attr(v)) for k, v in value.items())))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(_attr(v) for v in value))
+    if isinstance(value, Sharding):
+        return ("sharding", value.describe(), value.mesh.device_ids)
+    return repr(value)
+
+
+def _block(block: Block, names: dict[str, str], out: list[str]) -> None:
+    for a, t in zip(block.args, block.arg_types):
+        names[a] = f"v{len(names)}"
+        out.append(f"arg {names[a]} {t}")
+    for op in block.ops:
+        operands = " ".join(names.get(o, f"?{o}") for o in op.operands)
+        for r in op.results:
+            names[r] = f"v{len(names)}"
+        attrs = repr(_attr({k: v for k, v in op.attrs.items() if k != "loc"}))
+        out.append(f"{' '.join(names[r] for r in op.results)} = {op.name}({operands}) {attrs} : "
+                   f"{' '.join(str(t) for t in op.result_types)}")
+        for region in op.regions:
+            out.append("{")
+            _block(region, dict(names), out)
+            out.append("}")
+    out.append("return " + " ".join(names.get(r, f"?{r}") for r in block.returns))
+
+
+def module_text(m: Module) -> str:
+    out = [f"devices {m.num_partitions} {m.num_replicas} per_device={m.per_device}"]
+    out += [f"in {repr(_attr(s))}" for s in m.arg_shardings]
+    out += [f"out {repr(_attr(s))}" for s in m.result_shardings]
+    _block(m.main.body, {}, out)
+    return "\n".join(out)
+
+
+def stage_hash(ref: Module, other: Module, context: str = "") -> str:
+    """sha256 of both programs' canonical text and `context` (what else the proof depends on)."""
+    h = hashlib.sha256()
+    for part in (module_text(ref), module_text(other), context):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()

@@ -1,0 +1,220 @@
+"""Lineage: which reference value a value of the sharded program holds, and how it lies on
+the devices. Found on the random runs: a per-device value is assembled under each sharding
+its shapes allow and looked up among the reference values by a projection of the run's
+numbers, then compared on every run. Lineage is evidence, never a proof: it only proposes
+where stages are cut, and every stage proves its outputs' lineage."""
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from tv_mlir.algebra import NumericAlgebra
+from tv_mlir.execute.interp import Interpreter
+from tv_mlir.execute.spmd import scatter
+from tv_mlir.ir import Mesh, Module, Op, Sharding
+
+# Relative width of a projection bucket: far wider than float64 reassociation error
+# (1e-13), far narrower than the spread of projections of unrelated values.
+BUCKET = 1e-4
+# The runs lineage looks at: the random-normal ones (run 0 has small integers: too many
+# ties). Whole arrays are compared, so three runs rarely leave a coincidence; one that is
+# left costs a failed stage (and the whole proof), never a wrong verdict.
+RUNS = slice(1, 4)
+KEY_RUN = 0  # of those
+
+
+@dataclass(frozen=True)
+class Link:
+    """The other program's value holds reference value `ref` laid out by `sharding`
+    (None: the other program is global and holds it whole)."""
+
+    ref: str
+    sharding: Sharding | None = None
+
+
+Values = dict[str, list[Any]]  # name -> per run: an array (global) or a tuple of per-device arrays
+
+
+def trace(module: Module, input_sets: list[list[np.ndarray]], max_unroll: int) -> Values:
+    """Every top-level value of `module` on every run (per-device values as tuples)."""
+    values: Values = {}
+    n = module.num_devices
+    for inputs in input_sets:
+        run: dict[str, Any] = {}
+
+        def record(op: Op, results: list[np.ndarray], run: dict[str, Any] = run) -> None:
+            for name, r in zip(op.results, results):
+                run[name] = r
+
+        interp = Interpreter(module, NumericAlgebra(), max_unroll, observer=record)
+        interp.run(inputs)
+        if module.per_device:
+            for name, s, x in zip(module.main.body.args, module.arg_shardings, inputs):
+                run[name] = scatter(x, s, n, "").parts if s is not None else (x,) * n
+        else:
+            run.update(zip(module.main.body.args, inputs))
+        grouped: dict[str, Any] = {}
+        for name, r in run.items():
+            base, _, dev = name.partition("@")
+            if dev:
+                grouped.setdefault(base, [None] * n)[int(dev)] = r
+            else:
+                grouped[base] = r
+        for name, r in grouped.items():
+            values.setdefault(name, []).append(tuple(r) if isinstance(r, list) else r)
+    return values
+
+
+def _weights(shape: tuple[int, ...], cache: dict[tuple[int, ...], np.ndarray]) -> np.ndarray:
+    w = cache.get(shape)
+    if w is None:
+        w = cache[shape] = np.random.default_rng(abs(hash(shape)) % (2**32)).normal(size=shape)
+    return w
+
+
+def _key(arr: np.ndarray, cache: dict[tuple[int, ...], np.ndarray]) -> tuple | None:
+    arr = np.asarray(arr)
+    if arr.dtype == object:
+        return None
+    if arr.dtype.kind in "biu":
+        return (arr.shape, arr.dtype.kind, np.ascontiguousarray(arr).tobytes())
+    a = arr.astype(np.float64)
+    if not np.all(np.isfinite(a)):
+        return None
+    norm = float(np.sum(np.abs(a)))
+    if norm == 0.0:
+        return None  # zeros: every zero value would match; such values are not cut at
+    return (arr.shape, "f", round(float(np.sum(a * _weights(arr.shape, cache))) / norm / BUCKET))
+
+
+def _close(a: Any, b: Any) -> bool:
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape:
+        return False
+    if a.dtype.kind in "biu" or b.dtype.kind in "biu" or np.array_equal(a, b):
+        return bool(np.array_equal(a, b))
+    if not a.size:
+        return True
+    with np.errstate(all="ignore"):
+        d = np.abs(a - b)
+        scale = max(1.0, float(np.max(np.abs(a))))
+        return bool(np.all(d <= 1e-9 * scale + 1e-6 * np.abs(b)))
+
+
+def _close_or_none(a: Any, b: Any) -> bool:
+    return a is not None and _close(a, b)
+
+
+def _shardings(mesh: Mesh, rank: int) -> Iterable[Sharding]:
+    """Every way to split `rank` dims by the mesh's axes (each axis on one dim or on none,
+    in mesh order within a dim), the replicated layout first."""
+    axes = [a for a, _ in mesh.axes]
+    for choice in itertools.product(range(-1, rank), repeat=len(axes)):
+        dims = tuple(tuple(a for a, c in zip(axes, choice) if c == i) for i in range(rank))
+        yield Sharding(mesh, dims)
+
+
+@lru_cache(maxsize=4096)
+def _blocks(s: Sharding, local: tuple[int, ...]) -> tuple[tuple[int, tuple, bool], ...]:
+    """Per device: its block of the global value under `s`, and whether an earlier device
+    holds the same block (a replica)."""
+    out = []
+    seen: set[tuple[int, ...]] = set()
+    for d, c in sorted(s.mesh.coords().items()):
+        block = tuple(s.shard_index(c, i) for i in range(len(local)))
+        sl = tuple(slice(k * b, (k + 1) * b) for k, b in zip(block, local)) + (Ellipsis,)
+        out.append((d, sl, block in seen))
+        seen.add(block)
+    return tuple(out)
+
+
+def _assemble(parts: Sequence[np.ndarray], s: Sharding) -> np.ndarray | None:
+    """The global value whose blocks under `s` are `parts`, or None when copies that `s`
+    declares replicated differ."""
+    local = parts[0].shape
+    if s.mesh.size != len(parts):
+        return None
+    gshape = tuple(d * s.shards(i) for i, d in enumerate(local))
+    out = np.empty(gshape, dtype=parts[0].dtype)
+    for d, sl, replica in _blocks(s, local):
+        if replica:
+            if not _close(out[sl], parts[d]):
+                return None
+        else:
+            out[sl] = parts[d]
+    return out
+
+
+def find(ref_values: Values, other_values: Values, other: Module, names: Iterable[str],
+         ref_names: Iterable[str], ref_rank: dict[str, float], other_rank: dict[str, float]) -> dict[str, Link]:
+    """The lineage of the other program's values `names` among the reference values
+    `ref_names`. Of several reference values that match (a mask computed twice), the one
+    at the nearest relative position (`*_rank`, 0..1) is taken."""
+    cache: dict[tuple[int, ...], np.ndarray] = {}
+    table: dict[tuple, list[str]] = {}
+    shapes: set[tuple[int, ...]] = set()
+    for r in ref_names:
+        runs = ref_values.get(r)
+        if runs is None or len(runs) <= KEY_RUN:
+            continue
+        key = _key(runs[KEY_RUN], cache)
+        if key is not None:
+            table.setdefault(key, []).append(r)
+            shapes.add(np.shape(runs[KEY_RUN]))
+    meshes = _meshes(other)
+    links: dict[str, Link] = {}
+    for name in names:
+        runs = other_values.get(name)
+        if runs is None or len(runs) <= KEY_RUN:
+            continue
+        best: tuple[float, Link] | None = None
+        for layout, global_runs in _layouts(runs, meshes, other.per_device, shapes):
+            key = _key(global_runs(KEY_RUN), cache)
+            for r in table.get(key, []) if key is not None else ():
+                if all(_close_or_none(global_runs(k), ref_values[r][k]) for k in range(len(runs))):
+                    dist = abs(ref_rank.get(r, 0.0) - other_rank.get(name, 0.0))
+                    if best is None or dist < best[0]:
+                        best = (dist, Link(r, layout))
+        if best is not None:
+            links[name] = best[1]
+    return links
+
+
+def _meshes(module: Module) -> list[Mesh]:
+    found: list[Mesh] = []
+    for s in (*module.arg_shardings, *module.result_shardings):
+        if s is not None and s.mesh not in found and s.mesh.size == module.num_devices:
+            found.append(s.mesh)
+    return found
+
+
+def _layouts(runs: list[Any], meshes: list[Mesh], per_device: bool, shapes: set[tuple[int, ...]]):
+    """(sharding, run -> global value) for every layout of the value that gives a shape some
+    reference value has."""
+    if not per_device:
+        if np.shape(runs[KEY_RUN]) in shapes:
+            yield None, lambda k: runs[k]
+        return
+    first = runs[KEY_RUN]
+    if not isinstance(first, tuple) or any(np.asarray(p).dtype == object for p in first):
+        return
+    local = np.shape(first[0])
+    for mesh in meshes:
+        for s in _shardings(mesh, len(local)):
+            gshape = tuple(d * s.shards(i) for i, d in enumerate(local))
+            if gshape not in shapes:
+                continue
+            done: dict[int, np.ndarray | None] = {}
+
+            def at(k: int, s: Sharding = s, done: dict[int, np.ndarray | None] = done) -> np.ndarray | None:
+                if k not in done:
+                    done[k] = _assemble([np.asarray(p) for p in runs[k]], s)
+                return done[k]
+
+            if at(KEY_RUN) is not None:
+                yield s, at

@@ -1,0 +1,294 @@
+"""Staged proof of a prepared pair: cut both programs at matched values, prove each stage
+pair once per structural hash (from the disk cache when an earlier run proved it), in
+parallel, and chain the stage proofs.
+
+The chain is the proof: the prologue stage proves the other program's argument-derived
+values hold their reference values; stage k proves that when its inputs hold their
+reference values so do its outputs; the last stage's outputs are the programs' outputs
+(with their replica obligations). Stage inputs are free variables, so a stage proof is
+stronger than what the chain needs, never weaker: a stage that fails may fail only for
+inputs no program input reaches. So a failed stage is not the verdict: the pair is then
+proved whole (which finds and confirms a counterexample at program inputs, or shows the
+stage's failure unreachable), and the verdict names the stage that failed first."""
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import tv_mlir
+from tv_mlir.assume import resolve as resolve_bounds
+from tv_mlir.driver import prove_pair
+from tv_mlir.errors import TvError
+from tv_mlir.ir import Module
+from tv_mlir.options import Options
+from tv_mlir.progress import progress
+from tv_mlir.prove.fingerprints import random_inputs
+from tv_mlir.stages import lineage
+from tv_mlir.stages.bar import StageBar
+from tv_mlir.stages.cache import ProofCache, cache_key
+from tv_mlir.stages.extract import NotFormed, StagePair, build
+from tv_mlir.stages.finite import finite_values
+from tv_mlir.stages.flat import flatten
+from tv_mlir.stages.hashing import stage_hash
+from tv_mlir.stages.plan import Side, choose_cuts
+from tv_mlir.stages.pool import Executor, Job, run_jobs
+from tv_mlir.verdict import OutputResult, Verdict
+
+# A pair cut into fewer stages than this is proved whole: cutting costs a numeric run and
+# the lineage search, and buys nothing for one or two stages.
+MIN_STAGES = 3
+
+
+@dataclass
+class StageRecord:
+    """One stage in the verdict's `stages` list."""
+
+    index: int
+    name: str
+    hash: str
+    how: str  # proved | reused | cached
+    verdict: str
+    reason: str
+    time_s: float
+    ref_ops: int
+    other_ops: int
+    locs: list[str] = field(default_factory=list)
+
+
+def prove_staged(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] | None = None) -> Verdict:
+    """The verdict for a prepared pair, by stages where the pair can be cut (see the module
+    docstring), else by `driver.prove_pair` on the whole."""
+    if not options.stages:
+        return prove_pair(ref, other, options, sizes)
+    t0 = time.perf_counter()
+    try:
+        stages, why = _cut(ref, other, options, sizes)
+    except TvError as exc:  # an op the numeric runs do not know: the whole proof reports it
+        stages, why = [], f"not cut: {exc.one_line()}"
+    if len(stages) < MIN_STAGES:
+        verdict = prove_pair(ref, other, options, sizes)
+        verdict.stages = {"used": False, "reason": why or f"{len(stages)} stage(s): proved whole"}
+        return verdict
+    progress(options, f"cut into {len(stages)} stages ({time.perf_counter() - t0:.1f} s)")
+    finite = finite_values(ref, options.inputs == "finite")
+    records, results = _prove_stages(stages, options, finite)
+    summary = _summary(records, time.perf_counter() - t0)
+    failed = next((r for r in records if r.verdict != "equivalent"), None)
+    if failed is None:
+        return _equivalent(ref, records, results, summary, options)
+    progress(options, f"{failed.name} is {failed.verdict} ({failed.reason}); proving the pair whole")
+    verdict = prove_pair(ref, other, options, sizes)
+    summary["failed"] = {"stage": failed.index, "name": failed.name, "verdict": failed.verdict,
+                         "reason": failed.reason, "locs": failed.locs[:5]}
+    summary["whole"] = verdict.verdict
+    verdict.stages = summary
+    if verdict.verdict != "equivalent":
+        where = f" (first at {failed.locs[0]})" if failed.locs else ""
+        verdict.reason += f"; the first stage that fails is {failed.name}{where}"
+    return verdict
+
+
+def _cut(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] | None
+         ) -> tuple[list[StagePair], str]:
+    flat = flatten(other)
+    if not flat.ok:
+        return [], f"not cut: {flat.reason}"
+    if ref.per_device:
+        return [], "not cut: the reference is a per-device program"
+    names = list(ref.main.arg_names) or [f"arg{i}" for i in range(len(ref.global_arg_types()))]
+    bounds = resolve_bounds(options.assume, names, ref.global_arg_types(), sizes)
+    input_sets = random_inputs(ref.global_arg_types(), bounds=bounds)
+    r_side, o_side = Side.of(ref), Side.of(flat.module)
+    if len(r_side.flow) < MIN_STAGES or len(o_side.flow) < MIN_STAGES:
+        return [], "not cut: too few ops"
+    r_vals = lineage.trace(ref, input_sets[lineage.RUNS], options.max_unroll)
+    o_vals = lineage.trace(flat.module, input_sets[lineage.RUNS], options.max_unroll)
+    r_rank = _ranks(r_side)
+    o_rank = _ranks(o_side)
+    wanted = [v for v, k in o_side.kind.items() if k in ("flow", "prologue")]
+    candidates = [v for v, k in r_side.kind.items() if k != "const"]
+    links = lineage.find(r_vals, o_vals, flat.module, wanted, candidates, r_rank, o_rank)
+    # Other arguments hold the reference's arguments by definition (same global signature).
+    for k, a in enumerate(flat.module.main.body.args):
+        s = flat.module.arg_shardings[k] if flat.module.per_device else None
+        links[a] = lineage.Link(ref.main.body.args[k], s)
+    cuts = choose_cuts(r_side, o_side, links)
+    hoisted = {v for v, k in o_side.kind.items() if k == "prologue" and v in links
+               and r_side.kind.get(links[v].ref) in ("arg", "prologue")}
+    ref_given = {links[v].ref for v in hoisted}
+    stages: list[StagePair] = []
+    try:
+        used_hoisted = sorted({u for op in o_side.flow for u in _uses(op) if u in hoisted}, key=_order(o_side))
+        if used_hoisted:
+            r_out = [links[v].ref for v in used_hoisted]
+            stages.append(build("prologue", r_side, o_side, links, r_side.cone(r_out, frozenset({"prologue"})),
+                                o_side.cone(used_hoisted, frozenset({"prologue"})), r_out, used_hoisted,
+                                [links[v].sharding for v in used_hoisted], set(), set()))
+        n = len(cuts.ref) - 1
+        live_o = o_side.live()
+        for k in range(n):
+            i0, i1 = cuts.ref[k], cuts.ref[k + 1]
+            j0, j1 = cuts.other[k], cuts.other[k + 1]
+            r_ops, o_ops = r_side.flow[i0:i1], o_side.flow[j0:j1]
+            if k == n - 1:
+                o_out = list(flat.module.main.body.returns)
+                r_out = list(ref.main.body.returns)
+                shard = list(flat.module.result_shardings) if flat.module.per_device else [None] * len(o_out)
+            else:
+                o_out = sorted((v for v in live_o[j1] if o_side.position[v] >= j0), key=_order(o_side))
+                r_out = [links[v].ref for v in o_out]
+                shard = [links[v].sharding for v in o_out]
+            stages.append(build(f"stage {k + 1} of {n}", r_side, o_side, links, r_ops, o_ops, r_out, o_out,
+                                shard, hoisted, ref_given))
+    except NotFormed as exc:
+        return [], f"not cut: {exc}"
+    return stages, ""
+
+
+def _uses(op: Any) -> list[str]:
+    from tv_mlir.stages.plan import region_uses
+
+    return region_uses(op)
+
+
+def _order(side: Side) -> Any:
+    index = {r: n for n, op in enumerate(side.module.main.body.ops) for r in op.results}
+    return lambda v: index.get(v, -1)
+
+
+def _ranks(side: Side) -> dict[str, float]:
+    n = max(len(side.flow), 1)
+    return {v: p / n for v, p in side.position.items()}
+
+
+# ---------------------------------------------------------------------------
+# Proving
+
+
+def stage_options(options: Options) -> Options:
+    """What a stage proof runs with: no progress lines, no replay (a failed stage sends the
+    pair to the whole proof, which replays), one process."""
+    return replace(options, progress=False, replay=False, jobs=1, stages=False, assume=())
+
+
+def prove_stage(ref: Module, other: Module, options: Options) -> dict[str, Any]:
+    """One stage proof in a worker: a JSON-able record (what the cache stores)."""
+    t0 = time.perf_counter()
+    v = prove_pair(ref, other, options)
+    return {"verdict": v.verdict, "reason": v.reason, "time_s": round(time.perf_counter() - t0, 3),
+            "approximations": list(v.approximations), "precision": list(v.precision),
+            "outputs": [asdict(o) for o in v.outputs],
+            "elements": int(v.stats.get("elements", 0)), "syntactic": int(v.stats.get("syntactic", 0))}
+
+
+@lru_cache(maxsize=1)
+def tool_fingerprint() -> str:
+    """The package's source, hashed: a cached proof is only reused by the code that made it
+    (a changed semantics rule must not inherit an old `equivalent`)."""
+    h = hashlib.sha256(tv_mlir.__version__.encode())
+    root = Path(tv_mlir.__file__).parent
+    for path in sorted(root.rglob("*")):
+        if path.suffix in (".py", ".txt") and path.is_file():
+            h.update(str(path.relative_to(root)).encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def options_fingerprint(options: Options) -> str:
+    o = stage_options(options)
+    return f"{tool_fingerprint()}|{o.inputs}|{o.core}|{o.sweep}|{o.timeout_s}|{o.strict_dtypes}|{o.max_unroll}"
+
+
+def _ieee(stage: StagePair, finite: set[str]) -> tuple[int, ...]:
+    """The stage's float inputs that may be +-inf or NaN (stages/finite.py)."""
+    types = stage.ref.main.arg_types
+    return tuple(k for k, (r, t) in enumerate(zip(stage.slots, types)) if t.is_float and r not in finite)
+
+
+def _prove_stages(stages: list[StagePair], options: Options, finite: set[str]
+                  ) -> tuple[list[StageRecord], dict[str, dict]]:
+    sopts = stage_options(options)
+    cache = ProofCache.open(options.cache_dir, enabled=options.cache)
+    ofp = options_fingerprint(options)
+    ieee = [_ieee(s, finite) for s in stages]
+    hashes = [stage_hash(s.ref, s.other, f"ieee {list(e)}") for s, e in zip(stages, ieee)]
+    results: dict[str, dict] = {}
+    how: dict[int, str] = {}
+    jobs: list[Job] = []
+    first: dict[str, int] = {}
+    for k, h in enumerate(hashes):
+        if h in first:
+            how[k] = "reused"
+            continue
+        first[h] = k
+        hit = cache.get(cache_key(h, ofp))
+        if hit is not None and hit.get("verdict") == "equivalent":
+            results[h] = hit
+            how[k] = "cached"
+        else:
+            how[k] = "proved"
+            jobs.append(Job(h, prove_stage, (stages[k].ref, stages[k].other, replace(sopts, ieee_inputs=ieee[k]))))
+    bar = StageBar(len(stages), force=options.progress,
+                   reused=sum(1 for v in how.values() if v == "reused"),
+                   cached=sum(1 for v in how.values() if v == "cached"))
+    for k in range(len(stages)):
+        if how[k] == "cached":
+            bar.done(stages[k].name, "cached")
+
+    def done(res: Any) -> None:
+        if res.ok:
+            results[res.key] = res.value
+            if res.value.get("verdict") == "equivalent":
+                cache.put(cache_key(res.key, ofp), res.value)
+        else:
+            results[res.key] = {"verdict": "unknown", "reason": f"stage proof: {res.error}", "time_s": res.time_s,
+                                "outputs": [], "approximations": [], "precision": []}
+        bar.done(stages[first[res.key]].name, results[res.key]["verdict"])
+
+    try:
+        run_jobs(jobs, workers=options.jobs, executor=Executor.parse(options.executor),
+                 timeout_s=options.stage_timeout_s, on_done=done)
+    finally:
+        bar.close()
+    records = []
+    for k, (s, h) in enumerate(zip(stages, hashes)):
+        r = results[h]
+        records.append(StageRecord(k, s.name, h[:16], how[k], r["verdict"], r.get("reason", ""),
+                                   r.get("time_s", 0.0) if how[k] == "proved" else 0.0, s.ref_ops, s.other_ops,
+                                   list(s.locs[:3])))
+    return records, {h[:16]: results[h] for h in hashes}
+
+
+def _summary(records: list[StageRecord], time_s: float) -> dict[str, Any]:
+    count = {k: sum(1 for r in records if r.how == k) for k in ("proved", "reused", "cached")}
+    return {"used": True, "count": len(records), **count, "time_s": round(time_s, 3),
+            "list": [asdict(r) for r in records]}
+
+
+def _equivalent(ref: Module, records: list[StageRecord], results: dict[str, dict], summary: dict[str, Any],
+                options: Options) -> Verdict:
+    last = results[records[-1].hash]
+    outputs = [OutputResult(**o) for o in last.get("outputs", [])]
+    approximations = sorted({a for r in results.values() for a in r.get("approximations", [])})
+    precision = sorted({p for r in results.values() for p in r.get("precision", [])})
+    n = len(ref.global_result_types())
+    outs = f"all {n} outputs equal" if n != 1 else "the output is equal"
+    reason = (f"{outs}, proved in {summary['count']} stages ({summary['proved']} proved, "
+              f"{summary['reused']} reused, {summary['cached']} from the cache)")
+    if approximations:
+        reason += f"; uninterpreted: {', '.join(approximations)}"
+    verdict = "equivalent"
+    if options.strict_dtypes and precision:
+        verdict, reason = "not-equivalent", f"--strict-dtypes: {precision[0]}"
+    stats = {"pipeline": options.pipeline, "stages": summary["count"],
+             "elements": sum(int(r.get("elements", 0)) for r in results.values()),
+             "syntactic": sum(int(r.get("syntactic", 0)) for r in results.values())}
+    v = Verdict(verdict, reason, outputs=outputs, approximations=approximations, precision=precision, stats=stats)
+    v.stages = summary
+    v.inputs = options.inputs
+    return v
