@@ -37,7 +37,12 @@ class Degrees:
         """Degrees of the block's values in program order: each finds its operands' known,
         so asking for a value at the end of a 10,000-op chain recurses one level, not
         10,000 (a RecursionError)."""
-        for op in block.walk():
+        for op in block.ops:
+            # A region's values before its op's results (a manual computation's results
+            # are its body's returns); a while loop resolves its own body from outside.
+            if op.name != "stablehlo.while":
+                for region in op.regions:
+                    self.warm(region)
             for r in op.results:
                 self.of(r)
 
@@ -170,6 +175,19 @@ class Degrees:
             [a for op in block.walk() for region in op.regions for a in region.args]
 
 
+def _warm_order(block: Block, out: dict[str, int] | None = None) -> dict[str, int]:
+    """Value -> its place in the order `Degrees.warm` asks for values (regions before
+    their op's results, but a while loop's results before its body)."""
+    out = {} if out is None else out
+    for op in block.ops:
+        if op.name == "stablehlo.while":
+            out.update((r, len(out)) for r in op.results if r not in out)
+        for region in op.regions:
+            _warm_order(region, out)
+        out.update((r, len(out)) for r in op.results if r not in out)
+    return out
+
+
 _MAX_TRIPS = 64  # loops with a constant trip count up to this are unrolled for degrees
 
 
@@ -210,13 +228,37 @@ def summand_degrees(facts: ProgramFacts, analysis: DimAnalysis, families: dict[i
     out: dict[int, int] = {}
     roots: dict[frozenset[int], Degrees] = {}
 
+    order = _warm_order(facts.module.main.body)
+    fn_classes: dict[str, frozenset[int]] = {}
+
+    def classes_in(name: str) -> frozenset[int]:
+        """The classes of a function's values and of the functions it calls."""
+        if name not in fn_classes:
+            fn_classes[name] = frozenset()  # no recursion (the reader refuses it)
+            fn = facts.module.funcs[name]
+            found: set[int] = set()
+            values = list(fn.body.args)
+            for op in fn.body.walk():
+                values.extend(op.results)
+                for region in op.regions:
+                    values.extend(region.args)
+                if op.name == "func.call" and op.attrs.get("callee", "") in facts.module.funcs:
+                    found |= classes_in(op.attrs["callee"])
+            for v in values:
+                if (facts.program, v) in analysis.types:
+                    found.update(analysis.classes_of(facts.program, v))
+            fn_classes[name] = frozenset(found)
+        return fn_classes[name]
+
     def root(c: int) -> Degrees:
         key = frozenset(families[c])
         if key not in roots:
             d = roots[key] = Degrees(facts, analysis, set(key))
-            # In program order from the entry, so that a loop is resolved from outside
-            # before any value inside it is asked for.
-            d.warm(facts.module.main.body)
+            # Only the values along the family can have a degree: those, in the order
+            # `warm` takes (a deep program has thousands of families, each with few values).
+            values = {v for k in key for p, v, _ in analysis.classes[k].members if p == facts.program and v in order}
+            for v in sorted(values, key=order.__getitem__):
+                d.of(v)
         return roots[key]
 
     def visit(block: Block, context: dict[frozenset[int], Degrees], depth: int) -> None:
@@ -251,7 +293,10 @@ def summand_degrees(facts: ProgramFacts, analysis: DimAnalysis, families: dict[i
                 if fn is None:
                     continue
                 inner = {}
+                within = classes_in(fn.name)
                 for key in list(roots):
+                    if key.isdisjoint(within):
+                        continue  # nothing in the callee lies along this family: all degree 0
                     d = context.get(key) or roots[key]
                     sub = d.callee(op, [d.of(o) for o in op.operands])
                     if sub is not None:
