@@ -218,7 +218,8 @@ def test_nested_loops_multiply_against_one_loop_budget() -> None:
 
 
 def test_a_module_over_the_op_budget(tmp_path) -> None:
-    ref, big = write(tmp_path, "ref.mlir", chain(30_000)), write(tmp_path, "big.mlir", chain(30_000, bug=True))
+    n = MAX_OPS + 1000
+    ref, big = write(tmp_path, "ref.mlir", chain(n)), write(tmp_path, "big.mlir", chain(n, bug=True))
     p = cli("verify", ref, big, timeout=BUDGET_S)
     assert f"{ref} has over {MAX_OPS} ops (the op budget) at {ref}:" in unknown_reason(p)
 
