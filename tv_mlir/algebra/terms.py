@@ -151,6 +151,8 @@ def record_range(var: Any, definition_of: Any, definition: Any) -> None:
     range: the NaN fill of a gather never happens)."""
     if not isinstance(var, Term) or var.sort != INT or var.leaf is None:
         return
+    if isinstance(definition_of, Term):
+        intervals.note_cut(var, definition_of)
     # The case split walks the whole definition at every cut; a definition whose range
     # analysis (linear, memoised per store) is already narrow gains little from it: every
     # IEEE class term (0..3; with --inputs ieee every float's class is an integer cut),
