@@ -29,7 +29,7 @@ def rows() -> list[tuple[str, Path, Path, str]]:
 
 def main() -> int:
     timeout = float(os.environ.get("BENCH_TIMEOUT", "60"))
-    sections = os.environ.get("BENCH_SECTIONS", "big,sharded,realistic,core").split(",")
+    sections = os.environ.get("BENCH_SECTIONS", "big,sharded,realistic,core,depth").split(",")
     if "big" in sections:
         big(timeout)
     if "sharded" in sections:
@@ -38,6 +38,8 @@ def main() -> int:
         realistic(timeout)
     if "core" in sections:
         core(timeout)
+    if "depth" in sections:
+        depth(timeout)
     return 0
 
 
@@ -152,6 +154,73 @@ def core(timeout: float) -> None:
     print("\n".join(notes))
 
 
+def depth(timeout: float) -> None:
+    """Staged proofs against depth (issue 13): decoder stacks of 1 to 16 layers
+    (testdata/core) and the Llama-shaped stacks of testdata/depth, Shardy form, each in a
+    child process with a fresh proof cache (cold) and then again with that cache (warm).
+    BENCH_DEPTH_ONLY=name,name picks pairs; BENCH_DEPTH_LIMIT (default 900) is the
+    wall-clock limit per run; BENCH_DEPTH_JOBS (default 1) the stage workers."""
+    import tempfile
+
+    limit = float(os.environ.get("BENCH_DEPTH_LIMIT", "900"))
+    jobs = os.environ.get("BENCH_DEPTH_JOBS", "1")
+    only = [n for n in os.environ.get("BENCH_DEPTH_ONLY", "").split(",") if n]
+    pairs: list[tuple[str, Path, Path, str]] = []
+    for folder in ("core", "depth"):
+        manifest = ROOT / "testdata" / folder / "manifest.json"
+        if not manifest.exists():
+            continue
+        for e in json.loads(manifest.read_text()):
+            if e.get("shardy") and (not only or e["name"] in only) and not e["name"].startswith("llama"):
+                d = manifest.parent
+                pairs.append((e["name"], d / e["ref"], d / e["shardy"], e["expect"]))
+    print(f"\n{'depth pair':<34} {'expect':<15} {'verdict':<15} {'cold s':>7} {'warm s':>7} {'stages':>7} "
+          f"{'proved':>7} {'reused':>7} {'cached':>7} {'peak MB':>8}")
+    for name, ref, other, expect in pairs:
+        with tempfile.TemporaryDirectory(prefix="tv-mlir-bench-cache-") as cache:
+            cold = _depth_child(ref, other, cache, jobs, timeout, limit)
+            warm = _depth_child(ref, other, cache, jobs, timeout, limit) if "verdict" in cold else cold
+        if "verdict" not in cold:
+            print(f"{name:<34} {expect:<15} {cold['error']:<15}")
+            continue
+        st = cold.get("stages") or {}
+        mark = "" if cold["verdict"] == expect else "  <- differs from expectation"
+        print(f"{name:<34} {expect:<15} {cold['verdict']:<15} {cold['time_s']:>7.1f} "
+              f"{warm.get('time_s', float('nan')):>7.1f} {st.get('count', '-'):>7} {st.get('proved', '-'):>7} "
+              f"{st.get('reused', '-'):>7} {(warm.get('stages') or {}).get('cached', '-'):>7} "
+              f"{cold['peak_mb']:>8.0f}{mark}")
+    print(f"(time: the whole `verify` in a child process, parsing to verdict; warm: rerun with the cold run's proof "
+          f"cache; stages: proved / reused in the cold run, cached in the warm one; {jobs} stage worker(s); "
+          f"{os.cpu_count()} cores)")
+
+
+def _depth_child(ref: Path, other: Path, cache: str, jobs: str, timeout: float, limit: float) -> dict:
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--depth-pair", str(ref), str(other), cache, jobs,
+           str(timeout)]
+    t = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return {"error": f"no verdict in {limit:.0f} s"}
+    lines = [line for line in out.splitlines() if line.startswith("{")]
+    if not lines:
+        return {"error": f"child exit {proc.returncode}"}
+    result = json.loads(lines[-1])
+    result["time_s"] = time.perf_counter() - t
+    return result
+
+
+def depth_pair(ref: str, other: str, cache: str, jobs: str, timeout: float) -> int:
+    v = verify(Path(ref), Path(other), timeout_s=timeout, cache_dir=cache, jobs=int(jobs))
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    st = {k: val for k, val in (v.stages or {}).items() if k != "list"}
+    print(json.dumps({"verdict": v.verdict, "stages": st, "peak_mb": peak_mb}), flush=True)
+    return 0
+
+
 def _core_child(ref: Path, other: Path, timeout: float, limit: float, core_name: str) -> dict:
     """Verify one pair in a child process (`run.py --core-pair`, its own process group) and
     read back its JSON lines: op counts first, then the verdict, and the last progress line
@@ -196,6 +265,8 @@ def core_pair(ref: str, other: str, timeout: float, core_name: str) -> int:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--depth-pair"]:
+        sys.exit(depth_pair(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], float(sys.argv[6])))
     if sys.argv[1:2] == ["--core-pair"]:
         sys.exit(core_pair(sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5]))
     sys.exit(main())

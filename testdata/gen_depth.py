@@ -54,8 +54,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import gen_sharded as gs  # noqa: E402  (sets the 8-device XLA flags before importing jax)
 import gen_core as gc  # noqa: E402
+import gen_sharded as gs  # noqa: E402  (sets the 8-device XLA flags before importing jax)
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
@@ -146,7 +146,7 @@ def _fn(name: str, f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 # memoized: a twin's reference is its plan's function object, so jax compiles it once
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def fwd_fns(hd: int, scan: bool, bug_index: int | None = None):
     """Forward-only stack: (reference, tp body). 8B family."""
 
@@ -165,7 +165,7 @@ def fwd_fns(hd: int, scan: bool, bug_index: int | None = None):
     return _fn(f"stack_fwd{sfx}_ref", ref), _fn(f"stack_fwd{sfx}_tp{bug}", tp)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def grad_fns(hd: int, scan: bool, bug_index: int | None = None):
     """Loss = mean of squares of the stack output; returns (loss, grads of the 9 stacked
     weights). 405B family."""

@@ -120,7 +120,7 @@ def test_second_witness_catches_a_dropped_window_bound(monkeypatch) -> None:
 
 
 def test_an_unknown_second_proof_is_a_shrinking_failure(monkeypatch) -> None:
-    real, calls = api.prove_pair, []
+    real, calls = api.prove_staged, []
 
     def second_unknown(ref, other, options, *rest) -> Verdict:
         calls.append(1)
@@ -128,7 +128,7 @@ def test_an_unknown_second_proof_is_a_shrinking_failure(monkeypatch) -> None:
             return Verdict("unknown", "the solver timed out")
         return real(ref, other, options, *rest)
 
-    monkeypatch.setattr(api, "prove_pair", second_unknown)
+    monkeypatch.setattr(api, "prove_staged", second_unknown)
     v = tv_mlir.verify(BIG / "mlp_tp.ref.mlir", BIG / "mlp_tp.shardy.mlir")
     assert v.verdict == "unknown" and v.exit_code == 2 and len(calls) == 2
     assert v.reason.startswith("shrinking failure: equivalent at the shrunk sizes but unknown at the second sizes")

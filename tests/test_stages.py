@@ -119,7 +119,8 @@ def test_partial_manual_computation_is_not_flattened() -> None:
 
 def _stages(ref: Path, other: Path):
     r, o = _pair(ref, other)
-    stages, why = stages_run._cut(r, o, Options(), None)
+    cut = stages_run._cut(r, o, Options(), None)
+    stages, why = cut.stages, cut.why
     assert stages, why
     return stages
 
@@ -228,7 +229,14 @@ def test_a_bug_names_its_stage_and_source_line() -> None:
     assert failed["verdict"] == "not-equivalent"
     assert any("gen_sharded.py" in loc for loc in failed["locs"])
     text = to_text(v)
-    assert f"{failed['name']} is not-equivalent at " in text and "the pair proved whole: not-equivalent" in text
+    assert f"{failed['name']} is not-equivalent at " in text and "not proved whole: a random input" in text
+    # Shown at program inputs without the whole proof: minimised, confirmed on XLA, and
+    # located by the failed stage's own proof (an op of the stage, with its source line).
+    c = v.counterexample
+    assert c.found_by == "random run" and c.minimized and c.confirmed
+    assert any(r.backend == "xla" and r.confirmed for r in c.replay)
+    assert c.first_divergence["stage"] == failed["name"] and c.first_divergence["op"].startswith("stablehlo.")
+    assert "gen_sharded.py" in c.first_divergence["loc"]
 
 
 def test_parallel_workers_and_stage_timeouts() -> None:
@@ -267,3 +275,30 @@ def test_cli_json_progress_and_flags(tmp_path: Path) -> None:
 def test_options_reject_a_bad_executor() -> None:
     with pytest.raises(UsageError):
         Options(executor="ray:")
+
+
+STAGES = ROOT / "testdata" / "stages"
+
+
+@pytest.mark.parametrize("form", ["shardy", "partitioned"])
+def test_a_scan_over_layers_is_proved_by_induction(form: str) -> None:
+    """Four layers as one `while` over stacked weights in both programs: the body and the
+    condition are proved once each, with the carried values free (no unrolling)."""
+    v = verify(STAGES / "scan_L4.ref.mlir", STAGES / f"scan_L4.{form}.mlir", cache=False, **QUICK)
+    assert v.verdict == "equivalent", v.reason
+    names = [s["name"] for s in v.stages["list"]]
+    assert any(n.endswith("loop body") for n in names) and any(n.endswith("loop condition") for n in names)
+
+
+def test_induction_needs_every_trip_to_agree() -> None:
+    """The psum is missing in one trip only: the other loop carries a counter of its own
+    (one more carried value, free in the proofs), the body stage fails, and a random run
+    shows the bug at program inputs, located at the MLP's down projection in the body."""
+    v = verify(STAGES / "scan_L4.ref.mlir", STAGES / "scan_L4_bug_iter3.shardy.mlir", cache=False, **QUICK)
+    assert v.verdict == "not-equivalent", v.reason
+    assert v.stages["used"] and v.stages["failed"]["name"].endswith("loop body")
+    c = v.counterexample
+    assert c.confirmed and c.found_by == "random run"
+    fd = c.first_divergence
+    assert fd["stage"].endswith("loop body") and fd["op"] == "stablehlo.dot_general"
+    assert "gen_core.py:118" in fd["loc"]

@@ -132,6 +132,10 @@ class _Proof:
     def found(self, cex: Counterexample, res: OutputResult) -> None:
         if self.counterexample is None and res.verdict == "not-equivalent":
             self.counterexample = cex
+        if cex.first_divergence and "first_divergence" not in self.stats:
+            # Where the programs part, even when the witness is not confirmed: a staged
+            # proof names the op of a failed stage by it (stages/run.py).
+            self.stats["first_divergence"] = cex.first_divergence
 
 
 @contextmanager

@@ -118,7 +118,11 @@ def _stage_lines(st: dict[str, Any] | None) -> list[str]:
     if f:
         at = f" at {', '.join(f['locs'][:3])}" if f.get("locs") else ""
         lines.append(f"  {f['name']} is {f['verdict']}{at}: {f['reason']}")
-        lines.append(f"  the pair proved whole: {st.get('whole')}")
+        if st.get("lifted"):
+            lines.append("  not proved whole: a random input of the programs shows the difference (minimised, "
+                         "confirmed on XLA)")
+        else:
+            lines.append(f"  the pair proved whole: {st.get('whole')}")
     return lines
 
 
@@ -181,9 +185,13 @@ def to_text(v: Verdict) -> str:
                 e = fd["expected"]
                 line += f", where the reference has {e['value']}{e['index']} ({e['op']} at {e['loc']})"
             lines.append(line + ": data moved to the wrong place")
+        elif fd and fd.get("op") is None:  # a failed stage its own proof did not locate further
+            lines.append(f"  first divergence: in {fd.get('stage', 'a stage')}, which starts at {fd['loc']} "
+                         f"(in {fd['program']})")
         elif fd:
             device = f" on device {fd['device']}" if "device" in fd else ""
-            lines.append(f"  first divergence: {fd['op']} at {fd['loc']}{device} (in {fd['program']})")
+            stage = f", {fd['stage']}" if "stage" in fd else ""
+            lines.append(f"  first divergence: {fd['op']} at {fd['loc']}{device} (in {fd['program']}{stage})")
         elif c.found_by == "full-size check":
             lines.append("  first divergence: not located (found by running both programs on XLA, not by the sweep)")
         else:

@@ -26,6 +26,13 @@ class StagePair:
     other_ops: int
     locs: tuple[str, ...]  # source locations of the other program's ops, in order (first ones)
     slots: tuple[str, ...] = ()  # per input (both programs'): the reference value it holds
+    loop: bool = False  # a loop's body or condition (stages/loops.py)
+
+
+def source_loc(loc: str) -> bool:
+    """A location that names a source line (jax's `name @ file:line:col`, a module's
+    `file:line:col`), not only the module's file."""
+    return bool(loc) and ":" in loc
 
 
 def _types(side: Side) -> dict[str, TensorType]:
@@ -123,7 +130,7 @@ def build(name: str, ref: Side, other: Side, links: dict[str, Link], ref_ops: Se
     ref_m = _module(ref.module, r_names, r_types, ref_body, list(ref_outputs), rtypes, False, (), ())
     other_m = _module(other.module, o_names, o_types, other_body, list(other_outputs), otypes, per_device,
                       tuple(o_shard), tuple(out_shardings))
-    locs = tuple(op.loc for op in other_ops if op.loc)
+    locs = tuple(op.loc for op in other_ops if source_loc(op.loc))
     return StagePair(name, ref_m, other_m, len(ref_ops), len(other_ops), locs, tuple(r for r, _ in slots))
 
 

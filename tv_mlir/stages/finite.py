@@ -15,6 +15,7 @@ import numpy as np
 
 from tv_mlir.algebra.base import FINITE_UFS
 from tv_mlir.ir import Block, Module, Op
+from tv_mlir.semantics.ops import VALUE_IDENTITIES
 
 ANY, NONNEG, POS = 0, 1, 2
 
@@ -30,7 +31,7 @@ UNKNOWN = Fact(False)
 MOVES = frozenset(f"stablehlo.{n}" for n in (
     "slice", "dynamic_slice", "reshape", "transpose", "broadcast_in_dim", "convert", "concatenate", "reverse",
     "copy", "gather", "all_gather", "all_to_all", "collective_permute", "optimization_barrier", "pad",
-    "dynamic_update_slice"))
+    "dynamic_update_slice")) | VALUE_IDENTITIES
 # Finite (over the reals) on finite arguments; the sign they give.
 FINITE_FUNCS = {"stablehlo.exponential": POS, "stablehlo.logistic": POS, "stablehlo.tanh": ANY,
                 "stablehlo.sine": ANY, "stablehlo.cosine": ANY, "stablehlo.floor": ANY, "stablehlo.ceil": ANY,
@@ -130,16 +131,55 @@ def _reduce(op: Op, f: list[Fact], nonempty: bool) -> Fact:
     return Fact(True, POS if sign == POS and init_sign == POS else ANY)
 
 
-def finite_values(module: Module, finite_inputs: bool) -> set[str]:
-    """The top-level values of `module` (a global program) finite for every finite input."""
-    body = module.main.body
-    facts: dict[str, Fact] = {a: Fact(finite_inputs or not t.is_float) for a, t in zip(body.args, body.arg_types)}
-    sizes = {a: t.size for a, t in zip(body.args, body.arg_types)}
-    for op in body.ops:
+def _meet(a: Fact, b: Fact) -> Fact:
+    return Fact(a.finite and b.finite, min(a.sign, b.sign), (a.finite or a.below) and (b.finite or b.below))
+
+
+def block_facts(block: Block, args: list[Fact], outer: dict[str, Fact], sizes: dict[str, int]) -> dict[str, Fact]:
+    """Facts of every value of `block` given its arguments' (values from outside: `outer`)."""
+    facts = dict(outer)
+    facts.update(zip(block.args, args))
+    sizes = dict(sizes)
+    sizes.update((a, t.size) for a, t in zip(block.args, block.arg_types))
+    for op in block.ops:
         # A reduction over no element is its init (-inf for max): every operand must have one.
         nonempty = all(sizes.get(v, 0) > 0 for v in op.operands)
-        fact = _fact(op, [facts.get(v, UNKNOWN) for v in op.operands], nonempty)
+        if op.name == "stablehlo.while":
+            out = _loop(op, [facts.get(v, UNKNOWN) for v in op.operands], facts, sizes)
+        else:
+            fact = _fact(op, [facts.get(v, UNKNOWN) for v in op.operands], nonempty)
+            out = [fact] * len(op.results)
+        facts.update(zip(op.results, out))
         sizes.update((r, t.size) for r, t in zip(op.results, op.result_types))
-        for r in op.results:
-            facts[r] = fact
+    return facts
+
+
+def _loop(op: Op, init: list[Fact], outer: dict[str, Fact], sizes: dict[str, int]) -> list[Fact]:
+    """Induction over the reals: a fact of the carried values that holds initially and that
+    the body keeps holds after every trip. Start from the initial facts and weaken them
+    until the body keeps them (the lattice is finite, so this ends)."""
+    body = op.regions[1]
+    carried = list(init)
+    for _ in range(4 * len(carried) + 2):
+        facts = block_facts(body, carried, outer, sizes)
+        nxt = [_meet(c, facts.get(r, UNKNOWN)) for c, r in zip(carried, body.returns)]
+        if nxt == carried:
+            return carried
+        carried = nxt
+    return [UNKNOWN] * len(init)
+
+
+def finite_values(module: Module, finite_inputs: bool) -> set[str]:
+    """The values of `module` (a global program) finite for every finite input: top-level
+    values, and the carried values of top-level loops as their body's arguments see them."""
+    body = module.main.body
+    args = [Fact(finite_inputs or not t.is_float) for t in body.arg_types]
+    facts = block_facts(body, args, {}, {})
+    for op in body.ops:
+        if op.name == "stablehlo.while":
+            carried = _loop(op, [facts.get(v, UNKNOWN) for v in op.operands], facts, {})
+            for region in op.regions:
+                facts.update(zip(region.args, carried))
+                inner = block_facts(region, carried, facts, {})
+                facts.update((k, v) for k, v in inner.items() if k not in facts)
     return {v for v, fact in facts.items() if fact.finite}

@@ -6,6 +6,7 @@ where stages are cut, and every stage proves its outputs' lineage."""
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -26,6 +27,8 @@ BUCKET = 1e-4
 # left costs a failed stage (and the whole proof), never a wrong verdict.
 RUNS = slice(1, 4)
 KEY_RUN = 0  # of those
+# Reference values with one key tried per value, nearest in program position first.
+CANDIDATES = 8
 
 
 @dataclass(frozen=True)
@@ -89,7 +92,10 @@ def _key(arr: np.ndarray, cache: dict[tuple[int, ...], np.ndarray]) -> tuple | N
     norm = float(np.sum(np.abs(a)))
     if norm == 0.0:
         return None  # zeros: every zero value would match; such values are not cut at
-    return (arr.shape, "f", round(float(np.sum(a * _weights(arr.shape, cache))) / norm / BUCKET))
+    # The norm's magnitude keeps apart values of one direction (x + k * y for many k), which
+    # the direction alone would put in one bucket, making the look-up quadratic.
+    return (arr.shape, "f", round(float(np.sum(a * _weights(arr.shape, cache))) / norm / BUCKET),
+            round(math.log(norm) / BUCKET))
 
 
 def _close(a: Any, b: Any) -> bool:
@@ -173,13 +179,21 @@ def find(ref_values: Values, other_values: Values, other: Module, names: Iterabl
         if runs is None or len(runs) <= KEY_RUN:
             continue
         best: tuple[float, Link] | None = None
+        here = other_rank.get(name, 0.0)
         for layout, global_runs in _layouts(runs, meshes, other.per_device, shapes):
             key = _key(global_runs(KEY_RUN), cache)
-            for r in table.get(key, []) if key is not None else ():
+            bucket = table.get(key, []) if key is not None else []
+            # Nearest first, and only a few: values that agree on the key are almost always
+            # one value computed more than once, and a bucket of hundreds would make the
+            # search quadratic in the program's length.
+            near = sorted(bucket, key=lambda r: abs(ref_rank.get(r, 0.0) - here))[:CANDIDATES]
+            for r in near:
+                dist = abs(ref_rank.get(r, 0.0) - here)
+                if best is not None and dist >= best[0]:
+                    break
                 if all(_close_or_none(global_runs(k), ref_values[r][k]) for k in range(len(runs))):
-                    dist = abs(ref_rank.get(r, 0.0) - other_rank.get(name, 0.0))
-                    if best is None or dist < best[0]:
-                        best = (dist, Link(r, layout))
+                    best = (dist, Link(r, layout))
+                    break
         if best is not None:
             links[name] = best[1]
     return links

@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from tv_mlir.ir import Block, Module, Op, TensorType
+from tv_mlir.semantics.ops import VALUE_IDENTITIES
 from tv_mlir.stages.lineage import Link
 
 # Ops that only move, copy or convert data: a chain of them from an argument is the
@@ -29,7 +30,7 @@ from tv_mlir.stages.lineage import Link
 # that layers reading different weights are the same stage.
 LAYOUT = frozenset(f"stablehlo.{n}" for n in (
     "slice", "dynamic_slice", "reshape", "transpose", "broadcast_in_dim", "convert", "concatenate",
-    "all_gather", "all_to_all", "collective_permute", "copy"))
+    "all_gather", "all_to_all", "collective_permute", "copy")) | VALUE_IDENTITIES
 
 # How far past the previous cut the other program's cut is looked for, in flow ops.
 WINDOW = 256
@@ -152,7 +153,7 @@ def choose_cuts(ref: Side, other: Side, links: dict[str, Link]) -> Cuts:
     reachable = set().union(*(t for t in targets if t is not None)) if targets else set()
     cuts_r, cuts_o = [0], [0]
     n_r, n_o = len(ref.flow), len(other.flow)
-    for i in range(1, n_r):
+    for i in range(1, n_r + 1):  # i == n_r: the reference is done, the other still has ops
         need = ref_live[i]
         if not need <= reachable:
             continue

@@ -20,6 +20,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 import tv_mlir
 from tv_mlir.assume import resolve as resolve_bounds
 from tv_mlir.driver import prove_pair
@@ -35,6 +37,8 @@ from tv_mlir.stages.extract import NotFormed, StagePair, build
 from tv_mlir.stages.finite import finite_values
 from tv_mlir.stages.flat import flatten
 from tv_mlir.stages.hashing import stage_hash
+from tv_mlir.stages.lift import numeric_witness
+from tv_mlir.stages.loops import induction, is_loop_stage
 from tv_mlir.stages.plan import Side, choose_cuts
 from tv_mlir.stages.pool import Executor, Job, run_jobs
 from tv_mlir.verdict import OutputResult, Verdict
@@ -42,6 +46,9 @@ from tv_mlir.verdict import OutputResult, Verdict
 # A pair cut into fewer stages than this is proved whole: cutting costs a numeric run and
 # the lineage search, and buys nothing for one or two stages.
 MIN_STAGES = 3
+# Past this many tensor elements in one program (its values on the lineage's runs are kept
+# in memory) the pair is not cut; the whole proof has its own, smaller budget.
+MAX_CUT_ELEMENTS = 20_000_000
 
 
 @dataclass
@@ -58,6 +65,7 @@ class StageRecord:
     ref_ops: int
     other_ops: int
     locs: list[str] = field(default_factory=list)
+    first_divergence: dict[str, Any] | None = None  # from the stage's own counterexample
 
 
 def prove_staged(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] | None = None) -> Verdict:
@@ -66,25 +74,40 @@ def prove_staged(ref: Module, other: Module, options: Options, sizes: Mapping[in
     if not options.stages:
         return prove_pair(ref, other, options, sizes)
     t0 = time.perf_counter()
+    cut = Cut([], "")
     try:
-        stages, why = _cut(ref, other, options, sizes)
+        cut = _cut(ref, other, options, sizes)
     except TvError as exc:  # an op the numeric runs do not know: the whole proof reports it
-        stages, why = [], f"not cut: {exc.one_line()}"
-    if len(stages) < MIN_STAGES:
+        cut = Cut([], f"not cut: {exc.one_line()}")
+    stages = cut.stages
+    if len(stages) < MIN_STAGES and not any(s.loop for s in stages):
+        summary: dict[str, Any] = {"used": False, "reason": cut.why or f"{len(stages)} stage(s): proved whole"}
+        loop = next((op for op in ref.main.body.ops if op.name == "stablehlo.while"), None)
+        if loop is not None and cut.input_sets:
+            # A loop not proved by induction is unrolled by the whole proof, at a cost that
+            # grows with its trips: a bug the random runs show is reported without it.
+            record = StageRecord(0, "the loop", "", "", "unknown", "not proved by induction", 0.0, 1, 1,
+                                 [loop.loc] if loop.loc else [])
+            lifted = _lift(ref, other, options, cut, record, summary)
+            if lifted is not None:
+                return lifted
         verdict = prove_pair(ref, other, options, sizes)
-        verdict.stages = {"used": False, "reason": why or f"{len(stages)} stage(s): proved whole"}
+        verdict.stages = summary
         return verdict
     progress(options, f"cut into {len(stages)} stages ({time.perf_counter() - t0:.1f} s)")
     finite = finite_values(ref, options.inputs == "finite")
     records, results = _prove_stages(stages, options, finite)
     summary = _summary(records, time.perf_counter() - t0)
-    failed = next((r for r in records if r.verdict != "equivalent"), None)
+    failed = _first_failure(records)
     if failed is None:
         return _equivalent(ref, records, results, summary, options)
-    progress(options, f"{failed.name} is {failed.verdict} ({failed.reason}); proving the pair whole")
-    verdict = prove_pair(ref, other, options, sizes)
     summary["failed"] = {"stage": failed.index, "name": failed.name, "verdict": failed.verdict,
                          "reason": failed.reason, "locs": failed.locs[:5]}
+    lifted = _lift(ref, other, options, cut, failed, summary)
+    if lifted is not None:
+        return lifted
+    progress(options, f"{failed.name} is {failed.verdict} ({failed.reason}); proving the pair whole")
+    verdict = prove_pair(ref, other, options, sizes)
     summary["whole"] = verdict.verdict
     verdict.stages = summary
     if verdict.verdict != "equivalent":
@@ -93,19 +116,73 @@ def prove_staged(ref: Module, other: Module, options: Options, sizes: Mapping[in
     return verdict
 
 
-def _cut(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] | None
-         ) -> tuple[list[StagePair], str]:
+def _first_failure(records: list[StageRecord]) -> StageRecord | None:
+    """The stage to name for a difference: the first with a counterexample at its inputs
+    (a stage whose proof only ran out of time is likelier to be right), else the first
+    that is not proved."""
+    failed = [r for r in records if r.verdict != "equivalent"]
+    return next((r for r in failed if r.verdict == "not-equivalent"), failed[0] if failed else None)
+
+
+def _lift(ref: Module, other: Module, options: Options, cut: Cut, failed: StageRecord,
+          summary: dict[str, Any]) -> Verdict | None:
+    """The failed stage's bug at program inputs from the random runs (stages/lift.py),
+    located by the stage's own proof."""
+    if not cut.input_sets:
+        return None
+    # The random-normal runs first: small integers tie more often.
+    sets = cut.input_sets[1:] + cut.input_sets[:1]
+    c = numeric_witness(ref, other, sets, cut.names, options.max_unroll, cut.bounds)
+    if c is None:
+        return None
+    where = f" at {failed.locs[0]}" if failed.locs else ""
+    c.first_divergence = failed.first_divergence or {
+        "op": None, "loc": failed.locs[0] if failed.locs else "", "program": other.source, "stage": failed.name}
+    c.first_divergence = {**c.first_divergence, "stage": failed.name}
+    summary["lifted"] = True
+    reason = (f"output {c.output} differs at index {c.index} (found on a random input, minimised and replayed on "
+              f"XLA); the first stage that fails is {failed.name}{where}")
+    v = Verdict("not-equivalent", reason, counterexample=c,
+                outputs=[OutputResult(c.output, "not-equivalent", detail="a random run differs", what=c.what)],
+                stats={"pipeline": options.pipeline})
+    v.stages = summary
+    v.inputs = options.inputs
+    return v
+
+
+@dataclass
+class Cut:
+    """A pair cut into stages, with what the cutting computed that a failure needs again."""
+
+    stages: list[StagePair]
+    why: str  # why the pair is not cut ("" when it is)
+    input_sets: list[list[np.ndarray]] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+    bounds: list[tuple[int, int] | None] = field(default_factory=list)
+
+
+def _elements(m: Module) -> int:
+    devices = m.num_devices if m.per_device else 1
+    return sum(t.size * devices for f in m.funcs.values() for op in f.body.walk() for t in op.result_types)
+
+
+def _cut(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] | None) -> Cut:
     flat = flatten(other)
     if not flat.ok:
-        return [], f"not cut: {flat.reason}"
+        return Cut([], f"not cut: {flat.reason}")
     if ref.per_device:
-        return [], "not cut: the reference is a per-device program"
+        return Cut([], "not cut: the reference is a per-device program")
+    # The lineage keeps every value of both programs on a few runs.
+    if max(_elements(ref), _elements(flat.module)) > MAX_CUT_ELEMENTS:
+        return Cut([], f"not cut: over {MAX_CUT_ELEMENTS} tensor elements to run for the lineage")
+    r_side, o_side = Side.of(ref), Side.of(flat.module)
+    loops = any(op.name == "stablehlo.while" for op in r_side.flow)
+    if (len(r_side.flow) < MIN_STAGES or len(o_side.flow) < MIN_STAGES) and not loops:
+        return Cut([], "not cut: too few ops")
     names = list(ref.main.arg_names) or [f"arg{i}" for i in range(len(ref.global_arg_types()))]
     bounds = resolve_bounds(options.assume, names, ref.global_arg_types(), sizes)
     input_sets = random_inputs(ref.global_arg_types(), bounds=bounds)
-    r_side, o_side = Side.of(ref), Side.of(flat.module)
-    if len(r_side.flow) < MIN_STAGES or len(o_side.flow) < MIN_STAGES:
-        return [], "not cut: too few ops"
+    cut = Cut([], "", input_sets, names, bounds)
     r_vals = lineage.trace(ref, input_sets[lineage.RUNS], options.max_unroll)
     o_vals = lineage.trace(flat.module, input_sets[lineage.RUNS], options.max_unroll)
     r_rank = _ranks(r_side)
@@ -143,11 +220,20 @@ def _cut(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] 
                 o_out = sorted((v for v in live_o[j1] if o_side.position[v] >= j0), key=_order(o_side))
                 r_out = [links[v].ref for v in o_out]
                 shard = [links[v].sharding for v in o_out]
-            stages.append(build(f"stage {k + 1} of {n}", r_side, o_side, links, r_ops, o_ops, r_out, o_out,
-                                shard, hoisted, ref_given))
+            name = f"stage {k + 1} of {n}"
+            if is_loop_stage(r_ops, o_ops):
+                try:
+                    stages += induction(name, r_side, o_side, links, r_ops[0], o_ops[0], r_out, o_out, shard,
+                                        hoisted, ref_given, r_vals, o_vals)
+                    continue
+                except NotFormed as exc:  # unrolled instead, as any other stage
+                    progress(options, f"{name}: the loops are not proved by induction: {exc}")
+            stages.append(build(name, r_side, o_side, links, r_ops, o_ops, r_out, o_out, shard, hoisted, ref_given))
     except NotFormed as exc:
-        return [], f"not cut: {exc}"
-    return stages, ""
+        cut.why = f"not cut: {exc}"
+        return cut
+    cut.stages = stages
+    return cut
 
 
 def _uses(op: Any) -> list[str]:
@@ -183,6 +269,7 @@ def prove_stage(ref: Module, other: Module, options: Options) -> dict[str, Any]:
     return {"verdict": v.verdict, "reason": v.reason, "time_s": round(time.perf_counter() - t0, 3),
             "approximations": list(v.approximations), "precision": list(v.precision),
             "outputs": [asdict(o) for o in v.outputs],
+            "first_divergence": v.stats.get("first_divergence"),
             "elements": int(v.stats.get("elements", 0)), "syntactic": int(v.stats.get("syntactic", 0))}
 
 
@@ -260,7 +347,7 @@ def _prove_stages(stages: list[StagePair], options: Options, finite: set[str]
         r = results[h]
         records.append(StageRecord(k, s.name, h[:16], how[k], r["verdict"], r.get("reason", ""),
                                    r.get("time_s", 0.0) if how[k] == "proved" else 0.0, s.ref_ops, s.other_ops,
-                                   list(s.locs[:3])))
+                                   list(s.locs[:3]), r.get("first_divergence")))
     return records, {h[:16]: results[h] for h in hashes}
 
 
