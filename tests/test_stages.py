@@ -29,7 +29,8 @@ from tv_mlir.stages.hashing import stage_hash
 ROOT = Path(__file__).resolve().parents[1]
 CORE = ROOT / "testdata" / "core"
 SHARDED = ROOT / "testdata" / "sharded"
-QUICK = dict(full_size_check="off", second_witness=False)
+# stage_min_elements=0: these pairs are small enough to be proved whole by default.
+QUICK = dict(full_size_check="off", second_witness=False, stage_min_elements=0)
 
 # x / w is +inf at w = 0 (finite inputs): the reference's d - d is then NaN, the other's
 # select(d == d, 0, 0) is 0. Cut after d with d a finite free variable, every stage holds.
@@ -119,7 +120,7 @@ def test_partial_manual_computation_is_not_flattened() -> None:
 
 def _stages(ref: Path, other: Path):
     r, o = _pair(ref, other)
-    cut = stages_run._cut(r, o, Options(), None)
+    cut = stages_run._cut(r, o, Options(stage_min_elements=0), None)
     stages, why = cut.stages, cut.why
     assert stages, why
     return stages
@@ -259,7 +260,7 @@ def test_ray_executor() -> None:
 def test_cli_json_progress_and_flags(tmp_path: Path) -> None:
     cmd = [sys.executable, "-m", "tv_mlir", "verify", str(CORE / "decoder_L1.ref.mlir"),
            str(CORE / "decoder_L1.shardy.mlir"), "--json", "--progress", "--cache", str(tmp_path),
-           "--full-size-check", "off", "--no-second-witness"]
+           "--full-size-check", "off", "--no-second-witness", "--stage-min-elements", "0"]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     st = json.loads(out.stdout)["stages"]
@@ -270,11 +271,20 @@ def test_cli_json_progress_and_flags(tmp_path: Path) -> None:
     assert whole.returncode == 0 and json.loads(whole.stdout)["stages"] is None
     bad = subprocess.run(cmd[:6] + ["--executor", "slurm"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 3 and "executor" in bad.stderr and "Traceback" not in bad.stderr
+    bad = subprocess.run(cmd[:6] + ["--stage-min-elements", "-1"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 3 and "stage-min-elements" in bad.stderr and "Traceback" not in bad.stderr
+    # By default a pair this small is proved whole, and the verdict says why.
+    small = subprocess.run(cmd[:-2], capture_output=True, text=True, timeout=300)
+    st = json.loads(small.stdout)["stages"]
+    assert small.returncode == 0 and not st["used"] and "below --stage-min-elements 250000" in st["reason"]
 
 
 def test_options_reject_a_bad_executor() -> None:
     with pytest.raises(UsageError):
         Options(executor="ray:")
+    for bad in (-1, 1.5, True):
+        with pytest.raises(UsageError):
+            Options(stage_min_elements=bad)
 
 
 STAGES = ROOT / "testdata" / "stages"

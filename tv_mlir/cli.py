@@ -70,6 +70,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got '{text}'")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="tv-mlir", description="Prove two StableHLO programs equal, or find an input where they differ.",
                 epilog="Exit codes: 0 equivalent, 1 not-equivalent, 2 unknown (or an internal error), "
@@ -117,6 +127,10 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--no-stages", action="store_true",
                         help="prove the pair as one proof (default: cut into stages at matched values, each "
                              "distinct stage proved once)")
+        sp.add_argument("--stage-min-elements", type=_non_negative_int, default=Options.stage_min_elements,
+                        metavar="N", help="prove pairs whose larger program has fewer tensor elements than this "
+                                          f"whole, unless they loop (default {Options.stage_min_elements}; 0: cut "
+                                          "every pair)")
         sp.add_argument("--executor", default=Options.executor, metavar="local|ray|ray:ADDRESS",
                         help="where stage proofs run: local processes (--jobs of them, default) or a Ray cluster "
                              "(pip install 'tv-mlir[ray]'; ray alone starts a local instance)")
@@ -150,7 +164,8 @@ def _options(args: argparse.Namespace) -> Options:
                    core=args.core, max_input_bytes=max(1, int(mb * MIB)), inputs=args.inputs,
                    full_size_check=args.full_size_check, second_witness=not args.no_second_witness,
                    assume=tuple(parse_assume(a) for a in args.assume),
-                   stages=not args.no_stages, executor=args.executor, cache_dir=args.cache,
+                   stages=not args.no_stages, stage_min_elements=args.stage_min_elements,
+                   executor=args.executor, cache_dir=args.cache,
                    cache=not args.no_cache, stage_timeout_s=args.stage_timeout,
                    progress=_stderr_isatty() if args.progress is None else args.progress)
 

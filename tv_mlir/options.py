@@ -106,6 +106,10 @@ class Options:
     # Staged proofs (tv_mlir/stages): the pair cut at matched values, each stage pair proved
     # once per structural hash. Off: the pair is one proof.
     stages: bool = True
+    # Pairs smaller than this (tensor elements of the larger program) are proved whole, but
+    # for loops (proved by induction): a small pair's whole proof takes seconds, and a stage,
+    # whose inputs are free, can cost more than the whole (0 cuts every pair).
+    stage_min_elements: int = 250_000
     # Where stage proofs run: "local" (processes, `jobs` of them) or "ray" / "ray:ADDRESS".
     executor: str = "local"
     # The proof cache: None = the user's cache directory (stages/cache.default_cache_dir).
@@ -123,6 +127,9 @@ class Options:
         _check_positive_int("max_unroll", self.max_unroll)
         _check_positive_int("max_input_bytes", self.max_input_bytes)
         _check_positive_number("stage_timeout_s", self.stage_timeout_s)
+        if not isinstance(self.stage_min_elements, int) or isinstance(self.stage_min_elements, bool) \
+                or self.stage_min_elements < 0:
+            raise UsageError(f"option stage_min_elements must be an integer >= 0, got {self.stage_min_elements!r}")
         from tv_mlir.stages.pool import Executor
 
         Executor.parse(self.executor)

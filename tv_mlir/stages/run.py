@@ -173,10 +173,13 @@ def _cut(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] 
     if ref.per_device:
         return Cut([], "not cut: the reference is a per-device program")
     # The lineage keeps every value of both programs on a few runs.
-    if max(_elements(ref), _elements(flat.module)) > MAX_CUT_ELEMENTS:
+    elements = max(_elements(ref), _elements(flat.module))
+    if elements > MAX_CUT_ELEMENTS:
         return Cut([], f"not cut: over {MAX_CUT_ELEMENTS} tensor elements to run for the lineage")
     r_side, o_side = Side.of(ref), Side.of(flat.module)
     loops = any(op.name == "stablehlo.while" for op in r_side.flow)
+    if elements < options.stage_min_elements and not loops:
+        return Cut([], f"not cut: {elements} tensor elements, below --stage-min-elements {options.stage_min_elements}")
     if (len(r_side.flow) < MIN_STAGES or len(o_side.flow) < MIN_STAGES) and not loops:
         return Cut([], "not cut: too few ops")
     names = list(ref.main.arg_names) or [f"arg{i}" for i in range(len(ref.global_arg_types()))]
