@@ -107,10 +107,20 @@ def _mean(divisor: str, n: int = 4096) -> str:
 """
 
 
+def _not_a_mean(n: int = 4096) -> str:
+    """The squared row sums divided by n: n divides no sum, so it is no mean's count."""
+    return _mean(f"{float(n)!r}", n).replace(
+        "%m = stablehlo.divide %s, %d", f"%q = stablehlo.multiply %s, %s : tensor<{n}xf32>\n  %m = stablehlo.divide %q, %d")
+
+
 def test_a_constant_naming_two_sizes_pins_both() -> None:
-    # 4096 is both the row count (free: would go to 1) and the summed width (would go to
-    # 2): the divisor cannot be told apart, so neither class shrinks.
+    # 4096 is both the row count and the summed width. As the divisor of the sum over the
+    # width it is the mean's count (rule i: it names the width, which shrinks with it); as
+    # the divisor of anything else nothing tells which size it is, so neither shrinks.
     p = _plan(_mean("4096.0"), _mean("4096.0"))
+    width = _entry(p, "arg0 dim 1")
+    assert width.verified < 4096 and sorted(set(p.constants.values())) == [float(width.verified)]
+    p = _plan(_not_a_mean(), _not_a_mean())
     assert not p.shrinks and not p.constants
     assert all("more than one dimension" in e.reason for e in p.entries), p.entries
 
@@ -354,3 +364,43 @@ def test_sequence_parallel_bug_past_position_four_is_not_hidden(bug: bool) -> No
     # At 4 local positions the buggy plan is right: naive shrinking would hide the bug.
     small_ref, small_other = _sequence_parallel_positions(bug, seq=16)
     assert tv_mlir.verify(small_ref, small_other, shrink=False).verdict == "equivalent"
+
+
+# ---------------------------------------------------------------------------
+# Shards and the factors of a reshape (plan._misaligned).
+
+def _shrunk_pair_agrees(ref: str, other: str) -> bool:
+    """The two programs at their shrunk sizes give the same outputs on random inputs."""
+    import numpy as np
+
+    from tv_mlir.algebra import NumericAlgebra
+    from tv_mlir.api import _read, _shrink, resolve_options
+    from tv_mlir.execute.interp import Interpreter
+    from tv_mlir.prove.fingerprints import random_inputs
+
+    o = resolve_options(None, {})
+    (rr, _), (orr, _) = _read(ref, o), _read(other, o)
+    r, x = prepare(rr, o), prepare(orr, o)
+    check_signatures(r, x)
+    r, x, shrink, _ = _shrink(rr, orr, r, x, o)
+    assert shrink and shrink["applied"]
+    for arrays in random_inputs(r.global_arg_types())[1:3]:
+        a = Interpreter(r, NumericAlgebra()).run(arrays)
+        b = Interpreter(x, NumericAlgebra()).run(arrays)
+        if not all(np.allclose(u, v, rtol=1e-9, atol=1e-9) for u, v in zip(a, b)):
+            return False
+    return True
+
+
+def test_sharded_heads_keep_whole_heads_per_shard(monkeypatch: pytest.MonkeyPatch) -> None:
+    """decoder_L1 splits 4 heads of 4 over 4 devices (one head each): its hidden class
+    shrinks (rule i), and the q projection's 16 with it. Shrunk to 8 as 2 heads of 4, a
+    device would hold half a head while the sharded program still reads its shard as one
+    head: the shrunk pair would differ where the originals agree. The plan keeps the shard
+    boundaries on head boundaries (here: the heads keep their number)."""
+    from tv_mlir.shrink import plan as plan_mod
+
+    ref, other = str(TESTDATA / "core" / "decoder_L1.ref.mlir"), str(TESTDATA / "core" / "decoder_L1.shardy.mlir")
+    assert _shrunk_pair_agrees(ref, other)
+    monkeypatch.setattr(plan_mod, "_misaligned", lambda *args: set())
+    assert not _shrunk_pair_agrees(ref, other)

@@ -28,6 +28,10 @@ NEAR = 4
 # Literals the order rule compares size values with: integers (or reciprocals of
 # integers) from 2 up to this; larger ones are fills and scales (-1e9, 3.4e38).
 _ORDER_MAX = 1 << 16
+# Rule (i): a float constant whose every use is the mean of a sum reduction over classes S
+# (sum / c, or sum * c as a reciprocal), with c = |S| (1 / |S|), names S's element count
+# and nothing else. The switch is for the tests that show what the rule does.
+MEAN_DIVISORS = True
 
 
 @dataclass
@@ -81,11 +85,34 @@ def sites(a: DimAnalysis, facts: list[ProgramFacts]) -> Sites:
     return out
 
 
-def tie_constants(a: DimAnalysis, where: Sites, constants: list[Constant], sizes: list[int]) \
+def mean_classes(a: DimAnalysis, k: Constant) -> list[tuple[int, ...]] | None:
+    """Rule (i): the classes S of each sum the constant takes the mean of, when every use
+    is such a mean (`facts.mean_uses`) and its value is |S| (a divisor) or 1 / |S| (a
+    reciprocal) for every one of them; None otherwise (or with the rule switched off)."""
+    if not MEAN_DIVISORS or k.means is None or k.is_int or k.role not in ("divisor", "reciprocal"):
+        return None
+    out = []
+    for operand, dims in k.means:
+        cs = tuple(a.class_of[(k.program, operand, d)] for d in dims)
+        count = math.prod(a.classes[c].size for c in cs)
+        if count <= 1:
+            return None
+        if k.role == "reciprocal":
+            if abs(k.value - 1.0 / count) > 1e-6 * abs(k.value):
+                return None
+        elif k.value != count:
+            return None
+        out.append(tuple(c for c in cs if a.classes[c].size > 1))
+    return out
+
+
+def tie_constants(a: DimAnalysis, where: Sites, constants: list[Constant], sizes: list[int],
+                  notes: dict[int, str] | None = None) \
         -> tuple[dict[tuple[str, str], float | int], dict[int, str], dict[int, int],
                  dict[tuple[str, str], tuple[int, ...]]]:
     """-> (constant rewrites, classes to pin with the reason, iota lower bounds, the
-    classes each rewritten constant names)."""
+    classes each rewritten constant names). `notes`, when given, receives per class the
+    rule (i) argument of a mean divisor that rule (i) told apart from other sizes."""
     n = len(a.classes)
     exprs: list[tuple[float, float, tuple[int, ...], str]] = []  # (original, new, classes, kind)
     for c in range(n):
@@ -119,6 +146,19 @@ def tie_constants(a: DimAnalysis, where: Sites, constants: list[Constant], sizes
                     near = int(kind.split(" - ")[1])
                     for c in cs:
                         near_bounds[c] = max(near_bounds.get(c, 0), 2 * near + 2)
+        means = mean_classes(a, k) if len({h[0] for h in hits}) > 1 else None
+        if means:
+            # Rule (i): an ambiguous constant that is the mean of sums over S names |S| only.
+            counts = {math.prod(sizes[c] for c in cs) for cs in means}
+            if len(counts) == 1:
+                s = counts.pop()
+                o = math.prod(a.classes[c].size for c in means[0])
+                classes = tuple(dict.fromkeys(c for cs in means for c in cs))
+                hits = [(1.0 / s, 1.0 / o, classes) if k.role == "reciprocal" else (s, o, classes)]
+                if notes is not None and s != o:
+                    for c in classes:
+                        notes.setdefault(c, f"rule i: the mean divisor {_fmt(k.value)} at {k.loc} names the sum "
+                                            f"over it (its element count, {s} here)")
         shrunk = [h for h in hits if h[0] != h[1]]
         new_values = {h[0] for h in hits}
         if not shrunk:
@@ -235,4 +275,4 @@ def _fmt(v: float | int) -> str:
     return str(int(v)) if float(v).is_integer() else repr(v)
 
 
-__all__ = ['NEAR', 'Order', 'Sites', 'order', 'sites', 'tie_constants']
+__all__ = ['MEAN_DIVISORS', 'NEAR', 'Order', 'Sites', 'mean_classes', 'order', 'sites', 'tie_constants']

@@ -123,6 +123,10 @@ class Constant:
     is_int: bool
     loc: str
     role: str  # index / divisor / reciprocal / offset
+    # Rule (i): when every use of a float divisor (reciprocal) divides (multiplies) a sum
+    # reduction, the sums: (the reduce's operand, its reduced dims) per use; None when
+    # some use is anything else (a constant shared with a scale, a divide of a non-sum).
+    means: tuple[tuple[str, tuple[int, ...]], ...] | None = None
 
 
 def role_constants(facts: ProgramFacts) -> list[Constant]:
@@ -146,14 +150,59 @@ def role_constants(facts: ProgramFacts) -> list[Constant]:
                 # a size (a local batch of 8 on 8 devices must not rewrite it).
                 continue
             if any(u.name == "stablehlo.divide" and pos == 1 for u, pos in uses):
-                out.append(Constant(facts.program, name, v, False, op.loc, "divisor"))
+                out.append(Constant(facts.program, name, v, False, op.loc, "divisor",
+                                    mean_uses(facts, uses, "divisor")))
             elif any(u.name == "stablehlo.multiply" and facts.device_derived(u.operands[1 - pos]) for u, pos in uses):
                 # Rule (b): a float partition offset (axis_index * 512.0 + iota) is a size
                 # like its integer form, not a reciprocal.
                 out.append(Constant(facts.program, name, v, False, op.loc, "offset"))
             elif any(u.name == "stablehlo.multiply" for u, _ in uses):
-                out.append(Constant(facts.program, name, v, False, op.loc, "reciprocal"))
+                out.append(Constant(facts.program, name, v, False, op.loc, "reciprocal",
+                                    mean_uses(facts, uses, "reciprocal")))
     return out
+
+
+def mean_uses(facts: ProgramFacts, uses: list[tuple[Op, int]], role: str) \
+        -> tuple[tuple[str, tuple[int, ...]], ...] | None:
+    """Rule (i): the sums a constant takes the mean of, one per use (`through_broadcasts`
+    uses): a divisor's every use is the denominator of a divide whose numerator is a sum
+    reduction, a reciprocal's every use a factor of a multiply whose other factor is one.
+    None when any use is not (the constant then also plays another role)."""
+    out = []
+    for u, pos in uses:
+        if role == "divisor" and u.name == "stablehlo.divide" and pos == 1:
+            other = u.operands[0]
+        elif role == "reciprocal" and u.name == "stablehlo.multiply" and len(u.operands) == 2:
+            other = u.operands[1 - pos]
+        else:
+            return None
+        found = sum_reduced(facts, other)
+        if found is None:
+            return None
+        out.append(found)
+    return tuple(out) or None
+
+
+def sum_reduced(facts: ProgramFacts, value: str) -> tuple[str, tuple[int, ...]] | None:
+    """(operand, reduced dims) when `value` is, through broadcasts, reshapes, converts and
+    value identities, the result of a sum: a `reduce` of one operand whose body is one
+    `add` of its two arguments and whose init is a splat 0."""
+    while value in facts.defs:
+        op, k = facts.defs[value]
+        if op.name in SPLAT_PRESERVING | VALUE_IDENTITIES:
+            value = op.operands[0]
+            continue
+        if op.name != "stablehlo.reduce" or len(op.operands) != 2 or k != 0 or len(op.regions) != 1:
+            return None
+        body = op.regions[0]
+        if len(body.ops) != 1 or body.ops[0].name != "stablehlo.add" \
+                or sorted(body.ops[0].operands) != sorted(body.args) or tuple(body.returns) != body.ops[0].results:
+            return None
+        init = _constant_behind(facts, op.operands[1])
+        if init is None or init[1] != 0:
+            return None
+        return op.operands[0], tuple(op.attrs.get("dimensions", ()))
+    return None
 
 
 def device_count(facts: ProgramFacts, use: Op, pos: int, value: float | int) -> bool:
@@ -377,5 +426,5 @@ def only_device(fa: ProgramFacts, name: str) -> bool:
 
 
 __all__ = ['Constant', 'ProgramFacts', 'arg_sources', 'block_offset_constants', 'device_count',
-           'group_size', 'index_sources', 'only_device', 'position_constants', 'role_constants', 'splat',
-           'through_broadcasts']
+           'group_size', 'index_sources', 'mean_uses', 'only_device', 'position_constants', 'role_constants', 'splat',
+           'sum_reduced', 'through_broadcasts']

@@ -477,12 +477,44 @@ def _solve(a: DimAnalysis, find: Callable[[int], int], mins: list[int], pins: di
                 want = math.prod(divisor[r] for r in rf)
             divisor[rp] = want
         if stable:
-            return [a.classes[c].size // divisor[find(c)] for c in range(n)]
+            majors = _misaligned(a, find, divisor)
+            if not majors:
+                return [a.classes[c].size // divisor[find(c)] for c in range(n)]
+            for r in majors:
+                divisor[r] = 1
     for p, fs in a.products:  # no fixpoint: keep every reshaped class whole
         for x in (p, *fs):
             pins.setdefault(x, "reshape relations without a consistent shrink")
             divisor[find(x)] = 1
     return [a.classes[c].size // divisor[find(c)] for c in range(n)]
+
+
+def _misaligned(a: DimAnalysis, find: Callable[[int], int], divisor: dict[int, int]) -> set[int]:
+    """Where a sharded class is reshaped into factors (heads x head_dim, split over tp),
+    its shards' boundaries fall on the factors' boundaries at the original sizes (a shard
+    holds whole heads, or lies inside one): the shrunk sizes must keep that, or the two
+    programs would split the dimension differently (4 heads of 4 over 4 devices shrunk to
+    2 heads of 4 over 4 devices: each device half a head). A product made of the shards
+    (an all-gather, transposed and reshaped: one factor is the shard) has no boundaries of
+    its own to keep. The major factors of a misaligned product give up shrinking (their
+    component roots are returned)."""
+    def shrunk(c: int) -> int:
+        return a.classes[c].size // divisor[find(c)]
+
+    out: set[int] = set()
+    for p, fs in a.products:
+        for g, local, _ in a.scales:
+            if find(g) != find(p) or a.classes[g].size != a.classes[p].size:
+                continue
+            if find(local) in {find(f) for f in fs}:
+                continue  # the product is made of the shards themselves (an all-gather's interleave)
+            n0, n1 = a.classes[local].size, shrunk(local)
+            for j in range(1, len(fs)):
+                s0 = math.prod(a.classes[f].size for f in fs[j:])
+                s1 = math.prod(shrunk(f) for f in fs[j:])
+                if (n0 % s0 == 0) != (n1 % s1 == 0) or (s0 % n0 == 0) != (s1 % n1 == 0):
+                    out.update(find(f) for f in fs[:j] if divisor[find(f)] > 1)
+    return out
 
 
 def _decided(a: DimAnalysis, p: int, fs: tuple[int, ...], find: Callable[[int], int]) -> bool:
