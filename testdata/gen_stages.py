@@ -12,7 +12,11 @@ in the sharded program (so both are one ``stablehlo.while``):
 - ``scan_L4``: correct;
 - ``scan_L4_bug_iter3``: the MLP's row-parallel psum is missing in iteration 3 only
   (1-based; the body tests the trip counter);
-- ``unrolled_L4``: the same stack unrolled (the reference of the scan pairs' cross-check).
+- ``grad_L4``: the 405B family's forward + backward stack (loss = mean of squares of the
+  output, gradients of every stacked weight), 4 layers unrolled: the gradients of the
+  row-parallel weights are dp partial sums until the final psum, so a cut between layers
+  crosses partial sums (stages/lineage.py's unreduced layouts);
+- ``grad_L4_bug_layer3``: its MLP's reduce_from_tp psum missing in layer 3 (1-based).
 
 Each case is checked numerically first (gen_sharded.check); files are Shardy, GSPMD and
 XLA-partitioned exports with a manifest.json like testdata/core's. Byte-identical on rerun.
@@ -33,6 +37,8 @@ SEED = 20261201
 SPECS = [
     gd.Spec("scan_L4", "scan_L4", "8b", 4, scan=True),
     gd.Spec("scan_L4_bug_iter3", "scan_L4", "8b", 4, scan=True, bug_index=2),
+    gd.Spec("grad_L4", "grad_L4", "405b", 4),
+    gd.Spec("grad_L4_bug_layer3", "grad_L4", "405b", 4, bug_index=2),
 ]
 
 

@@ -202,7 +202,9 @@ def _symbolic_runs(p: _Proof) -> tuple[list[np.ndarray], list[np.ndarray], list[
     reference's where they are proved equal (the sweep)."""
     for k, (name, t, bounds) in enumerate(zip(p.names, p.types, p.bounds)):
         arr, cons = p.alg.inputs(name, t.shape, Kind.of(t), t.is_unsigned, int_width(t) or 64,
-                                 ieee=p.options.inputs == "ieee" or k in p.options.ieee_inputs, bounds=bounds)
+                                 ieee=p.options.inputs == "ieee" or k in p.options.ieee_inputs, bounds=bounds,
+                                 sign=2 if k in p.options.positive_inputs else 1 if k in p.options.nonnegative_inputs
+                                 else 0)
         p.inputs.append(arr)
         p.constraints += cons
     assert p.ref_trace is not None and p.other_trace is not None

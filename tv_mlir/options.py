@@ -103,6 +103,10 @@ class Options:
     # Inputs (by position) that range over every IEEE value whatever `inputs` says: a stage's
     # inputs that are cut values which may be +-inf or NaN (stages/finite.py).
     ieee_inputs: tuple[int, ...] = ()
+    # Finite float inputs (by position) known > 0 / >= 0: a stage's inputs that are cut values
+    # positive by construction (a softmax denominator; stages/finite.py).
+    positive_inputs: tuple[int, ...] = ()
+    nonnegative_inputs: tuple[int, ...] = ()
     # Staged proofs (tv_mlir/stages): the pair cut at matched values, each stage pair proved
     # once per structural hash. Off: the pair is one proof.
     stages: bool = True

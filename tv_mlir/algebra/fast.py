@@ -443,7 +443,7 @@ class FastAlgebra:
 
     def inputs(self, name: str, shape: tuple[int, ...], kind: Kind,
                unsigned: bool = False, width: int = 64, ieee: bool = False,
-               bounds: tuple[int, int] | None = None) -> tuple[np.ndarray, list[Any]]:
+               bounds: tuple[int, int] | None = None, sign: int = 0) -> tuple[np.ndarray, list[Any]]:
         """Fresh symbols for a program input, and its domain constraints (Boolean terms): an
         integer input lies in its type's range, which the store also keeps as the symbol's
         bounds (the range analysis that leaves most index arithmetic unwrapped reads them).
@@ -462,6 +462,13 @@ class FastAlgebra:
                     assert k.leaf is not None
                     s.bounds[k.leaf.id] = (FIN, NAN)
                     out[idx] = FF(s.var(label, REAL), k)
+                elif sign:
+                    # The sign-carrying names make the sign known by construction
+                    # (`known_sign`): x / d with d > 0 is finite without a case split.
+                    prefix = POSITIVE_CUT_PREFIX if sign == POS_SIGN else NONNEGATIVE_CUT_PREFIX
+                    v = s.var(f"{prefix}!{label}", REAL)
+                    constraints.append(s.lt(s.real(0), v) if sign == POS_SIGN else s.le(s.real(0), v))
+                    out[idx] = FF(v, FIN)
                 else:
                     out[idx] = FF(s.var(label, REAL), FIN)
             elif kind is Kind.BOOL:

@@ -539,7 +539,7 @@ class SymbolicAlgebra:
 
     def inputs(self, name: str, shape: tuple[int, ...], kind: Kind,
                unsigned: bool = False, width: int = 64, ieee: bool = False,
-               bounds: tuple[int, int] | None = None) -> tuple[np.ndarray, list[Any]]:
+               bounds: tuple[int, int] | None = None, sign: int = 0) -> tuple[np.ndarray, list[Any]]:
         """Fresh symbols for a program input; returns the array and its domain constraints
         (an integer input lies in its type's range; a float input is finite unless `ieee`,
         where its IEEE class is free too)."""

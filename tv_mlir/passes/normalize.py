@@ -1,11 +1,15 @@
-"""Normalization passes: call inlining, no-op custom calls, dead code."""
+"""Normalization passes: call inlining, no-op custom calls, dead code, common subexpressions."""
 from __future__ import annotations
 
+import hashlib
 import itertools
 from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
 
 from tv_mlir.errors import Unsupported
-from tv_mlir.ir import Block, Module, Op
+from tv_mlir.ir import Block, Module, Op, Sharding
 from tv_mlir.options import MAX_CALL_DEPTH, MAX_NESTING, MAX_OPS
 from tv_mlir.passes.rename import fresh_copy, substitute
 from tv_mlir.semantics.ops import CALLS, NOOP_CUSTOM_CALLS
@@ -154,4 +158,65 @@ def drop_unused_funcs(module: Module) -> Module:
     return replace(module, funcs={n: f for n, f in module.funcs.items() if n in keep})
 
 
-__all__ = ["inline", "drop_noop_custom_calls", "dce", "drop_unused_funcs"]
+# Ops two of which with the same operands and attributes may still differ: random bits,
+# effects, and collectives (their channel is part of what they are), and calls to code the
+# semantics table does not know.
+_NOT_SHARED = frozenset({
+    "stablehlo.rng", "stablehlo.rng_bit_generator", "stablehlo.custom_call", "stablehlo.send",
+    "stablehlo.recv", "stablehlo.infeed", "stablehlo.outfeed", "stablehlo.after_all",
+    "stablehlo.optimization_barrier", "stablehlo.all_reduce", "stablehlo.all_gather",
+    "stablehlo.all_to_all", "stablehlo.reduce_scatter", "stablehlo.collective_permute",
+    "stablehlo.collective_broadcast", "stablehlo.partition_id", "stablehlo.replica_id",
+})
+
+
+def attr_key(value: Any) -> Any:
+    """A hashable, comparable stand-in for an attribute value (arrays by their bytes);
+    also what a stage's structural hash is made of (stages/hashing.py)."""
+    if isinstance(value, np.ndarray):
+        return ("nd", value.dtype.str, value.shape, hashlib.sha256(np.ascontiguousarray(value).tobytes()).digest())
+    if isinstance(value, dict):
+        return ("dict", tuple(sorted((str(k), attr_key(v)) for k, v in value.items())))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(attr_key(v) for v in value))
+    if isinstance(value, Sharding):
+        return ("sharding", value.describe(), value.mesh.device_ids)
+    return (type(value).__name__, repr(value))
+
+
+def cse(module: Module) -> Module:
+    """One op for each set of region-free ops with the same name, operands, attributes and
+    result types, within a block (jax lowers `w * x` and its gradient each with their own
+    broadcast of `w`). A staged proof needs it: a stage that reads a value the other
+    program computed once and the reference computed twice could not see that the second
+    copy, an input of the stage, is the first."""
+
+    def rec(block: Block) -> Block:
+        seen: dict[tuple, Op] = {}
+        mapping: dict[str, str] = {}
+        ops: list[Op] = []
+
+        def name(v: str) -> str:
+            return mapping.get(v, v)
+
+        for op in block.ops:
+            if op.regions:
+                ops.append(replace(op, regions=tuple(rec(substitute(r, mapping)) for r in op.regions)))
+                continue
+            if op.name in _NOT_SHARED or not op.results:
+                ops.append(op)
+                continue
+            attrs = {k: v for k, v in op.attrs.items() if k != "loc"}
+            key = (op.name, tuple(name(o) for o in op.operands), op.result_types, attr_key(attrs))
+            first = seen.get(key)
+            if first is not None:
+                mapping.update(zip(op.results, first.results))
+                continue
+            seen[key] = op
+            ops.append(op)
+        return substitute(replace(block, ops=ops), mapping)
+
+    return _map_funcs(module, rec)
+
+
+__all__ = ["inline", "drop_noop_custom_calls", "dce", "drop_unused_funcs", "cse"]

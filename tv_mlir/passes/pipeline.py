@@ -24,6 +24,7 @@ PASSES: dict[str, PassFn] = {
     "drop-noop-custom-calls": normalize.drop_noop_custom_calls,
     "dce": normalize.dce,
     "drop-unused-funcs": normalize.drop_unused_funcs,
+    "cse": normalize.cse,
 }
 
 # Passes over the pair of programs (they need both); `verify` runs them on the modules as

@@ -32,6 +32,7 @@ class ProgramFacts:
     func_of_arg: dict[str, str] = field(default_factory=dict)
     entry_args: set[str] = field(default_factory=set)
     unreachable: set[str] = field(default_factory=set)  # values of functions nothing calls
+    needed: set[str] = field(default_factory=set)  # values some entry result depends on (`needed_values`)
 
     @classmethod
     def of(cls, program: str, module: Module) -> ProgramFacts:
@@ -68,6 +69,7 @@ class ProgramFacts:
                     if callee is not None:
                         for k, a in enumerate(callee.body.args):
                             f.callers.setdefault(a, []).append((op, k))
+        f.needed = needed_values(module)
         return f
 
     def ops(self) -> list[Op]:
@@ -129,6 +131,54 @@ class Constant:
     means: tuple[tuple[str, tuple[int, ...]], ...] | None = None
 
 
+def needed_values(module: Module) -> set[str]:
+    """The values the entry's results depend on: backwards from them through the ops,
+    into called functions by the results their callers need (one set per function, the
+    union over its call sites) and out by the arguments that set needs. An op with regions
+    that is needed needs everything in them. A residual a forward function returns for a
+    backward one that never reads it (jax's `_where` saving a zero tensor) is not needed."""
+    needed: set[str] = set()
+    wanted: dict[str, set[int]] = {module.entry: set(range(len(module.main.body.returns)))}
+    changed = True
+    while changed:
+        changed = False
+        for name, rets in list(wanted.items()):
+            fn = module.funcs.get(name)
+            if fn is None:
+                continue
+            body = fn.body
+            fresh = {body.returns[k] for k in rets} - needed
+            if fresh:
+                needed |= fresh
+                changed = True
+            for op in reversed(body.ops):
+                if not any(r in needed for r in op.results):
+                    continue
+                if op.name == "func.call" and op.attrs.get("callee", "") in module.funcs:
+                    callee = module.funcs[op.attrs["callee"]]
+                    ks = {k for k, r in enumerate(op.results) if r in needed}
+                    if not ks <= wanted.get(callee.name, set()):
+                        wanted.setdefault(callee.name, set()).update(ks)
+                        changed = True
+                    used = [v for v, a in zip(op.operands, callee.body.args) if a in needed]
+                else:
+                    used = list(op.operands)
+                    for region in op.regions:
+                        used.extend(region.args)
+                        used.extend(region.returns)
+                        for inner in region.walk():
+                            used.extend(inner.operands)
+                            used.extend(inner.results)
+                            for nested in inner.regions:
+                                used.extend(nested.args)
+                                used.extend(nested.returns)
+                fresh = set(used) - needed
+                if fresh:
+                    needed |= fresh
+                    changed = True
+    return needed
+
+
 def role_constants(facts: ProgramFacts) -> list[Constant]:
     out = []
     for op in facts.ops():
@@ -176,11 +226,41 @@ def mean_uses(facts: ProgramFacts, uses: list[tuple[Op, int]], role: str) \
             other = u.operands[1 - pos]
         else:
             return None
-        found = sum_reduced(facts, other)
+        found = sum_reduced(facts, other) or spread_along(facts, u.results[0])
         if found is None:
             return None
         out.append(found)
     return tuple(out) or None
+
+
+def spread_along(facts: ProgramFacts, value: str) -> tuple[str, tuple[int, ...]] | None:
+    """(broadcast result, its new dims) when `value`, through converts, reshapes, value
+    identities, sums and broadcasts over size-1 dims only, is broadcast along new dims of
+    more than one element: the transpose of a sum, as a mean's gradient writes it
+    (`broadcast(ct / n)` spreads the cotangent over the n summed positions)."""
+    for _ in range(64):  # a chain of moves, never a cycle; bounded all the same
+        users = facts.uses.get(value, [])
+        if len(users) != 1:
+            return None
+        u = users[0]
+        t = u.result_types[0] if u.result_types else None
+        if t is None or u.operands[0] != value:
+            return None
+        if u.name == "stablehlo.broadcast_in_dim":
+            kept = set(u.attrs.get("broadcast_dimensions", ()))
+            new = tuple(d for d in range(len(t.shape)) if d not in kept and t.shape[d] > 1)
+            if new:
+                return u.results[0], new
+        elif u.name == "stablehlo.reduce" and len(u.operands) == 2:
+            dims = u.attrs.get("dimensions", ())
+            operand = facts.defs.get(value)
+            shape = operand[0].result_types[operand[1]].shape if operand else ()
+            if not shape or any(shape[d] != 1 for d in dims):
+                return None  # a sum over more than one element: no move
+        elif u.name not in SPLAT_PRESERVING | VALUE_IDENTITIES:
+            return None
+        value = u.results[0]
+    return None
 
 
 def sum_reduced(facts: ProgramFacts, value: str) -> tuple[str, tuple[int, ...]] | None:

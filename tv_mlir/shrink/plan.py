@@ -397,7 +397,8 @@ def _signature_classes(a: DimAnalysis, ref: Module, other: Module) -> set[int]:
 
 
 def _dead_classes(a: DimAnalysis, facts: list[ProgramFacts]) -> set[int]:
-    """Classes whose every member is a value nothing uses (dead code DCE removes later)."""
+    """Classes whose every member is a value no program result depends on (dead code, and
+    residuals a function returns that no caller reads: `facts.needed_values`)."""
     live: set[int] = set()
     by_program = {f.program: f for f in facts}
     for c, cls in enumerate(a.classes):
@@ -405,8 +406,7 @@ def _dead_classes(a: DimAnalysis, facts: list[ProgramFacts]) -> set[int]:
             f = by_program[prog]
             if value in f.unreachable:
                 continue
-            if value in f.uses or "~atom" in value or value.startswith("global ") or value in f.entry_args \
-                    or value in f.func_of_arg or value in f.region_arg:
+            if value in f.needed or "~atom" in value or value.startswith("global ") or value in f.entry_args:
                 live.add(c)
                 break
     return set(range(len(a.classes))) - live
@@ -512,7 +512,7 @@ def _misaligned(a: DimAnalysis, find: Callable[[int], int], divisor: dict[int, i
             for j in range(1, len(fs)):
                 s0 = math.prod(a.classes[f].size for f in fs[j:])
                 s1 = math.prod(shrunk(f) for f in fs[j:])
-                if (n0 % s0 == 0) != (n1 % s1 == 0) or (s0 % n0 == 0) != (s1 % n1 == 0):
+                if (n0 % s0 == 0 and n1 % s1) or (s0 % n0 == 0 and s1 % n1):
                     out.update(find(f) for f in fs[:j] if divisor[find(f)] > 1)
     return out
 

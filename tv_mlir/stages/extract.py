@@ -5,9 +5,13 @@ later stages read under their lineage's sharding. Proving the pair equal proves:
 the stage's inputs hold their reference values, so do its outputs."""
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+import numpy as np
+
+from tv_mlir.frontend.read import np_dtype
 from tv_mlir.ir import Block, Func, Module, Op, Sharding, TensorType
 from tv_mlir.stages.lineage import Link
 from tv_mlir.stages.plan import Side, region_uses
@@ -27,6 +31,7 @@ class StagePair:
     locs: tuple[str, ...]  # source locations of the other program's ops, in order (first ones)
     slots: tuple[str, ...] = ()  # per input (both programs'): the reference value it holds
     loop: bool = False  # a loop's body or condition (stages/loops.py)
+    partial: tuple[int, ...] = ()  # inputs that are parts of a partial sum (`_partial_slot`)
 
 
 def source_loc(loc: str) -> bool:
@@ -107,7 +112,13 @@ def build(name: str, ref: Side, other: Side, links: dict[str, Link], ref_ops: Se
     rtypes, otypes = _types(ref), _types(other)
     per_device = other.module.per_device
     # Reference arguments: the slot's value under its own name once, fresh names for more layouts of it.
-    r_names, r_types, o_names, o_types, o_shard = [], [], [], [], []
+    r_names: list[str] = []
+    r_types: list[TensorType] = []
+    o_names: list[str] = []
+    o_types: list[TensorType] = []
+    o_shard: list[Sharding | None] = []
+    r_pre: list[Op] = []  # ops that make a partial slot's reference value from its parts
+    o_pre: list[Op] = []
     used_r: set[str] = set()
     inverse_o = {n: v for v, n in other_slot.items()}
     for n, (r, s) in enumerate(slots):
@@ -117,6 +128,9 @@ def build(name: str, ref: Side, other: Side, links: dict[str, Link], ref_ops: Se
         used_r.add(r_names[-1])
         r_types.append(gt)
         o_names.append(inverse_o.get(n, f"%slot{n}"))
+        if per_device and s is not None and s.unreduced:
+            _partial_slot(n, s, gt, r_names, r_types, o_names, o_types, o_shard, r_pre, o_pre)
+            continue
         if per_device and s is not None:
             if any(d % s.shards(i) for i, d in enumerate(gt.shape)) or len(s.dims) != len(gt.shape):
                 raise NotFormed(f"{r} does not split under {s.describe()}")
@@ -124,14 +138,46 @@ def build(name: str, ref: Side, other: Side, links: dict[str, Link], ref_ops: Se
         else:
             o_types.append(gt)
         o_shard.append(s if per_device else None)
+    partial = {n for n, (_, s) in enumerate(slots) if per_device and s is not None and s.unreduced}
     for v, n in other_slot.items():
-        if otypes.get(v) is not None and otypes[v] != o_types[n]:
-            raise NotFormed(f"{v}: {otypes[v]} is not the {o_types[n]} of its layout")
-    ref_m = _module(ref.module, r_names, r_types, ref_body, list(ref_outputs), rtypes, False, (), ())
-    other_m = _module(other.module, o_names, o_types, other_body, list(other_outputs), otypes, per_device,
+        want = TensorType(o_types[n].shape[1:], o_types[n].dtype) if n in partial else o_types[n]
+        if otypes.get(v) is not None and otypes[v] != want:
+            raise NotFormed(f"{v}: {otypes[v]} is not the {want} of its layout")
+    ref_m = _module(ref.module, r_names, r_types, r_pre + ref_body, list(ref_outputs), rtypes, False, (), ())
+    other_m = _module(other.module, o_names, o_types, o_pre + other_body, list(other_outputs), otypes, per_device,
                       tuple(o_shard), tuple(out_shardings))
     locs = tuple(op.loc for op in other_ops if source_loc(op.loc))
-    return StagePair(name, ref_m, other_m, len(ref_ops), len(other_ops), locs, tuple(r for r, _ in slots))
+    return StagePair(name, ref_m, other_m, len(ref_ops), len(other_ops), locs, tuple(r for r, _ in slots),
+                     partial=tuple(sorted(partial)))
+
+
+def _partial_slot(n: int, s: Sharding, gt: TensorType, r_names: list[str], r_types: list[TensorType],
+                  o_names: list[str], o_types: list[TensorType], o_shard: list[Sharding | None],
+                  r_pre: list[Op], o_pre: list[Op]) -> None:
+    """A slot whose value the other program holds as partial sums over the unreduced axes
+    (replicated over the axes the layout names on no dim). Its global input is every
+    device group's part, [G] + the value's shape with the new dim split by the unreduced
+    axes: the reference's value is the sum of the parts, the other program's is its own
+    part (the same on replicas). Every way to split the value into parts is one input, so the stage's
+    proof covers whatever parts the earlier stage left (it proved only their sum)."""
+    if any(d % s.shards(i) for i, d in enumerate(gt.shape)) or len(s.dims) != len(gt.shape):
+        raise NotFormed(f"a {gt} does not split under {s.describe()}")
+    if not gt.is_float:
+        raise NotFormed(f"partial sums of {gt.dtype} values")
+    g = math.prod(s.mesh.axis_size(a) for a in s.unreduced)
+    r, v = r_names[n], o_names[n]
+    parts_r, parts_o = f"{r}.parts{n}", f"{v}.part{n}"
+    whole = TensorType((g, *gt.shape), gt.dtype)
+    local = s.local_type(gt)
+    r_names[n], r_types[n], o_names[n] = parts_r, whole, parts_o
+    o_types.append(TensorType((1, *local.shape), gt.dtype))
+    o_shard.append(Sharding(s.mesh, (s.unreduced, *s.dims)))
+    scalar = TensorType((), gt.dtype)
+    zero, a, b, c = f"{r}.zero{n}", f"{r}.a{n}", f"{r}.b{n}", f"{r}.c{n}"
+    body = Block((a, b), (scalar, scalar), [Op("stablehlo.add", (a, b), (c,), (scalar,))], (c,))
+    r_pre.append(Op("stablehlo.constant", (), (zero,), (scalar,), {"value": np.zeros((), np_dtype(gt.dtype))}))
+    r_pre.append(Op("stablehlo.reduce", (parts_r, zero), (r,), (gt,), {"dimensions": (0,)}, (body,)))
+    o_pre.append(Op("stablehlo.reshape", (parts_o,), (v,), (local,)))
 
 
 def _module(base: Module, args: list[str], arg_types: list[TensorType], ops: list[Op], returns: list[str],

@@ -172,6 +172,16 @@ def _loop(op: Op, init: list[Fact], outer: dict[str, Fact], sizes: dict[str, int
 def finite_values(module: Module, finite_inputs: bool) -> set[str]:
     """The values of `module` (a global program) finite for every finite input: top-level
     values, and the carried values of top-level loops as their body's arguments see them."""
+    return {v for v, fact in value_facts(module, finite_inputs).items() if fact.finite}
+
+
+def signed_values(module: Module, finite_inputs: bool) -> dict[str, int]:
+    """The finite values of `value_facts` known > 0 (POS) or >= 0 (NONNEG)."""
+    return {v: f.sign for v, f in value_facts(module, finite_inputs).items() if f.finite and f.sign != ANY}
+
+
+def value_facts(module: Module, finite_inputs: bool) -> dict[str, Fact]:
+    """The lattice's fact of every value `finite_values` looks at."""
     body = module.main.body
     args = [Fact(finite_inputs or not t.is_float) for t in body.arg_types]
     facts = block_facts(body, args, {}, {})
@@ -182,4 +192,4 @@ def finite_values(module: Module, finite_inputs: bool) -> set[str]:
                 facts.update(zip(region.args, carried))
                 inner = block_facts(region, carried, facts, {})
                 facts.update((k, v) for k, v in inner.items() if k not in facts)
-    return {v for v, fact in facts.items() if fact.finite}
+    return facts

@@ -8,21 +8,12 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-import numpy as np
-
-from tv_mlir.ir import Block, Module, Sharding
+from tv_mlir.ir import Block, Module
+from tv_mlir.passes.normalize import attr_key
 
 
 def _attr(value: Any) -> Any:
-    if isinstance(value, np.ndarray):
-        return ("nd", value.dtype.str, value.shape, hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest())
-    if isinstance(value, dict):
-        return ("dict", tuple(sorted((str(k), _attr(v)) for k, v in value.items())))
-    if isinstance(value, (list, tuple)):
-        return (type(value).__name__, tuple(_attr(v) for v in value))
-    if isinstance(value, Sharding):
-        return ("sharding", value.describe(), value.mesh.device_ids)
-    return repr(value)
+    return attr_key(value)
 
 
 def _block(block: Block, names: dict[str, str], out: list[str]) -> None:

@@ -19,6 +19,7 @@ import numpy as np
 from tv_mlir.assume import within
 from tv_mlir.errors import TvError
 from tv_mlir.ir import Module
+from tv_mlir.semantics.common import Budget
 from tv_mlir.semantics.ops import TRANSCENDENTAL_OPS
 from tv_mlir.verdict import Counterexample, Replay
 from tv_mlir.witness import fullsize
@@ -28,15 +29,18 @@ from tv_mlir.witness.settle import OutOfRange, _range_guard, minimize, py_list
 Element = tuple[int, tuple[int, ...]]  # (output, index)
 
 
-def _outputs(module: Module, arrays: Sequence[np.ndarray], max_unroll: int) -> list[np.ndarray] | None:
+def _outputs(module: Module, arrays: Sequence[np.ndarray], max_unroll: int, max_elements: int
+             ) -> list[np.ndarray] | None:
     """The outputs on the float64 interpreter within the f32 range, or None when the run
     leaves it (an overflow is no difference of the real functions) or cannot be run."""
     from tv_mlir.algebra import NumericAlgebra
     from tv_mlir.execute.interp import Interpreter
 
+    budget = Budget(max_iterations=max_unroll, max_elements=max_elements, calls=[module.entry])
     try:
         with np.errstate(all="ignore"):
-            return Interpreter(module, NumericAlgebra(), max_unroll, observer=_range_guard).run(list(arrays))
+            return Interpreter(module, NumericAlgebra(), max_unroll, observer=_range_guard,
+                               budget=budget).run(list(arrays))
     except (TvError, OutOfRange):
         return None
 
@@ -45,15 +49,17 @@ class _Runs:
     """Both programs on the interpreter, compared as the full-size check compares outputs
     (per output: relative to its scale, tolerances by the coarsest float type used)."""
 
-    def __init__(self, ref: Module, other: Module, max_unroll: int, bounds: Sequence[tuple[int, int] | None]):
+    def __init__(self, ref: Module, other: Module, max_unroll: int, max_elements: int,
+                 bounds: Sequence[tuple[int, int] | None]):
         self.ref, self.other, self.max_unroll, self.bounds = ref, other, max_unroll, bounds
+        self.max_elements = max_elements
         inner = fullsize._coarser(fullsize._coarsest_float(ref), fullsize._coarsest_float(other))
         self.dtypes = [fullsize._coarser(fullsize._coarser(r.dtype, o.dtype), inner)
                        for r, o in zip(ref.global_result_types(), other.global_result_types())]
 
     def both(self, arrays: Sequence[np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]] | None:
-        r = _outputs(self.ref, arrays, self.max_unroll)
-        o = _outputs(self.other, arrays, self.max_unroll) if r is not None else None
+        r = _outputs(self.ref, arrays, self.max_unroll, self.max_elements)
+        o = _outputs(self.other, arrays, self.max_unroll, self.max_elements) if r is not None else None
         return None if r is None or o is None else (r, o)
 
     def first(self, arrays: Sequence[np.ndarray]) -> Element | None:
@@ -85,11 +91,11 @@ def _approximates(module: Module) -> bool:
 
 
 def numeric_witness(ref: Module, other: Module, input_sets: Sequence[list[np.ndarray]], names: list[str],
-                    max_unroll: int, bounds: Sequence[tuple[int, int] | None] = (), runner: Any = None
-                    ) -> Counterexample | None:
+                    max_unroll: int, max_elements: int, bounds: Sequence[tuple[int, int] | None] = (),
+                    runner: Any = None) -> Counterexample | None:
     """The first random run on which an output differs, minimised and confirmed on XLA, or
     None. `first_divergence` is left to the caller (the stage that failed knows it)."""
-    runs = _Runs(ref, other, max_unroll, bounds)
+    runs = _Runs(ref, other, max_unroll, max_elements, bounds)
     types = ref.global_arg_types()
     for inputs in input_sets:
         arrays = [np.asarray(a) for a in inputs]

@@ -61,6 +61,8 @@ def _align(ref: Side, other: Side, links: dict[str, Link], rw: Op, ow: Op, r_val
                 raise NotFormed(f"the other loop's initial {v} holds no reference value")
             q = next((q for q in free if rw.operands[q] == link.ref), None)
             s = link.sharding
+            if s is not None and s.unreduced:
+                raise NotFormed(f"the other loop's initial {v} is a partial sum")
         if q is None:
             raise NotFormed(f"the other loop's initial {v} matches no carried value of the reference loop")
         if q >= 0:
@@ -138,6 +140,8 @@ def _region_pair(name: str, ref: Side, other: Side, links: dict[str, Link], rb: 
         link = links.get(v)
         if link is None:
             raise NotFormed(f"{v}, read by the other loop, holds no reference value")
+        if link.sharding is not None and link.sharding.unreduced:
+            raise NotFormed(f"{v}, read by the other loop, is a partial sum")
         if (link.ref, link.sharding) not in keys:
             keys.append((link.ref, link.sharding))
     for v in r_caps:

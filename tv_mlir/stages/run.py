@@ -28,13 +28,14 @@ from tv_mlir.driver import prove_pair
 from tv_mlir.errors import TvError
 from tv_mlir.ir import Module
 from tv_mlir.options import Options
+from tv_mlir.passes.normalize import cse
 from tv_mlir.progress import progress
 from tv_mlir.prove.fingerprints import random_inputs
 from tv_mlir.stages import lineage
 from tv_mlir.stages.bar import StageBar
 from tv_mlir.stages.cache import ProofCache, cache_key
 from tv_mlir.stages.extract import NotFormed, StagePair, build
-from tv_mlir.stages.finite import finite_values
+from tv_mlir.stages.finite import NONNEG, POS, finite_values, signed_values
 from tv_mlir.stages.flat import flatten
 from tv_mlir.stages.hashing import stage_hash
 from tv_mlir.stages.lift import numeric_witness
@@ -47,8 +48,10 @@ from tv_mlir.verdict import OutputResult, Verdict
 # the lineage search, and buys nothing for one or two stages.
 MIN_STAGES = 3
 # Past this many tensor elements in one program (its values on the lineage's runs are kept
-# in memory) the pair is not cut; the whole proof has its own, smaller budget.
-MAX_CUT_ELEMENTS = 20_000_000
+# in memory: 8 bytes per element per run, 3 runs) the pair is not cut; the whole proof has
+# its own, smaller budget. The 126-layer fwd+bwd stack of testdata/depth has 73 M elements
+# in the reference and 114 M in the sharded program (per device, 8 devices): 8.4 GB at peak.
+MAX_CUT_ELEMENTS = 200_000_000
 
 
 @dataclass
@@ -96,7 +99,8 @@ def prove_staged(ref: Module, other: Module, options: Options, sizes: Mapping[in
         return verdict
     progress(options, f"cut into {len(stages)} stages ({time.perf_counter() - t0:.1f} s)")
     finite = finite_values(ref, options.inputs == "finite")
-    records, results = _prove_stages(stages, options, finite)
+    signs = signed_values(ref, options.inputs == "finite")  # CSE keeps first names: these name the stages' too
+    records, results = _prove_stages(stages, options, finite, signs)
     summary = _summary(records, time.perf_counter() - t0)
     failed = _first_failure(records)
     if failed is None:
@@ -132,7 +136,7 @@ def _lift(ref: Module, other: Module, options: Options, cut: Cut, failed: StageR
         return None
     # The random-normal runs first: small integers tie more often.
     sets = cut.input_sets[1:] + cut.input_sets[:1]
-    c = numeric_witness(ref, other, sets, cut.names, options.max_unroll, cut.bounds)
+    c = numeric_witness(ref, other, sets, cut.names, options.max_unroll, MAX_CUT_ELEMENTS, cut.bounds)
     if c is None:
         return None
     where = f" at {failed.locs[0]}" if failed.locs else ""
@@ -172,6 +176,8 @@ def _cut(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] 
         return Cut([], f"not cut: {flat.reason}")
     if ref.per_device:
         return Cut([], "not cut: the reference is a per-device program")
+    # One name per value: a stage input the reference computes twice would be two inputs.
+    ref, flat = cse(ref), replace(flat, module=cse(flat.module))
     # The lineage keeps every value of both programs on a few runs.
     elements = max(_elements(ref), _elements(flat.module))
     if elements > MAX_CUT_ELEMENTS:
@@ -186,8 +192,8 @@ def _cut(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] 
     bounds = resolve_bounds(options.assume, names, ref.global_arg_types(), sizes)
     input_sets = random_inputs(ref.global_arg_types(), bounds=bounds)
     cut = Cut([], "", input_sets, names, bounds)
-    r_vals = lineage.trace(ref, input_sets[lineage.RUNS], options.max_unroll)
-    o_vals = lineage.trace(flat.module, input_sets[lineage.RUNS], options.max_unroll)
+    r_vals = lineage.trace(ref, input_sets[lineage.RUNS], options.max_unroll, MAX_CUT_ELEMENTS)
+    o_vals = lineage.trace(flat.module, input_sets[lineage.RUNS], options.max_unroll, MAX_CUT_ELEMENTS)
     r_rank = _ranks(r_side)
     o_rank = _ranks(o_side)
     wanted = [v for v, k in o_side.kind.items() if k in ("flow", "prologue")]
@@ -300,13 +306,27 @@ def _ieee(stage: StagePair, finite: set[str]) -> tuple[int, ...]:
     return tuple(k for k, (r, t) in enumerate(zip(stage.slots, types)) if t.is_float and r not in finite)
 
 
-def _prove_stages(stages: list[StagePair], options: Options, finite: set[str]
+def _signed(stage: StagePair, signs: dict[str, int], sign: int) -> tuple[int, ...]:
+    """The stage's float inputs whose value is finite with `sign` by construction
+    (`finite.signed_values`; the parts of a partial sum are not: only their sum is the
+    value). A stage that divides by a softmax denominator it takes as input needs this:
+    over every real divisor, zero included, the quotient has no IEEE class to share."""
+    types = stage.ref.main.arg_types
+    return tuple(k for k, (r, t) in enumerate(zip(stage.slots, types))
+                 if t.is_float and k not in stage.partial and signs.get(r) == sign)
+
+
+def _prove_stages(stages: list[StagePair], options: Options, finite: set[str], signs: dict[str, int] | None = None
                   ) -> tuple[list[StageRecord], dict[str, dict]]:
     sopts = stage_options(options)
     cache = ProofCache.open(options.cache_dir, enabled=options.cache)
     ofp = options_fingerprint(options)
     ieee = [_ieee(s, finite) for s in stages]
-    hashes = [stage_hash(s.ref, s.other, f"ieee {list(e)}") for s, e in zip(stages, ieee)]
+    signs = signs or {}
+    pos = [_signed(s, signs, POS) for s in stages]
+    nonneg = [_signed(s, signs, NONNEG) for s in stages]
+    hashes = [stage_hash(s.ref, s.other, f"ieee {list(e)} pos {list(p)} nonneg {list(n)}")
+              for s, e, p, n in zip(stages, ieee, pos, nonneg)]
     results: dict[str, dict] = {}
     how: dict[int, str] = {}
     jobs: list[Job] = []
@@ -322,7 +342,9 @@ def _prove_stages(stages: list[StagePair], options: Options, finite: set[str]
             how[k] = "cached"
         else:
             how[k] = "proved"
-            jobs.append(Job(h, prove_stage, (stages[k].ref, stages[k].other, replace(sopts, ieee_inputs=ieee[k]))))
+            jobs.append(Job(h, prove_stage, (stages[k].ref, stages[k].other,
+                                             replace(sopts, ieee_inputs=ieee[k], positive_inputs=pos[k],
+                                                     nonnegative_inputs=nonneg[k]))))
     bar = StageBar(len(stages), force=options.progress,
                    reused=sum(1 for v in how.values() if v == "reused"),
                    cached=sum(1 for v in how.values() if v == "cached"))
