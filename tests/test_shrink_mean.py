@@ -116,8 +116,6 @@ def test_the_rule_names_itself_for_the_class_it_shrinks() -> None:
     assert hidden.cls not in pins, pins
 
 
-@pytest.mark.xfail(strict=True, reason="plan.py does not pass tie_constants(notes=...) into the map's "
-                                       "argument yet (plan.py is not this rule's file)")
 def test_the_map_argument_names_rule_i() -> None:
     kind, e = _map_hidden(_verify("mean_ok").shrink)
     assert kind == "shrunk" and "rule i" in e["argument"], e

@@ -191,7 +191,10 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
             sizes = _solve(a, find, _linked(derived, mins), _linked_pins(derived, pins))
             for d, (b, c) in derived.items():
                 sizes[d] = sizes[b] + c
-            tied, new_pins, bounds, tied_classes = tie_constants(a, where, constants, sizes)
+            i_notes: dict[int, str] = {}
+            tied, new_pins, bounds, tied_classes = tie_constants(a, where, constants, sizes, i_notes)
+            for c, why in i_notes.items():
+                note(c, "i", why)
             changed = False
             for c, why in new_pins.items():
                 if c not in pins:

@@ -6,14 +6,9 @@ locations do not."""
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
 from tv_mlir.ir import Block, Module
 from tv_mlir.passes.normalize import attr_key
-
-
-def _attr(value: Any) -> Any:
-    return attr_key(value)
 
 
 def _block(block: Block, names: dict[str, str], out: list[str]) -> None:
@@ -24,7 +19,7 @@ def _block(block: Block, names: dict[str, str], out: list[str]) -> None:
         operands = " ".join(names.get(o, f"?{o}") for o in op.operands)
         for r in op.results:
             names[r] = f"v{len(names)}"
-        attrs = repr(_attr({k: v for k, v in op.attrs.items() if k != "loc"}))
+        attrs = repr(attr_key({k: v for k, v in op.attrs.items() if k != "loc"}))
         out.append(f"{' '.join(names[r] for r in op.results)} = {op.name}({operands}) {attrs} : "
                    f"{' '.join(str(t) for t in op.result_types)}")
         for region in op.regions:
@@ -36,8 +31,8 @@ def _block(block: Block, names: dict[str, str], out: list[str]) -> None:
 
 def module_text(m: Module) -> str:
     out = [f"devices {m.num_partitions} {m.num_replicas} per_device={m.per_device}"]
-    out += [f"in {repr(_attr(s))}" for s in m.arg_shardings]
-    out += [f"out {repr(_attr(s))}" for s in m.result_shardings]
+    out += [f"in {repr(attr_key(s))}" for s in m.arg_shardings]
+    out += [f"out {repr(attr_key(s))}" for s in m.result_shardings]
     _block(m.main.body, {}, out)
     return "\n".join(out)
 
