@@ -282,3 +282,76 @@ def test_unknown_group_form_is_unsupported() -> None:
         (), "here")
     with pytest.raises(Unsupported, match="replica_groups_v4"):
         process_groups(op, 1, 8)
+
+
+# ---------------------------------------------------------------------------
+# chlo in the partitioned form: XLA has no chlo, so its partitioned module holds XLA's
+# expansion of chlo.erfc (plain arithmetic and exp) where the reference holds chlo.erfc.
+# The verifier expands the reference's op through the same XLA route
+# (tv_mlir/passes/legalize_chlo.py). Pairs from testdata/ops_more/gen_partitioned.py.
+
+OPS_MORE = Path(__file__).resolve().parents[1] / "testdata" / "ops_more"
+
+
+def test_exact_gelu_in_the_partitioned_form_is_equivalent() -> None:
+    ref, part = OPS_MORE / "gelu_mlp.ref.mlir", OPS_MORE / "gelu_mlp.partitioned.mlir"
+    assert "chlo.erfc" in ref.read_text()
+    assert "chlo." not in part.read_text() and "stablehlo.all_reduce" in part.read_text()
+    v = _verify(ref, part)
+    assert v.verdict == "equivalent", v.reason
+    assert "erfc" not in v.approximations and "exponential" in v.approximations, v.approximations
+
+
+def test_exact_gelu_with_a_broken_expansion_is_not_equivalent() -> None:
+    """The partitioned module's erfc with its sign branch swapped (erfc(x) for x < 0 taken as
+    the positive side's value): the expansion is compared, not assumed."""
+    v = _verify(OPS_MORE / "gelu_mlp.ref.mlir", OPS_MORE / "gelu_mlp.sign_swapped.partitioned.mlir")
+    assert v.verdict == "not-equivalent", v.reason
+    c = v.counterexample
+    assert c is not None and c.confirmed and c.confirmed_at == "original sizes"
+    assert any(r.backend == "xla" and r.confirmed for r in c.replay), c.replay
+
+
+CHLO_OPS = """
+func.func @main(%x: tensor<4xf32>, %y: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %a = chlo.erfc %x : tensor<4xf32> -> tensor<4xf32>
+  %b = chlo.lgamma %y : tensor<4xf32> -> tensor<4xf32>
+  %e = stablehlo.tanh %x : tensor<4xf32>
+  %d = chlo.erf_inv %e : tensor<4xf32> -> tensor<4xf32>
+  %n = chlo.next_after %x, %y : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  return %a, %b, %d, %n : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}
+"""
+
+
+def test_xla_expansions_of_chlo_ops_run_as_xla_runs_them(xla, tmp_path: Path) -> None:
+    """The expanded ops (log_plus_one, atan2, selects, ...) in our numeric and both
+    symbolic algebras against XLA's run of the chlo module: the expansion is what XLA runs."""
+    from conftest import check_against_xla
+
+    pipeline = tmp_path / "legalize.txt"
+    pipeline.write_text("inline\nlegalize-chlo\n")
+    module = prepared(CHLO_OPS, str(pipeline))
+    assert not any(op.name.startswith("chlo.") for op in module.main.body.walk())
+    # Both branches of erfc's |x| < 1 and of its sign; lgamma below and above 1.
+    x = np.array([-1.5, -0.3, 0.9, 2.5], np.float32)
+    y = np.array([0.3, 1.5, 3.5, 7.0], np.float32)
+    check_against_xla(xla, CHLO_OPS, [x, y], rtol=1e-4, atol=1e-5, pipeline=str(pipeline))
+
+
+def test_align_pair_expands_only_what_the_other_program_lacks() -> None:
+    from tv_mlir.passes.legalize_chlo import align_pair, op_names
+
+    def module(body: str) -> tir.Module:
+        return prepared(f"func.func @main(%x: tensor<3xf32>) -> tensor<3xf32> {{\n{body}\n"
+                        "  return %r : tensor<3xf32>\n}")
+
+    erfc = "  %r = chlo.erfc %x : tensor<3xf32> -> tensor<3xf32>"
+    a, b = module(erfc), module(erfc)
+    align_pair(a, b)  # both hold chlo.erfc (jax's Shardy lowering): kept, an uninterpreted function
+    assert "chlo.erfc" in op_names(a) and "chlo.erfc" in op_names(b)
+    c = module("  %r = stablehlo.exponential %x : tensor<3xf32>")
+    align_pair(a, c)  # the other program has no erfc: expanded as XLA expands it
+    assert "chlo.erfc" not in op_names(a) and "stablehlo.exponential" in op_names(a)
+    assert {"stablehlo.select", "stablehlo.divide"} <= op_names(a)
+    assert op_names(c) == {"stablehlo.exponential"}

@@ -8,6 +8,7 @@ from typing import Any
 from tv_mlir.errors import Unsupported, UsageError
 from tv_mlir.frontend import gspmd
 from tv_mlir.ir import Module, Sharding, TensorType
+from tv_mlir.passes.legalize_chlo import align_pair
 from tv_mlir.semantics.ops import COLLECTIVES, DEVICE_IDS, SHARD_CALLS
 
 
@@ -61,7 +62,11 @@ def attr_sharding(attrs: dict[str, Any], t: TensorType, n: int, loc: str) -> Sha
 
 
 def check_signatures(ref: Module, other: Module) -> None:
-    """Both as functions of global arrays (a per-device program's arguments are shards)."""
+    """Both as functions of global arrays (a per-device program's arguments are shards).
+    This is also where the pair first meets (before the proof, and again at the shrunk
+    sizes), so chlo ops one side holds and XLA rewrote away in the other are expanded here
+    the way XLA expands them (`passes.legalize_chlo`)."""
+    align_pair(ref, other)
     classify(ref)
     classify(other, ref.global_arg_types())
     if not ref.per_device and other.per_device is False:

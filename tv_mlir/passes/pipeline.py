@@ -16,6 +16,7 @@ from tv_mlir.errors import Unsupported, UsageError
 from tv_mlir.ir import Module
 from tv_mlir.options import MAX_NESTING
 from tv_mlir.passes import normalize
+from tv_mlir.passes.legalize_chlo import legalize_chlo
 
 PassFn = Callable[..., Module]
 
@@ -25,6 +26,7 @@ PASSES: dict[str, PassFn] = {
     "dce": normalize.dce,
     "drop-unused-funcs": normalize.drop_unused_funcs,
     "cse": normalize.cse,
+    "legalize-chlo": legalize_chlo,  # not in the named pipelines: verify expands per pair
 }
 
 # Passes over the pair of programs (they need both); `verify` runs them on the modules as

@@ -43,4 +43,7 @@ RULES: dict[str, Rule] = {
     "chlo.polygamma": _special("polygamma"),
     "chlo.zeta": _special("zeta"),
     "chlo.next_after": _next_after,
+    # XLA's HLO has an erf instruction: its partitioned module, converted back, holds
+    # mhlo.erf where the single-device lowering holds chlo.erf. The same function.
+    "mhlo.erf": _special("erf"),
 }
