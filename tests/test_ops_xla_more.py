@@ -312,6 +312,67 @@ case("dynamic_pad_real_dynamic_slice", M(
 
 
 # ---------------------------------------------------------------------------
+# cholesky and triangular_solve (tv_mlir/semantics/linalg.py): exact substitutions, sqrt
+# uninterpreted. Each matrix carries values in the triangle the op must not read.
+
+
+def _spd(r, n: int, scale: float = 1.0) -> np.ndarray:
+    m = r.normal(size=(n, n))
+    return m @ m.T + n * np.eye(n) * scale
+
+
+def _cholesky_inputs(r) -> list[np.ndarray]:
+    """Three 3x3 matrices per operand: positive definite (twice) and one whose third pivot
+    is negative (XLA: NaN in every element of that matrix). `a` has noise above the
+    diagonal (read by lower = false only), `b` below it."""
+    mats = np.stack([_spd(r, 3), _spd(r, 3, 0.5), _spd(r, 3)])
+    mats[2, 2, 2] = -5.0
+    noise = r.normal(size=(3, 3, 3)) * 3
+    return [f32(mats + np.triu(noise, 1)), f32(mats + np.tril(noise, -1))]
+
+
+case("cholesky", M(
+    "(%a: tensor<3x3x3xf32>, %b: tensor<3x3x3xf32>) -> (tensor<3x3x3xf32>, tensor<3x3x3xf32>, tensor<3x3xf32>)", """
+    %0 = stablehlo.cholesky %a, lower = true : tensor<3x3x3xf32>
+    %1 = stablehlo.cholesky %b, lower = false : tensor<3x3x3xf32>
+    %s = stablehlo.slice %a [0:1, 0:3, 0:3] : (tensor<3x3x3xf32>) -> tensor<1x3x3xf32>
+    %m = stablehlo.reshape %s : (tensor<1x3x3xf32>) -> tensor<3x3xf32>
+    %2 = "stablehlo.cholesky"(%m) : (tensor<3x3xf32>) -> tensor<3x3xf32>
+    return %0, %1, %2 : tensor<3x3x3xf32>, tensor<3x3x3xf32>, tensor<3x3xf32>
+    """), _cholesky_inputs, rtol=1e-4, atol=1e-5)
+
+
+def _trsm(n: int, left: bool, lower: bool, unit: bool, transpose: str, a: str = "%a") -> str:
+    b_t = "tensor<2x3x2xf32>" if left else "tensor<2x2x3xf32>"
+    b = "%l" if left else "%r"
+    return (f'%{n} = "stablehlo.triangular_solve"({a}, {b}) {{left_side = {str(left).lower()}, '
+            f'lower = {str(lower).lower()}, unit_diagonal = {str(unit).lower()}, '
+            f'transpose_a = #stablehlo<transpose {transpose}>}} : (tensor<2x3x3xf32>, {b_t}) -> {b_t}')
+
+
+_TRSM = [  # (left_side, lower, unit_diagonal, transpose_a): every attribute both ways
+    (True, True, False, "NO_TRANSPOSE"), (True, False, True, "TRANSPOSE"), (False, True, False, "TRANSPOSE"),
+    (False, False, True, "NO_TRANSPOSE"), (True, False, False, "ADJOINT"), (False, True, True, "ADJOINT"),
+    (True, False, False, "NO_TRANSPOSE"), (False, False, False, "TRANSPOSE"),
+]
+_TRSM_TYPES = ", ".join("tensor<2x3x2xf32>" if t[0] else "tensor<2x2x3xf32>" for t in _TRSM)
+case("triangular_solve", M(
+    f"(%a: tensor<2x3x3xf32>, %l: tensor<2x3x2xf32>, %r: tensor<2x2x3xf32>) -> ({_TRSM_TYPES})",
+    "\n".join(_trsm(i, *t) for i, t in enumerate(_TRSM))
+    + f"\nreturn {', '.join(f'%{i}' for i in range(len(_TRSM)))} : {_TRSM_TYPES}"),
+    # Both triangles and the diagonal hold values (a unit-diagonal solve must not read it).
+    lambda r: [f32(r.normal(size=(2, 3, 3)) + np.eye(3) * 2.5), nice(r, (2, 3, 2), lim=3), nice(r, (2, 2, 3), lim=3)],
+    rtol=1e-4, atol=1e-5)
+
+# XLA's partitioned module writes erf as mhlo.erf (HLO's own erf instruction); XLA itself
+# runs the chlo.erf form.
+_ERF = "(%a: tensor<8xf32>) -> tensor<8xf32>", "%0 = {} %a : tensor<8xf32>\nreturn %0 : tensor<8xf32>"
+case("mhlo_erf", M(_ERF[0], _ERF[1].format("mhlo.erf")),
+     lambda r: [f32([0, -0.5, 0.5, 1.5, -3, 4, 0.01, 10])],
+     xla_text=M(_ERF[0], "%0 = chlo.erf %a : tensor<8xf32> -> tensor<8xf32>\nreturn %0 : tensor<8xf32>"))
+
+
+# ---------------------------------------------------------------------------
 # Forms jax emits (testdata/ops_more/gen_ops_more.py)
 
 OPS_MORE = TESTDATA / "ops_more"
@@ -621,3 +682,57 @@ def test_mutation_bitcast_numeric_big_endian(xla, monkeypatch) -> None:
     orig = bits_mod._np_dtype
     monkeypatch.setattr(bits_mod, "_np_dtype", lambda t: orig(t).newbyteorder(">"))
     assert "numeric output" in _must_fail(xla, "bitcast_convert")
+
+
+# -- cholesky, triangular_solve
+
+
+def _with_attrs(monkeypatch, name: str, **attrs) -> None:
+    from tv_mlir.semantics import TABLE
+
+    orig = TABLE[name]
+    monkeypatch.setitem(TABLE, name, lambda ctx, op, args: orig(ctx, replace(op, attrs={**op.attrs, **attrs}), args))
+
+
+def test_mutation_cholesky_reads_the_lower_triangle_always(xla, monkeypatch) -> None:
+    _with_attrs(monkeypatch, "stablehlo.cholesky", lower=True)
+    assert "output 1" in _must_fail(xla, "cholesky")
+
+
+def test_mutation_cholesky_without_the_nan_of_a_failed_matrix(xla, monkeypatch) -> None:
+    # A matrix with a non-positive pivot is NaN throughout on XLA, not a partial factor.
+    from tv_mlir.algebra import Kind
+    from tv_mlir.semantics import linalg
+
+    orig = linalg._cholesky_lower
+    monkeypatch.setattr(linalg, "_cholesky_lower", lambda alg, a: (orig(alg, a)[0], alg.full((a.shape[0],), True,
+                                                                                               Kind.BOOL)))
+    assert "output 0" in _must_fail(xla, "cholesky")
+
+
+def test_mutation_triangular_solve_reads_the_unit_diagonal(xla, monkeypatch) -> None:
+    _with_attrs(monkeypatch, "stablehlo.triangular_solve", unit_diagonal=False)
+    assert "output 1" in _must_fail(xla, "triangular_solve")
+
+
+def test_mutation_triangular_solve_ignores_transpose(xla, monkeypatch) -> None:
+    _with_attrs(monkeypatch, "stablehlo.triangular_solve", transpose_a="NO_TRANSPOSE")
+    assert "output 1" in _must_fail(xla, "triangular_solve")
+
+
+def test_mutation_triangular_solve_substitutes_from_the_wrong_end(xla, monkeypatch) -> None:
+    from tv_mlir.semantics import linalg
+
+    orig = linalg._substitute
+    monkeypatch.setattr(linalg, "_substitute", lambda alg, t, rhs, lower, unit: orig(alg, t, rhs, not lower, unit))
+    assert "output 0" in _must_fail(xla, "triangular_solve")
+
+
+def test_cholesky_of_complex_is_unknown() -> None:
+    from tv_mlir.api import verify
+
+    text = M("(%a: tensor<2x2xcomplex<f32>>) -> tensor<2x2xcomplex<f32>>",
+             "%0 = stablehlo.cholesky %a, lower = true : tensor<2x2xcomplex<f32>>\n"
+             "return %0 : tensor<2x2xcomplex<f32>>")
+    v = verify(text, text)
+    assert v.verdict == "unknown", v.reason

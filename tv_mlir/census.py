@@ -34,7 +34,6 @@ SEMANTICS, UNKNOWN_TESTED_STATUS, UNSUPPORTED = "semantics", "unknown-tested", "
 # verdict a test asserts: op -> the test file that does (tests/test_census.py checks that the
 # file exists and names the op).
 UNKNOWN_TESTED: dict[str, str] = {
-    "stablehlo.cholesky": "tests/test_verify.py",
     "stablehlo.fft": "tests/test_bug_patterns.py",  # complex numbers are not modelled
 }
 
