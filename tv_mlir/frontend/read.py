@@ -322,13 +322,38 @@ class _Converter:
                 name = str(o.attributes["sym_name"]).strip('"')
                 self.meshes[name] = self.mesh(o.attributes["mesh"], short_loc(o.location, self.source_name))
         entry = func_name(entry_func(module, self.source_name))
-        for op in module.body.operations:
-            o = op.operation
-            if o.name == "func.func":
-                f = self.func(o)
-                funcs[f.name] = f
+        try:
+            for op in module.body.operations:
+                o = op.operation
+                if o.name == "func.func":
+                    f = self.func(o)
+                    funcs[f.name] = f
+        except Unsupported as exc:
+            raise self._state_op(module, exc) or exc from None
         attrs = {k: convert_attr(v) for k, v in module.operation.attributes.items()}
         return tir.Module(funcs=funcs, entry=entry, attrs=attrs, source=self.source_name, meshes=dict(self.meshes))
+
+    def _state_op(self, module: Any, exc: Unsupported) -> Unsupported | None:
+        """A refused ui64 is most often a random generator's state: name the generator (the
+        op that has no model) rather than the bitcast that first made the state."""
+        from jaxlib.mlir import ir
+
+        if exc.op != "type ui64":
+            return None
+        found: list[Any] = []
+
+        def visit(op: Any) -> Any:
+            if op.operation.name in UI64_STATE_OPS:
+                found.append(op.operation)
+                return ir.WalkResult.INTERRUPT
+            return ir.WalkResult.ADVANCE
+
+        module.operation.walk(visit)
+        if not found:
+            return None
+        o = found[0]
+        return Unsupported(f"{o.name}: its generator state is ui64, which is not modelled ({exc})",
+                           short_loc(o.location, self.source_name), o.name)
 
     # -- shardings ------------------------------------------------------------
     def mesh(self, a: Any, loc: str) -> tir.Mesh:
@@ -699,6 +724,10 @@ NP_DTYPES: dict[str, np.dtype] = {name: np.dtype(t) for name, t in {
 # Element types with a dtype above that the model does not cover, and why. Any other type
 # is not modelled either (a quantized type, ...): read as an integer it would give wrong
 # verdicts, so the reader refuses it, naming it.
+# Ops whose ui64 operands and results are a random generator's state (the reader names the
+# op when it refuses the state's type).
+UI64_STATE_OPS = frozenset({"stablehlo.rng_bit_generator"})
+
 NOT_MODELLED: dict[str, str] = {
     "complex<f32>": "complex numbers are not modelled",
     "complex<f64>": "complex numbers are not modelled",
