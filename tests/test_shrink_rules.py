@@ -328,3 +328,74 @@ def test_without_rule_f_the_correct_pmean_is_not_proved_at_shrunk_sizes(monkeypa
     _rule_off(monkeypatch, "f")
     v = _verify("pmean", "big", "ok")
     assert v.verdict != "equivalent" or not v.shrink["applied"], v.reason
+
+
+# The mechanisms left open after rules a-j (testdata/shrink_rules/gen_more.py,
+# manifest_more.json): a transpose written as a dot_general (rule d, spanning classes) and
+# a cubic in a data-dependent count (rule k).
+MORE = json.loads((D / "manifest_more.json").read_text())
+MORE_PAIRS = {"dot_transpose": "d", "count_triples": "k"}
+
+
+def _more_rule_off(monkeypatch: pytest.MonkeyPatch, rule: str) -> None:
+    from tv_mlir.shrink import plan as plan_module
+    from tv_mlir.shrink import rules
+
+    if rule == "d":
+        monkeypatch.setattr(rules, "_spanning", lambda *args: None)
+    elif rule == "k":
+        monkeypatch.setattr(plan_module, "COUNTS", False)
+
+
+def test_more_manifest_lists_both_pairs_ran_on_xla() -> None:
+    assert {(e["pair"], e["variant"]) for e in MORE} == {(p, v) for p in MORE_PAIRS for v in ("small", "big")}
+    for e in MORE:
+        assert e["rule"] == MORE_PAIRS[e["pair"]] and e["ran_on_xla"], e
+        for f in e["files"].values():
+            assert (D / f).exists(), f
+
+
+@pytest.mark.parametrize("pair", sorted(MORE_PAIRS))
+@pytest.mark.parametrize("variant", ["small", "big"])
+def test_more_pairs_verdicts(pair: str, variant: str) -> None:
+    ok = _verify(pair, variant, "ok")
+    assert ok.verdict == "equivalent" and ok.shrink["applied"], ok.reason
+    bug = _verify(pair, variant, "bug")
+    assert bug.verdict == "not-equivalent", bug.reason
+    c = bug.counterexample
+    assert c is not None and c.confirmed_at == "original sizes", c
+
+
+@pytest.mark.parametrize("pair", sorted(MORE_PAIRS))
+def test_more_without_its_rule_the_bug_hides(pair: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    _more_rule_off(monkeypatch, MORE_PAIRS[pair])
+    v = _verify(pair, "small", "bug")
+    assert v.verdict == "equivalent", v.reason
+
+
+def test_d_a_class_spanning_two_dims_keeps_two() -> None:
+    # dy^T x subtracted from w joins w's dims: one class, two dims of one value.
+    n, argument = _entry(_plan("dot_transpose", "big", "bug"), 4096)
+    assert n >= 2 and "spans 2 dims" in argument, (n, argument)
+    # The correct twin keeps in and out apart: both free at 1.
+    assert [e.verified for e in _plan("dot_transpose", "big", "ok").entries if e.original == 4096] == [1, 1]
+
+
+def test_d_dot_general_batch_order_is_a_move() -> None:
+    from tv_mlir.ir import DotDims, Op
+    from tv_mlir.shrink.rules import _moves
+
+    dn = DotDims(lhs_batch=(1, 0), rhs_batch=(1, 0), lhs_contracting=(2,), rhs_contracting=(2,))
+    op = Op("stablehlo.dot_general", ("%a", "%b"), ("%r",), (), attrs={"dot_dimension_numbers": dn})
+    moves = dict(_moves(op, lambda v: 3))
+    assert moves["%a"] == {1: 0, 0: 1}  # dim 0 lands behind dim 1: exchanged
+
+
+def test_k_count_degree_and_bound() -> None:
+    from tv_mlir.shrink.counts import count_bound
+
+    n, argument = _entry(_plan("count_triples", "big", "bug"), 32768)
+    assert n >= 7 and "rule k" in argument and "3 + 2 x 2" in argument, (n, argument)
+    # Linear in the sums (a relu-masked gradient): one position of each type, plus one.
+    assert count_bound(1, 2, 2, 0)[0] == 3
+    assert count_bound(3, 2, 2, 0)[0] == 7

@@ -30,11 +30,16 @@ from typing import Any
 from tv_mlir.ir import Module
 from tv_mlir.semantics.ops import MULTIPLYING_REDUCERS, SELECTING_REDUCERS
 from tv_mlir.shrink.constants import order, sites, tie_constants
+from tv_mlir.shrink.counts import count_bounds
 from tv_mlir.shrink.degree import UNBOUNDED, summand_degrees
 from tv_mlir.shrink.dims import DimAnalysis, analyse
 from tv_mlir.shrink.facts import ProgramFacts, role_constants
 from tv_mlir.shrink.rules import Bounds, exchanged, order_statistics
 from tv_mlir.shrink.unionfind import UnionFind
+
+# Rule (k), sums of data predicates (shrink/counts.py); the switch is for the tests that
+# show what the rule does.
+COUNTS = True
 
 
 @dataclass
@@ -156,6 +161,15 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
     for fa in facts:
         order_statistics(fa, a, comp, rules)
         exchanged(fa, a, rules)
+    counts = Bounds()
+    if COUNTS:
+        for fa in facts:
+            count_bounds(fa, a, families, degree, counts)
+    for c, b in counts.mins.items():
+        mins[c] = max(mins[c], b)
+        note(c, "k", f"rule k: {counts.why[c]} (at least {b})")
+    for c, why in counts.pins.items():
+        pins.setdefault(c, why)
     for c, cls in enumerate(a.classes):
         if cls.reduced_by & SELECTING_REDUCERS:
             mins[c] = max(mins[c], 2)

@@ -4,6 +4,7 @@ transpose exchanges (rule d). Each returns class -> the smallest size it may tak
 the reason, or the classes to pin."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tv_mlir.ir import Op
@@ -142,26 +143,76 @@ def exchanged(fa: ProgramFacts, a: DimAnalysis, out: Bounds) -> None:
             if f in fs[i + 1:] and a.classes[f].size > 1:
                 out.at_least(f, 2, "a reshape joins it with itself")
     for op in fa.ops():
-        if op.name != "stablehlo.transpose":
+        for src, where in _moves(op, lambda v: len(a.classes_of(fa.program, v))):
+            cls = a.classes_of(fa.program, src)
+            for i in range(len(cls)):
+                for j in range(i + 1, len(cls)):
+                    if i not in where or j not in where or where[i] < where[j]:
+                        continue
+                    ci, cj = cls[i], cls[j]
+                    if a.classes[ci].size <= 1 or a.classes[cj].size <= 1:
+                        continue
+                    if ci == cj or cj in joined.get(ci, set()):
+                        why = f"{op.name.split('.')[-1]} at {op.loc} exchanges it with " + \
+                            ("itself" if ci == cj else "a dim it is reshaped together with")
+                        out.at_least(ci, 2, why)
+                        out.at_least(cj, 2, why)
+                        if ci != cj:
+                            out.distinct.append((ci, cj))
+    _spanning(fa, a, out)
+
+
+def _moves(op: Op, rank: Callable[[str], int]) -> list[tuple[str, dict[int, int]]]:
+    """(operand, operand dim -> result position) for the ops that reorder dims: a
+    transpose, and a dot_general, whose result is the batch dims in the order the
+    batching dims list them, then each operand's free dims in order: batching dims listed
+    out of order (lhs_batching_dimensions = [1, 0]) are a transpose written as a dot.
+    Contracted dims have no result position."""
+    if op.name == "stablehlo.transpose":
+        return [(op.operands[0], {p: i for i, p in enumerate(op.attrs["permutation"])})]
+    dn = op.attrs.get("dot_dimension_numbers")
+    if op.name != "stablehlo.dot_general" or dn is None:
+        return []
+    out: list[tuple[str, dict[int, int]]] = []
+    free_at = len(dn.lhs_batch)
+    for operand, batch, contracting in ((op.operands[0], dn.lhs_batch, dn.lhs_contracting),
+                                        (op.operands[1], dn.rhs_batch, dn.rhs_contracting)):
+        where = {d: k for k, d in enumerate(batch)}
+        free = [d for d in range(rank(operand)) if d not in batch and d not in contracting]
+        where.update({d: free_at + k for k, d in enumerate(free)})
+        free_at += len(free)
+        out.append((operand, where))
+    return out
+
+
+def _spanning(fa: ProgramFacts, a: DimAnalysis, out: Bounds) -> None:
+    """Rule (d), a class spanning k dims of one value (a square weight w - lr * g, and a
+    bug's g^T from dot_general(dy, x) where dot_general(x, dy) was right: the update joins
+    in with out). The renaming argument for a free class holds per *equality pattern* of
+    the k indices along it: the element at (i, j) is the element at (j, i) under the
+    renaming that swaps i and j only when i = j, so both patterns (i = j, i != j), and for
+    k indices every partition of them, must be present at the shrunk size: k elements
+    (at 1 element every pattern is the diagonal, where a transpose is the identity)."""
+    for (program, value), t in a.types.items():
+        if program != fa.program or len(t.shape) < 2:
             continue
-        src = op.operands[0]
-        cls = a.classes_of(fa.program, src)
-        perm = list(op.attrs["permutation"])
-        where = {p: i for i, p in enumerate(perm)}  # operand dim -> result position
-        for i in range(len(cls)):
-            for j in range(i + 1, len(cls)):
-                if where[i] < where[j]:
-                    continue
-                ci, cj = cls[i], cls[j]
-                if a.classes[ci].size <= 1 or a.classes[cj].size <= 1:
-                    continue
-                if ci == cj or cj in joined.get(ci, set()):
-                    why = f"transpose at {op.loc} exchanges it with " + \
-                        ("itself" if ci == cj else "a dim it is reshaped together with")
-                    out.at_least(ci, 2, why)
-                    out.at_least(cj, 2, why)
-                    if ci != cj:
-                        out.distinct.append((ci, cj))
+        counts: dict[int, int] = {}
+        for c in a.classes_of(program, value):
+            if a.classes[c].size > 1:
+                counts[c] = counts.get(c, 0) + 1
+        for c, k in counts.items():
+            if k > 1 and k > out.mins.get(c, 0):
+                out.at_least(c, k, f"it spans {k} dims of one value ({_member(fa, value)}): "
+                                   f"every equality pattern of {k} indices along it")
+
+
+
+def _member(fa: ProgramFacts, value: str) -> str:
+    """The op that makes the value, with its location, for the shrink map."""
+    if value in fa.defs:
+        op, _ = fa.defs[value]
+        return f"{op.name.split('.')[-1]} at {op.loc}" if op.loc else op.name.split('.')[-1]
+    return f"{fa.program} {value}"
 
 
 __all__ = ["Bounds", "exchanged", "order_statistics"]

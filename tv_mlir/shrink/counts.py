@@ -1,0 +1,291 @@
+"""Rule (k): sums of data-dependent predicates (docs/shrinking.md, "Rules").
+
+A `compare` of data along a class is not an uninterpreted atom to the verifier: it is
+decided exactly, so its values are Booleans (b * b = b), and Newton's argument, which
+needs the summands' elements free, does not hold for what is summed over them. The count
+k = sum_i [x_i > 0] takes only the values 0..n: a cubic in it that vanishes at k = 0, 1, 2
+(C(k, 3) = k(k-1)(k-2)/6, against the same with 3 for 3!) is equal on every input at 2
+positions and differs at 64. The argument that replaces Newton's: split the positions
+by the outcomes of the m predicates at each (T = 2^m types). On every type assignment
+the programs are polynomials in each type's power sums and in the type counts k_t, and
+a polynomial identity on an open set of inputs is an identity of those polynomials; the
+power sums of a type are independent once it has d elements (d: the summand degree, as
+for Newton), and a polynomial of degree D in the counts that vanishes on every count
+vector with sum n' and each k_t >= d vanishes everywhere once n' - T d >= D. So the class
+keeps D + T d elements, D the degree of the program's results in those sums (a masked
+mean sum(m * l) / sum(m) has D = 2), plus the largest constant a count is compared or
+clipped with (max(k, 1): each piece needs its own points). A count that meets anything
+else (exp(k), a compare with data, a loop) has no degree bound: the class is pinned."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from tv_mlir.ir import Block, Op
+from tv_mlir.semantics.ops import DEGREE_ADDING, DEGREE_PRESERVING, DOTS
+from tv_mlir.shrink.degree import PIECEWISE, UNBOUNDED
+from tv_mlir.shrink.dims import DimAnalysis
+from tv_mlir.shrink.facts import ProgramFacts, splat
+from tv_mlir.shrink.rules import Bounds
+
+# More predicates than this along one family: 2^m types is no useful bound; pinned.
+MAX_PREDICATES = 4
+
+
+@dataclass
+class PredicatedSums:
+    """The sums over one family's classes whose summand reads a data predicate along it."""
+
+    predicates: set[str] = field(default_factory=set)  # compare results
+    sums: dict[int, list[Op]] = field(default_factory=dict)  # class -> reductions over it
+    results: set[str] = field(default_factory=set)  # the sums' results: the counts
+
+
+def count_bounds(fa: ProgramFacts, a: DimAnalysis, families: dict[int, set[int]], degree: dict[int, int],
+                 out: Bounds) -> None:
+    """Rule (k) for one program: per family whose sums read data predicates, the bound
+    D + T d + threshold on every class summed over (or a pin), into `out`."""
+    data = _data_values(fa)
+    found: dict[frozenset[int], PredicatedSums] = {}
+    for op in fa.ops():
+        if op.name != "stablehlo.compare" or not any(v in data for v in op.operands):
+            continue
+        key = (fa.program, op.results[0])
+        if key not in a.types:
+            continue
+        for c in set(a.classes_of(*key)):
+            if a.classes[c].size > 1:
+                fam = frozenset(families[c])
+                _follow(fa, a, fam, op.results[0], found.setdefault(fam, PredicatedSums()))
+    for ps in found.values():
+        if not ps.sums:
+            continue
+        d_out, threshold = outer_degree(fa, ps.results)
+        m = len(ps.predicates)
+        for c, ops in ps.sums.items():
+            where = ops[0].loc or ops[0].name
+            if d_out >= UNBOUNDED or m > MAX_PREDICATES:
+                why = (f"a sum over it of data predicates (at {where}) whose results meet a non-polynomial op"
+                       if d_out >= UNBOUNDED else f"a sum over it of {m} data predicates (at {where})")
+                out.pins.setdefault(c, "rule k: " + why)
+                continue
+            if d_out == 0:
+                continue
+            bound, formula = count_bound(d_out, 2 ** m, max(degree.get(c, 1), 1), threshold)
+            out.at_least(c, bound, f"counts of {m} data predicate{'s' if m > 1 else ''} summed at {where}: "
+                                   f"{formula}")
+
+
+def count_bound(d_out: int, types: int, d: int, threshold: int) -> tuple[int, str]:
+    """The size rule (k) asks for (module docstring), and how it is made up. Results linear
+    in the sums (D = 1: a masked gradient w - lr * sum(m * g)) need one position of every
+    type, where a linear function of a type's power sums is already determined, and one
+    more for the counts' linear part: T + 1. Higher degrees need d of every type (Newton
+    within it) and D + 1 count vectors: D + T d."""
+    if d_out <= 1:
+        return types + 1 + threshold, f"T + 1 + c = {types} + 1 + {threshold} (D = 1)"
+    return d_out + types * d + threshold, f"D + T d + c = {d_out} + {types} x {d} + {threshold}"
+
+
+def _data_values(fa: ProgramFacts) -> set[str]:
+    """Values that depend on a program input (an iota or a constant alone is no data: a
+    position mask's counts are rule b's). Forward over program order, regions and calls
+    included, a few rounds for loops and callee bodies placed before their callers."""
+    data = set(fa.entry_args)
+    ops = fa.ops()
+    for _ in range(8):
+        grew = False
+        for op in ops:
+            inputs = list(op.operands) + [v for r in op.regions for v in r.returns]
+            if op.name == "func.call":
+                fn = fa.module.funcs.get(op.attrs.get("callee", ""))
+                if fn is not None:
+                    inputs += list(fn.body.returns)
+                    for arg, v in zip(fn.body.args, op.operands):
+                        if v in data and arg not in data:
+                            data.add(arg)
+                            grew = True
+            if any(v in data for v in inputs):
+                for r in op.results:
+                    if r not in data:
+                        data.add(r)
+                        grew = True
+                for region in op.regions:
+                    for arg in region.args:
+                        if arg not in data:
+                            data.add(arg)
+                            grew = True
+        if not grew:
+            break
+    return data
+
+
+def _along(fa: ProgramFacts, a: DimAnalysis, fam: frozenset[int], v: str) -> bool:
+    key = (fa.program, v)
+    return key in a.types and any(c in fam for c in a.classes_of(*key))
+
+
+def _follow(fa: ProgramFacts, a: DimAnalysis, fam: frozenset[int], start: str, ps: PredicatedSums) -> None:
+    """Forward from a predicate through every use (into callees, region arguments and
+    back out) to the sums over the family's classes that read it."""
+    todo, seen = [start], {start}
+    found_any = False
+
+    def push(v: str) -> None:
+        if v not in seen:
+            seen.add(v)
+            todo.append(v)
+
+    while todo:
+        v = todo.pop()
+        for op in fa.uses.get(v, []):
+            if op.name == "stablehlo.reduce" and v in op.operands[:len(op.operands) // 2]:
+                body = op.regions[0].ops
+                if len(body) == 1 and body[0].name == "stablehlo.add":
+                    found_any |= _record(fa, a, fam, op, v, tuple(op.attrs["dimensions"]), ps)
+            elif op.name in DOTS and v in op.operands:
+                dn = op.attrs.get("dot_dimension_numbers")
+                k = list(op.operands).index(v)
+                dims = (dn.lhs_contracting if k == 0 else dn.rhs_contracting) if dn else \
+                    ((len(a.classes_of(fa.program, v)) - 1,) if k == 0 else (0,))
+                found_any |= _record(fa, a, fam, op, v, tuple(dims), ps)
+            if op.name == "func.call":
+                fn = fa.module.funcs.get(op.attrs.get("callee", ""))
+                for arg, o in zip(fn.body.args if fn else [], op.operands):
+                    if o == v:
+                        push(arg)
+            for region in op.regions:
+                for k, o in enumerate(op.operands):
+                    if o == v and k < len(region.args):
+                        push(region.args[k])
+                for k, r in enumerate(region.returns):
+                    if r == v and op.name == "stablehlo.while" and k < len(region.args):
+                        push(region.args[k])
+            for r in op.results:
+                push(r)
+        # A function's return: the calls' results.
+        fn_name = _returning(fa, v)
+        if fn_name:
+            idx = fa.module.funcs[fn_name].body.returns.index(v)
+            for call in _calls_of(fa, fn_name):
+                push(call.results[idx])
+    if found_any:
+        ps.predicates.add(start)
+
+
+def _record(fa: ProgramFacts, a: DimAnalysis, fam: frozenset[int], op: Op, v: str, dims: tuple[int, ...],
+            ps: PredicatedSums) -> bool:
+    hit = False
+    for d in dims:
+        c = a.class_of.get((fa.program, v, d))
+        if c is not None and c in fam and a.classes[c].size > 1:
+            ps.sums.setdefault(c, []).append(op)
+            ps.results.update(op.results)
+            hit = True
+    return hit
+
+
+def _returning(fa: ProgramFacts, v: str) -> str | None:
+    for name, fn in fa.module.funcs.items():
+        if v in fn.body.returns and name != fa.module.entry:
+            return name
+    return None
+
+
+def _calls_of(fa: ProgramFacts, name: str) -> list[Op]:
+    return [op for op in fa.ops() if op.name == "func.call" and op.attrs.get("callee", "") == name]
+
+
+def outer_degree(fa: ProgramFacts, seeds: set[str]) -> tuple[int, int]:
+    """(D, threshold): the degree of the entry's results in the `seeds` (the counts), and
+    the largest constant a count-dependent value is compared or clipped with. D is
+    UNBOUNDED when a count meets an op without a polynomial degree."""
+    flow = _Flow(fa, seeds)
+    deg = flow.block(fa.module.main.body, {})
+    return max((deg.get(r, 0) for r in fa.module.main.body.returns), default=0), flow.threshold
+
+
+@dataclass
+class _Flow:
+    facts: ProgramFacts
+    seeds: set[str]
+    threshold: int = 0
+    calls: dict[tuple[str, tuple[int, ...]], list[int]] = field(default_factory=dict)
+
+    def block(self, block: Block, deg: dict[str, int]) -> dict[str, int]:
+        for op in block.ops:
+            for k, d in enumerate(self.op(op, deg)):
+                r = op.results[k]
+                deg[r] = max(d, 1) if r in self.seeds else d
+        return deg
+
+    def op(self, op: Op, deg: dict[str, int]) -> list[int]:
+        ds = [deg.get(o, 0) for o in op.operands]
+        n, out = op.name, len(op.results)
+        if n == "func.call":
+            return self.call(op, ds)
+        if n == "sdy.manual_computation":
+            inner = self.block(op.regions[0], {**deg, **dict(zip(op.regions[0].args, ds))})
+            return [inner.get(r, 0) for r in op.regions[0].returns]
+        if op.regions:
+            # Loops, branches, reductions: a count entering one (or made inside one) has
+            # no degree here, except a sum's add body over counts (degree kept).
+            inner = dict(deg)
+            for region in op.regions:
+                inner.update((arg, max(ds, default=0)) for arg in region.args)
+                inner = self.block(region, inner)
+            touched = max([inner.get(v, 0) for region in op.regions for v in region.returns]
+                          + [inner.get(o, 0) for region in op.regions for x in region.walk() for o in x.operands]
+                          + ds, default=0)
+            if not touched:
+                return [0] * out
+            if _adds(op) and (n == "stablehlo.reduce" or n in DEGREE_PRESERVING):
+                return [max(ds)] * out  # a sum (a reduce, a psum) of counts: their degree
+            return [UNBOUNDED] * out
+        if not any(ds):
+            return [0] * out
+        if n in DEGREE_ADDING or n == "stablehlo.divide":
+            return [min(sum(ds), UNBOUNDED)] * out
+        if n == "stablehlo.select":
+            return [min(ds[0] + max(ds[1:]), UNBOUNDED)] * out
+        if n in DEGREE_PRESERVING:
+            return [max(ds)] * out
+        if n in PIECEWISE or n == "stablehlo.compare":
+            # max(k, 1), k > 0: pieces split at a constant; each piece needs its points.
+            others = [o for o, d in zip(op.operands, ds) if not d]
+            if len(others) == len(ds) - 1 and all(self.constant(o) is not None for o in others):
+                self.threshold = max([self.threshold] + [_piece(self.constant(o)) for o in others])
+                return [max(ds)] * out
+        return [UNBOUNDED] * out
+
+    def call(self, op: Op, ds: list[int]) -> list[int]:
+        fn = self.facts.module.funcs.get(op.attrs.get("callee", ""))
+        if fn is None:
+            return [UNBOUNDED if any(ds) else 0] * len(op.results)
+        key = (fn.name, tuple(ds))
+        if key not in self.calls:
+            self.calls[key] = [UNBOUNDED] * len(op.results)  # no recursion (the reader refuses it)
+            inner = self.block(fn.body, dict(zip(fn.body.args, ds)))
+            self.calls[key] = [inner.get(r, 0) for r in fn.body.returns]
+        return self.calls[key]
+
+    def constant(self, v: str) -> float | int | None:
+        d = self.facts.defs.get(v)
+        while d is not None and d[0].name == "stablehlo.broadcast_in_dim":
+            d = self.facts.defs.get(d[0].operands[0])
+        return splat(d[0]) if d is not None and d[0].name == "stablehlo.constant" else None
+
+
+def _adds(op: Op) -> bool:
+    body = op.regions[0].ops if op.regions else []
+    return len(body) == 1 and body[0].name == "stablehlo.add"
+
+
+
+def _piece(c: float | int | None) -> int:
+    """The points a split at constant c takes below the piece above it (an infinite bound,
+    max(k, -inf), splits nothing)."""
+    return int(abs(c)) + 1 if c is not None and math.isfinite(c) else 0
+
+
+__all__ = ["MAX_PREDICATES", "count_bound", "count_bounds", "outer_degree"]
