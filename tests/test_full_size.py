@@ -338,3 +338,29 @@ def test_unconfirmed_witness_is_confirmed_at_less_shrunk_sizes(monkeypatch) -> N
     # The verdict's shrink map is the grown one: the summed class is larger than at first.
     first = tv_mlir.verify(_mean("1024.0", 8, 256), _mean("7.0", 8, 256), replay=False)
     assert first.shrink["shrunk"][0]["verified"] < v.shrink["shrunk"][0]["verified"]
+
+
+def test_replica_divergence_is_reproduced_at_the_original_sizes() -> None:
+    # Issue 12 item 4: the divergence found at the shrunk sizes, embedded into the original
+    # sizes and replayed on XLA there (regrow.confirm_divergence). api.verify does not call
+    # it yet (api._embed returns early for a divergence: `confirmed_at: "shrunk sizes"`).
+    from tv_mlir.driver import prove_pair
+
+    # testdata/shrink_rules/gen_more.py: device 3's copy of a replicated output differs on
+    # its last row (XLA's per-device copies are the ground truth); 32 x 64 shrinks.
+    d = TESTDATA / "shrink_rules"
+    o = Options(full_size_check="off", second_witness=False)
+    reads = [api._read(str(d / f"replica_rows.small.{k}.mlir"), o)[0] for k in ("ref", "bug")]
+    ref_m, other_m = (prepare(m, o) for m in reads)
+    small_ref, small_other, summary, emb = api._shrink(*reads, ref_m, other_m, o)
+    assert summary["applied"] and emb is not None
+    v = prove_pair(small_ref, small_other, o)
+    c = v.counterexample
+    assert v.verdict == "not-equivalent" and c is not None and c.devices, v.reason
+    # What verify reports today: exit 1 on a divergence confirmed at the shrunk sizes only.
+    today = tv_mlir.verify(d / "replica_rows.small.ref.mlir", d / "replica_rows.small.bug.mlir",
+                           full_size_check="off", second_witness=False)
+    assert today.verdict == "not-equivalent" and today.counterexample.confirmed_at == "shrunk sizes"
+    assert regrow.confirm_divergence(c, emb, small_ref, ref_m, other_m), c.replay
+    assert c.embedded and c.confirmed_at == "original sizes"
+    assert c.replay[-1].backend == "xla, original sizes" and c.replay[-1].confirmed

@@ -98,6 +98,42 @@ def retry(verdict: Verdict, originals: tuple[Module, Module], options: Options, 
     return verdict
 
 
+def confirm_divergence(c: Counterexample, e: Any, small_ref: Module, ref: Module, other: Module,
+                       runner: Any = None) -> bool:
+    """A replica divergence found at the shrunk sizes, embedded into the original sizes
+    (as `api._embed` does for a difference of outputs: shard blocks kept, both layouts)
+    and replayed there on XLA on the program that diverges, comparing the same two
+    devices' copies of the embedded element. Reproduced: the witness becomes the
+    original-size one (`embedded`, `confirmed_at: "original sizes"`), which is what exit 1
+    needs (issue 12 item 4); a divergence that shows only at the shrunk sizes is the same
+    ghost as a difference that does. Not reproduced: `embedded` is False and the caller
+    retries at grown sizes like any unconfirmed witness."""
+    from tv_mlir.shrink.embed import LAYOUTS, embed_inputs
+    from tv_mlir.witness.replay import xla_replay
+    from tv_mlir.witness.settle import concrete_inputs, py_list
+
+    assert c.devices is not None and len(c.devices) == 2
+    small = concrete_inputs(c, small_ref.global_arg_types())
+    c.shrunk_index = list(c.index)
+    for layout in LAYOUTS:
+        arrays = embed_inputs(e, small, layout)
+        index = tuple(e.index(c.output, c.index, layout))
+        r = xla_replay(ref, other, arrays, c.output, index, side=c.side,
+                       devices=(c.devices[0], c.devices[1]), runner=runner)
+        if r.confirmed:
+            break
+    r.backend = "xla, original sizes"
+    c.replay.append(r)
+    c.embedded = bool(r.confirmed)
+    if r.error:
+        c.not_embedded = f"the replay at the original sizes failed: {r.error}"
+    if c.embedded:
+        c.confirmed_at = "original sizes"
+        c.inputs = {name: py_list(a) for name, a in zip(c.inputs, arrays)}
+        c.index, c.ref_value, c.other_value = list(index), r.ref_value, r.other_value
+    return c.embedded
+
+
 def _without_shrinking(originals: tuple[Module, Module], options: Options, runner: Any,
                        retries: list[dict[str, Any]], why: str) -> Verdict | None:
     ref, other = originals
@@ -132,4 +168,4 @@ def _sizes(shrink: dict[str, Any] | None) -> str:
     return ", ".join(f"{e['original']}->{e['verified']}" for e in (shrink or {}).get("shrunk", []))
 
 
-__all__ = ["MAX_GROW", "NO_SHRINK_MAX_ELEMENTS", "retry", "why_unconfirmed"]
+__all__ = ["MAX_GROW", "NO_SHRINK_MAX_ELEMENTS", "confirm_divergence", "retry", "why_unconfirmed"]

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -25,6 +27,8 @@ from jax.sharding import Mesh  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
 F32 = jnp.float32
+# Pairs whose bug is a replica divergence: name -> (diverge -> every device's copy).
+COPIES: dict[str, Callable[[bool], Callable[..., Any]]] = {}
 MESH_DP = Mesh(np.array(jax.devices()[:4]), ("dp",))
 
 
@@ -72,10 +76,39 @@ def count_triples(n: int, variant: str) -> Pair:
                 "C(k, 3) of the count of positive tokens divides by 3 instead of 6")
 
 
+# Issue 12 item 4: a replica divergence at sizes that shrink. The output is declared
+# replicated over dp, and one device's copy is off by one ulp-free 1.0 on its last row:
+# the reference's value is device 0's, so only the replica obligation sees the bug.
+def replica_rows(b: int, h: int, variant: str) -> Pair:
+    def ref(x):
+        return x * 2.0
+
+    def body(diverge: bool):
+        def f(x):
+            y = lax.all_gather(x, "dp", axis=0, tiled=True) * 2.0
+            if diverge:
+                last = (jnp.arange(y.shape[0]) == y.shape[0] - 1)[:, None]
+                y = y + jnp.where(last & (lax.axis_index("dp") == 3), 1.0, 0.0)
+            return y
+        return f
+
+    def sharded(diverge: bool):
+        return _smap(MESH_DP, body(diverge), (P("dp"),), P())
+
+    def copies(diverge: bool):
+        # Every device's copy side by side: XLA's ground truth for a replica obligation.
+        return _smap(MESH_DP, lambda x: body(diverge)(x)[None], (P("dp"),), P("dp"))
+
+    COPIES["replica_rows"] = copies
+    return Pair("replica_rows", "item4", variant, {"batch": b, "hidden": h}, [Arg((b, h))], ref,
+                sharded(False), sharded(True), "device 3's copy of a replicated output differs on its last row")
+
+
 def pairs() -> list[Pair]:
     return [
         dot_transpose(16, 16, "small"), dot_transpose(64, 4096, "big"),
         count_triples(64, "small"), count_triples(32768, "big"),
+        replica_rows(32, 64, "small"), replica_rows(64, 4096, "big"),
     ]
 
 
@@ -85,7 +118,13 @@ def main() -> int:
         stem = f"{p.name}.{p.variant}"
         specs = [a.spec() for a in p.args]
         ran = sum(int(np.prod(a.shape)) for a in p.args) <= RUN_LIMIT
-        if ran:
+        if ran and p.name in COPIES:
+            xs = [np.random.default_rng(1).standard_normal(a.shape).astype(np.float32) for a in p.args]
+            spread = [float(np.ptp(np.asarray(jax.jit(COPIES[p.name](d))(*xs)), axis=0).max()) for d in (False, True)]
+            assert spread[0] == 0.0 and spread[1] > 0.5, f"{stem}: copies spread {spread}"
+            assert _max_diff(p, p.ref, p.ok) < 1e-5
+            print(f"{stem}: replicas ok {spread[0]}, bug {spread[1]}")
+        elif ran:
             ok_diff, bug_diff = _max_diff(p, p.ref, p.ok), _max_diff(p, p.ref, p.bug)
             assert ok_diff < 1e-5, f"{stem}: the correct twin differs from the reference by {ok_diff}"
             assert bug_diff > 1e-3, f"{stem}: the bug twin does not differ from the reference ({bug_diff})"

@@ -413,6 +413,10 @@ PINNING: dict[str, str] = {
     "stablehlo.convolution": "reads positions",  # windows, strides and padding in positions
     "stablehlo.rng": "reads positions",  # the random stream is laid out by position
     "stablehlo.rng_bit_generator": "reads positions",  # the random stream is laid out by position
+    # Substitutions run along the matrix dims in order (row i reads rows < i): the
+    # triangle is a relation of positions, and a class's degree grows with its size.
+    "stablehlo.cholesky": "reads positions",
+    "stablehlo.triangular_solve": "reads positions",
     # The calls' rule follows `callee` only; a composite's `decomposition` is not entered.
     "stablehlo.composite": "is not analysed (a call through its decomposition)",
     **{name: "is not analysed (broadcasts its operands by rank)" for name in BROADCASTING_ELEMENTWISE},
