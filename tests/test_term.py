@@ -383,3 +383,40 @@ def test_known_positive_by_construction() -> None:
     assert known_sign(s.mul(x, x)) == 1 and str(s.atom_of(sq).data).startswith(NONNEGATIVE_CUT_PREFIX)
     assert known_positive(s.add(s.scale(sq, Fraction(1, 4)), eps))
     assert not known_positive(s.add(sq, s.scale(fresh_cut(s.mul(x, y)), 1), eps))
+
+
+def test_known_sign_same_with_the_atom_sign_cache() -> None:
+    """Leaf atoms' signs are cached per store (`_poly_sign`): asking at another depth, or
+    again, or of another polynomial over the same atoms gives what a fresh store says."""
+    from tv_mlir.algebra.fast import NONNEG_SIGN, POS_SIGN, known_sign
+
+    def signs(s: TermStore) -> list[int]:
+        x = s.var("x", REAL)
+        p = s.var("cpos!p", REAL)
+        ex = s.uf("exponential", [x])
+        polys = [s.add(p, ex), s.add(s.mul(x, x), p), s.add(x, p), s.mul(x, ex), s.mul(x, x),
+                 s.add(s.mul(p, x), ex)]
+        return [known_sign(q, depth) for q in polys for depth in (8, 1, 8)]
+
+    cached = TermStore()
+    signs(cached)  # fills the cache
+    assert signs(cached) == signs(TermStore())
+    assert signs(TermStore())[::3] == [POS_SIGN, POS_SIGN, 0, 0, NONNEG_SIGN, 0]
+
+
+def test_division_by_a_known_positive_is_finite_without_a_case_split() -> None:
+    """A finite value over a finite known-positive one (a softmax's sum of exponentials) is
+    FIN with value a / b, the class the general case split folds to; any other divisor
+    keeps the split (a divisor that can be 0 gives a symbolic class)."""
+    from tv_mlir.algebra.fast import FF, FIN, FastAlgebra
+
+    alg = FastAlgebra()
+    s = alg.store
+    a = FF(s.var("a", REAL), FIN)
+    pos = FF(s.add(s.uf("exponential", [s.var("x", REAL)]), s.real(1)), FIN)
+    before = len(s.nodes)
+    q = alg.f_div(a, pos)
+    assert q.k == FIN and q.v is s.div(a.v, pos.v)
+    assert not any(t.kind == CMP for t in s.nodes[before:])  # no zero or sign tests built
+    maybe_zero = FF(s.var("b", REAL), FIN)
+    assert not isinstance(alg.f_div(a, maybe_zero).k, int)

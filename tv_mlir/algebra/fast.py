@@ -73,13 +73,22 @@ def known_sign(v: Term, depth: int = 8) -> int:
 
 def _poly_sign(v: Term, depth: int) -> int:
     s = v.store
+    nodes = s.nodes
+    # The sign of a free constant or a function application does not depend on the depth
+    # (`_atom_sign`): worked out once per atom, not once per monomial it is in.
+    leaf_signs: dict[int, int] = s.caches.setdefault("leaf_sign", {})
     strict = False
     for mono, coeff in s.terms_of(v):
         if coeff <= 0:
             return 0
         positive = True
         for atom_id, e in mono:
-            sign = _atom_sign(s.nodes[atom_id], depth - 1)
+            sign = leaf_signs.get(atom_id)
+            if sign is None:
+                atom = nodes[atom_id]
+                sign = _atom_sign(atom, depth - 1)
+                if atom.kind in ("var", "uf"):
+                    leaf_signs[atom_id] = sign
             if sign == POS_SIGN:
                 continue
             if sign == 0 and e % 2:
@@ -271,6 +280,11 @@ class FastAlgebra:
         rb = s.constant(b.v) if b.k == FIN and isinstance(b.k, int) else None
         if a.k == FIN and isinstance(a.k, int) and rb is not None and rb != 0:
             return FF(s.scale(a.v, 1 / rb), FIN)
+        if a.k == FIN and b.k == FIN and isinstance(a.k, int) and isinstance(b.k, int) and self.known_positive(b.v):
+            # What the case split below folds to (b > 0: neither NaN, infinity nor a zero
+            # divisor), without building the zero and sign tests it then drops (a softmax
+            # divides every element by a positive sum).
+            return FF(s.div(a.v, b.v), FIN)
         nan = s.or_(self.nan(a), self.nan(b), s.and_(self.inf(a), self.inf(b)), s.and_(self.zero(a), self.zero(b)))
         inf = s.or_(s.and_(self.inf(a), s.not_(self.inf(b))),
                     s.and_(self.zero(b), self.fin(a), s.not_(self.zero(a))))

@@ -13,6 +13,7 @@ import numpy as np
 
 from tv_mlir.algebra import Symbolic
 from tv_mlir.algebra import terms as T
+from tv_mlir.algebra.fast import FF
 from tv_mlir.ir import Op
 
 
@@ -74,6 +75,10 @@ class CutStore:
         # (indexing an object array per element costs more), one-term elements (all but
         # floats of a symbolic class) without the list of cuts.
         for i, x in enumerate(arr.reshape(-1).tolist()):
+            if type(x) is FF and type(x.k) is int:  # an own-core float of a known class
+                c = cut_term(x.v, i, shape)
+                flat[i] = x if c is x.v else FF(c, x.k)
+                continue
             terms = T.element_terms(x)
             if not terms:  # a folded Python value
                 flat[i] = x
