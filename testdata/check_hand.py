@@ -32,7 +32,7 @@ def draw(t: str, rng: np.random.Generator, name: str) -> np.ndarray:
     shape, dtype = parse_tensor_type(t)
     if dtype == np.float32:
         x = rng.standard_normal(shape).astype(np.float32)
-        if name.startswith("unsupported_cholesky"):  # symmetric positive definite
+        if name.startswith("cholesky_twice"):  # symmetric positive definite
             x = (x @ x.T + len(x) * np.eye(len(x))).astype(np.float32)
         return x
     if dtype == np.int32:

@@ -42,7 +42,8 @@ def _module(tmp_path: Path, name: str, body: str, arg: str = "tensor<4xf32>") ->
 
 
 def test_census_flags_ops_without_semantics(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    # rng is stateful (a hidden generator state, no seed operand): it has no semantics.
+    # rng is stateful (a hidden generator state, no seed operand): it has no semantics, and
+    # a test of its `unknown` (census.UNKNOWN_TESTED); @my_kernel has neither.
     _module(tmp_path, "rng", """    %lo = stablehlo.constant dense<0.0> : tensor<f32>
     %hi = stablehlo.constant dense<1.0> : tensor<f32>
     %shape = stablehlo.constant dense<[4]> : tensor<1xi64>
@@ -56,13 +57,13 @@ def test_census_flags_ops_without_semantics(tmp_path: Path, capsys: pytest.Captu
     (tmp_path / "broken.mlir").write_text("module {")
     result = census.take([tmp_path])
     assert result.programs == 2 and len(result.unreadable) == 1
-    assert result.ops["stablehlo.rng"].status == census.UNSUPPORTED
+    assert result.ops["stablehlo.rng"].status == census.UNKNOWN_TESTED_STATUS
     assert result.ops["stablehlo.custom_call @my_kernel"].status == census.UNSUPPORTED
     assert result.ops["stablehlo.custom_call @Sharding"].status == census.SEMANTICS
     assert result.ops["stablehlo.add"].status == census.SEMANTICS
     assert census.main([str(tmp_path)]) == 1
     out = capsys.readouterr().out
-    assert "stablehlo.rng" in out and "2 unsupported" in out
+    assert "stablehlo.rng" in out and "1 unsupported" in out
 
 
 def test_census_command_on_the_hand_written_pairs(capsys: pytest.CaptureFixture[str]) -> None:

@@ -86,12 +86,13 @@ def test_difference_through_an_approximation_is_confirmed_numerically() -> None:
 
 
 def test_unsupported_op_is_unknown_naming_it() -> None:
-    a = fn("""  %0 = stablehlo.cholesky %x, lower = true : tensor<2x2xf32>
-  return %0 : tensor<2x2xf32>""", args="%x: tensor<2x2xf32>", result="tensor<2x2xf32>")
+    a = fn("""  %s = stablehlo.constant dense<2> : tensor<1xi64>
+  %0 = stablehlo.rng %x, %x, %s, distribution = UNIFORM : (tensor<f32>, tensor<f32>, tensor<1xi64>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>""", args="%x: tensor<f32>", result="tensor<2xf32>")
     v = tv_mlir.verify(a, a)
     assert v.verdict == "unknown" and v.exit_code == 2
-    assert v.unsupported[0]["op"] == "stablehlo.cholesky"
-    assert "cholesky" in v.reason and ":2:" in v.reason  # the location of the op
+    assert v.unsupported[0]["op"] == "stablehlo.rng"
+    assert "stablehlo.rng" in v.reason and ":3:" in v.reason  # the location of the op
 
 
 def test_data_dependent_while_is_unknown() -> None:

@@ -1,5 +1,5 @@
-// Hand-written. See unsupported_cholesky.a.mlir.
-module @unsupported_cholesky_b {
+// Hand-written. See cholesky_twice.a.mlir.
+module @cholesky_twice_b {
   func.func public @main(%arg0: tensor<4x4xf32>) -> tensor<4x4xf32> {
     %0 = stablehlo.cholesky %arg0, lower = true : tensor<4x4xf32>
     %1 = stablehlo.add %0, %0 : tensor<4x4xf32>
