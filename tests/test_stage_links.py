@@ -196,3 +196,51 @@ def test_without_partial_links_the_backward_is_one_stage(monkeypatch: pytest.Mon
     verify(STAGES / "grad_L4.ref.mlir", STAGES / "grad_L4.shardy.mlir", **QUICK)
     assert not any(s.partial for s in seen)
     assert max(s.other_ops for s in seen) > 400
+
+
+def _global() -> SimpleNamespace:
+    return SimpleNamespace(per_device=False, arg_shardings=(), result_shardings=(), num_devices=1)
+
+
+def test_rounding_links_loosely_and_the_nearest_value_wins() -> None:
+    """Deep in a stack, reordered float64 sums drift by up to 1e-8 of a value's scale: such
+    a value still links (it was unlinked at 1e-12, leaving the 405B stack one 60 M-element
+    stage). Of two reference values within that, the numerically nearest is taken, not the
+    nearest in program position: RMSNorm's mean and mean + 1e-6 differ by 1e-9 at a
+    scale of 1000. A value 1e-5 away links to nothing."""
+    rng = np.random.default_rng(1)
+    mean = [1000 + rng.normal(size=(4, 8)) for _ in range(3)]
+    ref = {"mean": mean, "mean_eps": [m + 1e-6 for m in mean], "other": [rng.normal(size=(4, 8)) for _ in range(3)]}
+    drift = [m + 1e-6 + 1e-8 * rng.normal(size=m.shape) for m in mean]  # 1e-11 of the scale: not exact
+    far = [m * (1 + 1e-5) for m in mean]
+    other = {"drift": drift, "exact": [m.copy() for m in mean], "far": far}
+    rank_r = {"mean": 0.5, "mean_eps": 0.9, "other": 0.1}
+    rank_o = {"drift": 0.5, "exact": 0.9, "far": 0.5}
+    links = lineage.find(ref, other, _global(), other, ref, rank_r, rank_o)  # type: ignore[arg-type]
+    assert links["drift"].ref == "mean_eps"  # though "mean" is at its position
+    assert links["exact"].ref == "mean"  # an exact match wins over a nearer loose one
+    assert "far" not in links
+    assert lineage._error(ref["mean_eps"][0], drift[0]) > lineage.EXACT  # the drift is past the exact test
+
+
+def test_a_bug_the_random_runs_show_is_lifted_before_any_stage_is_proved(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The 4-layer fwd+bwd stack with a bug in layer 3: nothing links past the bug, so the
+    last stage runs from it to the outputs (it took 270 s to end unknown). The lineage's
+    runs already show the outputs differ: the counterexample is lifted at once, and the
+    verdict names that last stage as where the runs first differ, and its first op whose value
+    matched no reference value."""
+    def no_proofs(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise AssertionError("a stage was proved")
+
+    monkeypatch.setattr(stages_run, "_prove_stages", no_proofs)
+    v = verify(STAGES / "grad_L4.ref.mlir", STAGES / "grad_L4_bug_layer3.shardy.mlir", **QUICK)
+    assert v.verdict == "not-equivalent", v.reason
+    assert v.counterexample is not None and v.counterexample.confirmed
+    failed = v.stages["failed"]
+    assert failed["stage"] == v.stages["count"] - 1 and v.stages["proved"] == 0
+    assert failed["reason"] == "the random runs differ at its outputs"
+    fd = v.counterexample.first_divergence
+    assert fd["stage"] == failed["name"]
+    # The first op of that stage whose value matched no reference value: the residual add
+    # that takes the MLP's unreduced partial sum (gen_depth.py:100, the missing psum).
+    assert fd["op"] == "stablehlo.add" and "gen_depth.py:100" in fd["loc"], fd

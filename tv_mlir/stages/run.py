@@ -26,7 +26,7 @@ import tv_mlir
 from tv_mlir.assume import resolve as resolve_bounds
 from tv_mlir.driver import prove_pair
 from tv_mlir.errors import TvError
-from tv_mlir.ir import Module
+from tv_mlir.ir import Module, Op
 from tv_mlir.options import Options
 from tv_mlir.passes.normalize import cse
 from tv_mlir.progress import progress
@@ -98,6 +98,24 @@ def prove_staged(ref: Module, other: Module, options: Options, sizes: Mapping[in
         verdict.stages = summary
         return verdict
     progress(options, f"cut into {len(stages)} stages ({time.perf_counter() - t0:.1f} s)")
+    if not cut.outputs_agree and not any(s.loop for s in stages):
+        # Every cut value held its reference value on the lineage's runs, so an output that
+        # did not differs in the last stage: lift it first rather than prove every stage
+        # (the last one, from the bug to the outputs, is the largest and the hardest).
+        # Loop stages are not a chain (body and condition by induction): they are proved.
+        last = stages[-1]
+        at = cut.divergence
+        first = {"op": at.name, "loc": at.loc, "program": other.source, "stage": last.name} if at else None
+        record = StageRecord(len(stages) - 1, last.name, "", "", "not-equivalent",
+                             "the random runs differ at its outputs", 0.0, last.ref_ops, last.other_ops,
+                             list(last.locs[:3]), first)
+        early: dict[str, Any] = {"used": True, "count": len(stages), "proved": 0, "reused": 0, "cached": 0,
+                                 "time_s": round(time.perf_counter() - t0, 3), "list": []}
+        lifted = _lift(ref, other, options, cut, record, early, "where the random runs first differ")
+        if lifted is not None:
+            early["failed"] = {"stage": record.index, "name": record.name, "verdict": record.verdict,
+                               "reason": record.reason, "locs": record.locs}
+            return lifted
     finite = finite_values(ref, options.inputs == "finite")
     signs = signed_values(ref, options.inputs == "finite")  # CSE keeps first names: these name the stages' too
     records, results = _prove_stages(stages, options, finite, signs)
@@ -129,7 +147,7 @@ def _first_failure(records: list[StageRecord]) -> StageRecord | None:
 
 
 def _lift(ref: Module, other: Module, options: Options, cut: Cut, failed: StageRecord,
-          summary: dict[str, Any]) -> Verdict | None:
+          summary: dict[str, Any], role: str = "that fails") -> Verdict | None:
     """The failed stage's bug at program inputs from the random runs (stages/lift.py),
     located by the stage's own proof."""
     if not cut.input_sets:
@@ -145,7 +163,7 @@ def _lift(ref: Module, other: Module, options: Options, cut: Cut, failed: StageR
     c.first_divergence = {**c.first_divergence, "stage": failed.name}
     summary["lifted"] = True
     reason = (f"output {c.output} differs at index {c.index} (found on a random input, minimised and replayed on "
-              f"XLA); the first stage that fails is {failed.name}{where}")
+              f"XLA); the first stage {role} is {failed.name}{where}")
     v = Verdict("not-equivalent", reason, counterexample=c,
                 outputs=[OutputResult(c.output, "not-equivalent", detail="a random run differs", what=c.what)],
                 stats={"pipeline": options.pipeline})
@@ -163,6 +181,8 @@ class Cut:
     input_sets: list[list[np.ndarray]] = field(default_factory=list)
     names: list[str] = field(default_factory=list)
     bounds: list[tuple[int, int] | None] = field(default_factory=list)
+    outputs_agree: bool = True  # the other's outputs held the reference's on the lineage's runs
+    divergence: Op | None = None  # when they did not: the first op whose value matched none
 
 
 def _elements(m: Module) -> int:
@@ -194,6 +214,7 @@ def _cut(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] 
     cut = Cut([], "", input_sets, names, bounds)
     r_vals = lineage.trace(ref, input_sets[lineage.RUNS], options.max_unroll, MAX_CUT_ELEMENTS)
     o_vals = lineage.trace(flat.module, input_sets[lineage.RUNS], options.max_unroll, MAX_CUT_ELEMENTS)
+    cut.outputs_agree = lineage.outputs_agree(r_vals, o_vals, ref, flat.module)
     r_rank = _ranks(r_side)
     o_rank = _ranks(o_side)
     wanted = [v for v, k in o_side.kind.items() if k in ("flow", "prologue")]
@@ -242,7 +263,20 @@ def _cut(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] 
         cut.why = f"not cut: {exc}"
         return cut
     cut.stages = stages
+    if not cut.outputs_agree and len(cuts.other) >= 2:
+        cut.divergence = _first_unlinked(o_side, links, cuts.other[-2], list(flat.module.main.body.returns))
     return cut
+
+
+def _first_unlinked(side: Side, links: dict[str, lineage.Link], start: int, outputs: list[str]) -> Op | None:
+    """Where the random runs first differ, by the lineage: the first op of the last stage
+    that computes an output and whose value matches no reference value (every value live
+    across the last cut held its reference value on those runs)."""
+    needed = {id(op) for op in side.cone(outputs, frozenset({"flow"}))}
+    for op in side.flow[start:]:
+        if id(op) in needed and any(r not in links for r in op.results):
+            return op
+    return None
 
 
 def _uses(op: Any) -> list[str]:
