@@ -315,8 +315,7 @@ def test_small_bug_twins_are_confirmed(name: str) -> None:
     v = tv_mlir.verify(d / e["ref"], d / e["shardy"])
     assert v.verdict == "not-equivalent", v.reason
     c = v.counterexample
-    want = "shrunk sizes" if c.devices and v.shrink.get("applied") else "original sizes"
-    assert c.confirmed_at == want, (c.confirmed_at, c.not_embedded)
+    assert c.confirmed_at == "original sizes", (c.confirmed_at, c.not_embedded)
 
 
 def test_unconfirmed_witness_is_confirmed_at_less_shrunk_sizes(monkeypatch) -> None:
@@ -342,8 +341,7 @@ def test_unconfirmed_witness_is_confirmed_at_less_shrunk_sizes(monkeypatch) -> N
 
 def test_replica_divergence_is_reproduced_at_the_original_sizes() -> None:
     # Issue 12 item 4: the divergence found at the shrunk sizes, embedded into the original
-    # sizes and replayed on XLA there (regrow.confirm_divergence). api.verify does not call
-    # it yet (api._embed returns early for a divergence: `confirmed_at: "shrunk sizes"`).
+    # sizes and replayed on XLA there (regrow.confirm_divergence).
     from tv_mlir.driver import prove_pair
 
     # testdata/shrink_rules/gen_more.py: device 3's copy of a replicated output differs on
@@ -357,10 +355,46 @@ def test_replica_divergence_is_reproduced_at_the_original_sizes() -> None:
     v = prove_pair(small_ref, small_other, o)
     c = v.counterexample
     assert v.verdict == "not-equivalent" and c is not None and c.devices, v.reason
-    # What verify reports today: exit 1 on a divergence confirmed at the shrunk sizes only.
-    today = tv_mlir.verify(d / "replica_rows.small.ref.mlir", d / "replica_rows.small.bug.mlir",
-                           full_size_check="off", second_witness=False)
-    assert today.verdict == "not-equivalent" and today.counterexample.confirmed_at == "shrunk sizes"
     assert regrow.confirm_divergence(c, emb, small_ref, ref_m, other_m), c.replay
     assert c.embedded and c.confirmed_at == "original sizes"
     assert c.replay[-1].backend == "xla, original sizes" and c.replay[-1].confirmed
+
+
+@pytest.mark.parametrize("size,last", [("small", 31), ("big", 63)])
+def test_verify_confirms_a_replica_divergence_at_the_original_sizes(size: str, last: int) -> None:
+    # verify calls confirm_divergence (api._embed): exit 1 with the original-size witness,
+    # device 3's copy of the last row; the correct twin stays equivalent.
+    d = TESTDATA / "shrink_rules"
+    v = tv_mlir.verify(d / f"replica_rows.{size}.ref.mlir", d / f"replica_rows.{size}.bug.mlir")
+    assert v.shrink["applied"] and v.verdict == "not-equivalent" and v.exit_code == 1, v.reason
+    c = v.counterexample
+    assert c.devices and 3 in c.devices and c.embedded and c.confirmed_at == "original sizes", c.not_embedded
+    assert c.index[0] == last and c.shrunk_index[0] < last and "replayed at the original sizes" in v.reason
+    data = json.loads(to_json(v))
+    assert data["counterexample"]["confirmed_at"] == "original sizes" and data["counterexample"]["embedded"]
+    ok = tv_mlir.verify(d / f"replica_rows.{size}.ref.mlir", d / f"replica_rows.{size}.ok.mlir")
+    assert ok.verdict == "equivalent", ok.reason
+
+
+def test_unreproduced_replica_divergence_is_not_exit_1(monkeypatch) -> None:
+    # A divergence the original sizes do not show is retried like any unconfirmed witness
+    # (grown sizes, then no shrinking): never exit 1 on the shrunk sizes alone.
+    from tv_mlir.witness import replay
+
+    calls: list[int] = []
+
+    def no_divergence(*args, **kwargs) -> Replay:  # only confirm_divergence looks it up here
+        calls.append(1)
+        return Replay("xla", 0.0, 0.0, False)
+
+    monkeypatch.setattr(replay, "xla_replay", no_divergence)
+    monkeypatch.setattr(regrow, "NO_SHRINK_MAX_ELEMENTS", 0)
+    d = TESTDATA / "shrink_rules"
+    v = tv_mlir.verify(d / "replica_rows.big.ref.mlir", d / "replica_rows.big.bug.mlir")
+    assert v.verdict == "unknown" and v.exit_code == 2, v.reason
+    assert "the original sizes do not show" in v.reason and "device" in v.reason, v.reason
+    assert calls and v.retries and v.counterexample.embedded is False, v.retries
+    # The divergences found again at grown sizes were embedded and replayed too (regrow.retry).
+    grown = [r for r in v.retries if r["sizes"] != "original"]
+    assert grown and all("not reproduced" in r["note"] for r in grown), v.retries
+    assert v.counterexample.confirmed_at == "shrunk sizes"  # XLA shows it there, and only there

@@ -92,7 +92,7 @@ def verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, *
     elif embedding is not None and c is not None:
         if options.replay:
             _embed(verdict, embedding, ref_m, *originals, runner=runner, options=options)
-            if not c.embedded and not c.devices:
+            if not c.embedded:
                 # A witness from the second proof was found at grow=1 already: retry from 2.
                 verdict = regrow.retry(verdict, originals, options, runner, _shrink, _embed,
                                        first_step=2 if second else 1,
@@ -297,15 +297,22 @@ def _embed(verdict: Verdict, e: Any, small_ref: Module, ref: Module, other: Modu
     c = verdict.counterexample
     assert c is not None  # verify embeds only a verdict that has a counterexample
     c.shrunk_index = list(c.index)
-    if c.devices:
-        c.not_embedded = "a replica divergence is shown where it was found"
-        c.confirmed_at = "shrunk sizes" if c.confirmed else None
-        return
     mode = "on" if options is not None and options.full_size_check == "on" else "auto"
     b = fullsize.budget(ref, other, mode)
     if not b.memory_fits or not (e.fits() or b.run):
         c.not_embedded = f"too large to replay at the original sizes ({b.reason})"
         c.confirmed_at = "shrunk sizes" if c.confirmed else None
+        return
+    if c.devices:
+        # A replica divergence: the same two devices' copies of the embedded element on XLA
+        # at the original sizes (issue 12 item 4: exit 1 only once they show it there).
+        if regrow.confirm_divergence(c, e, small_ref, ref, other, runner=runner):
+            assert c.devices is not None
+            verdict.reason = (f"{c.what} differ at index {c.index} (a divergence found at the shrunk sizes, "
+                              f"replayed at the original sizes): device {c.devices[0]} holds {c.ref_value}, "
+                              f"device {c.devices[1]} holds {c.other_value}")
+        else:
+            c.confirmed_at = "shrunk sizes" if c.confirmed else None
         return
     small = concrete_inputs(c, small_ref.global_arg_types())
     for layout in LAYOUTS:

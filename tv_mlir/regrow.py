@@ -72,9 +72,6 @@ def retry(verdict: Verdict, originals: tuple[Module, Module], options: Options, 
             if v.verdict != "not-equivalent" or v.counterexample is None:
                 entry["note"] = "no counterexample at these sizes"
                 break
-            if v.counterexample.devices:
-                entry["note"] = "a replica divergence"
-                break
             embed(v, emb, small_ref, *originals, runner=runner, options=options)
             cv = v.counterexample
             if cv is not None and cv.embedded:
@@ -91,8 +88,10 @@ def retry(verdict: Verdict, originals: tuple[Module, Module], options: Options, 
     tried = "; ".join(f"at {r['sizes']}: {r['verdict'] or '-'}" + (f" ({r['note']})" if r["note"] else "")
                       for r in retries)
     shown = "that the original sizes do not show" if c.embedded is False else "not confirmed at the original sizes"
+    a, b = (f"device {c.devices[0]} holds", f"device {c.devices[1]} holds") if c.devices else ("ref", "other")
     verdict.reason = (f"a counterexample at the shrunk sizes {shown}: {why}; "
-                      f"output {c.output} at shrunk index {c.shrunk_index}: ref {c.ref_value}, other {c.other_value}"
+                      f"{c.what or f'output {c.output}'} at shrunk index {c.shrunk_index}: {a} {c.ref_value}, "
+                      f"{b} {c.other_value}"
                       + (f"; retried {tried}" if tried else ""))
     verdict.retries = retries
     return verdict
