@@ -56,9 +56,9 @@ class Counterexample:
     not_embedded: str = ""
     # Where XLA showed the difference: "original sizes" (the programs' own sizes: the
     # witness embedded, found at less-shrunk sizes and embedded, found without shrinking
-    # or by the full-size check), "shrunk sizes" (a replica divergence, shown where it was
-    # found; or, with verdict `unknown`, a witness the original sizes do not show or that
-    # is too large to replay there), None when nowhere (replay off, or not reproduced).
+    # or by the full-size check), "shrunk sizes" (with verdict `unknown`: a witness, replica
+    # divergences included, that the original sizes do not show or that is too large to
+    # replay there), None when nowhere (replay off, or not reproduced).
     confirmed_at: str | None = None
     # How it was found when not by the proof: "full-size check" (witness/fullsize.py).
     found_by: str = ""
