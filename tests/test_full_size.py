@@ -19,6 +19,7 @@ from tv_mlir.options import Options
 from tv_mlir.report import to_json
 from tv_mlir.verdict import Replay
 from tv_mlir.witness import fullsize
+from tv_mlir.witness import replay as witness_replay
 from tv_mlir.witness.replay import xla_replay
 
 
@@ -267,7 +268,7 @@ def _not_reproduced(monkeypatch) -> list[int]:
         calls.append(1)
         return Replay("xla", 0.0, 0.0, False)
 
-    monkeypatch.setattr(api, "xla_replay", fake)
+    monkeypatch.setattr(witness_replay, "xla_replay", fake)
     return calls
 
 
@@ -321,13 +322,13 @@ def test_small_bug_twins_are_confirmed(name: str) -> None:
 def test_unconfirmed_witness_is_confirmed_at_less_shrunk_sizes(monkeypatch) -> None:
     # The first witness's replays (both layouts) are made to fail; the witness found again
     # at the next admissible sizes is embedded and confirmed for real.
-    real, calls = api.xla_replay, []
+    real, calls = witness_replay.xla_replay, []
 
     def first_two_fail(*args, **kwargs) -> Replay:
         calls.append(1)
         return Replay("xla", 0.0, 0.0, False) if len(calls) <= 2 else real(*args, **kwargs)
 
-    monkeypatch.setattr(api, "xla_replay", first_two_fail)
+    monkeypatch.setattr(witness_replay, "xla_replay", first_two_fail)
     v = tv_mlir.verify(_mean("1024.0", 8, 256), _mean("7.0", 8, 256))
     assert v.verdict == "not-equivalent" and v.counterexample.confirmed_at == "original sizes", v.reason
     assert v.counterexample.embedded and len(calls) >= 3
@@ -383,7 +384,7 @@ def test_unreproduced_replica_divergence_is_not_exit_1(monkeypatch) -> None:
 
     calls: list[int] = []
 
-    def no_divergence(*args, **kwargs) -> Replay:  # only confirm_divergence looks it up here
+    def no_divergence(*args, **kwargs) -> Replay:  # regrow looks it up at call time
         calls.append(1)
         return Replay("xla", 0.0, 0.0, False)
 

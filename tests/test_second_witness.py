@@ -20,6 +20,7 @@ from tv_mlir.cli import main as cli_main
 from tv_mlir.report import to_text
 from tv_mlir.shrink import constants, plan
 from tv_mlir.verdict import Replay, Verdict
+from tv_mlir.witness import replay as witness_replay
 
 BIG = TESTDATA / "sharded_big"
 
@@ -50,7 +51,7 @@ def test_a_second_witness_the_original_sizes_do_not_show_is_a_shrinking_failure(
     # The same wrong first proof; the second witness's replay at the original sizes is made
     # to fail (as a witness that holds only at shrunk sizes would), with no retry left.
     _degree_at_most_two(monkeypatch)
-    monkeypatch.setattr(api, "xla_replay", lambda *a, **k: Replay("xla", 0.0, 0.0, False))
+    monkeypatch.setattr(witness_replay, "xla_replay", lambda *a, **k: Replay("xla", 0.0, 0.0, False))
     monkeypatch.setattr(regrow, "NO_SHRINK_MAX_ELEMENTS", 0)
     p, q = newton_pair(4096)
     v = tv_mlir.verify(p, q, full_size_check="off")

@@ -20,13 +20,10 @@ from tv_mlir.ir import Module
 from tv_mlir.options import SECOND_WITNESS_FLOOR, SECOND_WITNESS_GROWTH, Options
 from tv_mlir.passes import load_pipeline, run_pipeline
 from tv_mlir.progress import progress
-from tv_mlir.shrink.embed import LAYOUTS, embed_inputs
 from tv_mlir.shrink.pair import shrink_pair
 from tv_mlir.stages.run import prove_staged
 from tv_mlir.verdict import FullSizeCheck, Verdict
 from tv_mlir.witness import fullsize
-from tv_mlir.witness.replay import xla_replay
-from tv_mlir.witness.settle import concrete_inputs, py_list
 
 # A path (str or os.PathLike), MLIR text, bytes, a text or binary stream (frontend.read.read_source
 # has the rule), or a module already read.
@@ -314,22 +311,7 @@ def _embed(verdict: Verdict, e: Any, small_ref: Module, ref: Module, other: Modu
         else:
             c.confirmed_at = "shrunk sizes" if c.confirmed else None
         return
-    small = concrete_inputs(c, small_ref.global_arg_types())
-    for layout in LAYOUTS:
-        arrays = embed_inputs(e, small, layout)
-        index = e.index(c.output, c.index, layout)
-        r = xla_replay(ref, other, arrays, c.output, tuple(index), runner=runner)
-        if r.confirmed or layout == LAYOUTS[-1]:
-            break
-    r.backend = "xla, original sizes"
-    c.replay.append(r)
-    c.embedded = bool(r.confirmed)
-    if r.error:
-        c.not_embedded = f"the replay at the original sizes failed: {r.error}"
-    if c.embedded:
-        c.confirmed_at = "original sizes"
-        c.inputs = {name: py_list(a) for name, a in zip(c.inputs, arrays)}
-        c.index, c.ref_value, c.other_value = index, r.ref_value, r.other_value
+    if regrow.replay_at_original_sizes(c, e, small_ref, ref, other, runner):
         verdict.reason = (f"output {c.output} differs at index {c.index} (a witness found at the shrunk sizes, "
                           f"replayed at the original sizes): {ref.source} gives {c.ref_value}, "
                           f"{other.source} gives {c.other_value}")

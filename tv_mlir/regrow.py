@@ -100,25 +100,33 @@ def retry(verdict: Verdict, originals: tuple[Module, Module], options: Options, 
 def confirm_divergence(c: Counterexample, e: Any, small_ref: Module, ref: Module, other: Module,
                        runner: Any = None) -> bool:
     """A replica divergence found at the shrunk sizes, embedded into the original sizes
-    (as `api._embed` does for a difference of outputs: shard blocks kept, both layouts)
     and replayed there on XLA on the program that diverges, comparing the same two
-    devices' copies of the embedded element. Reproduced: the witness becomes the
-    original-size one (`embedded`, `confirmed_at: "original sizes"`), which is what exit 1
-    needs (issue 12 item 4); a divergence that shows only at the shrunk sizes is the same
-    ghost as a difference that does. Not reproduced: `embedded` is False and the caller
-    retries at grown sizes like any unconfirmed witness."""
+    devices' copies of the embedded element (`replay_at_original_sizes`). A divergence
+    that shows only at the shrunk sizes is the same ghost as a difference that does: exit
+    1 needs it reproduced (issue 12 item 4); not reproduced, the caller retries at grown
+    sizes like any unconfirmed witness."""
+    assert c.devices is not None and len(c.devices) == 2
+    c.shrunk_index = list(c.index)
+    return replay_at_original_sizes(c, e, small_ref, ref, other, runner, devices=(c.devices[0], c.devices[1]))
+
+
+def replay_at_original_sizes(c: Counterexample, e: Any, small_ref: Module, ref: Module, other: Module,
+                             runner: Any = None, devices: tuple[int, int] | None = None) -> bool:
+    """The shrunk witness placed into the original sizes (shard blocks kept, each layout
+    of `embed.LAYOUTS` until one reproduces) and replayed on XLA: the two programs' values
+    of the embedded element, or with `devices` those two devices' copies of it on program
+    `c.side`. Reproduced, the witness becomes the original-size one (`embedded`,
+    `confirmed_at: "original sizes"`)."""
     from tv_mlir.shrink.embed import LAYOUTS, embed_inputs
     from tv_mlir.witness.replay import xla_replay
     from tv_mlir.witness.settle import concrete_inputs, py_list
 
-    assert c.devices is not None and len(c.devices) == 2
     small = concrete_inputs(c, small_ref.global_arg_types())
-    c.shrunk_index = list(c.index)
     for layout in LAYOUTS:
         arrays = embed_inputs(e, small, layout)
         index = tuple(e.index(c.output, c.index, layout))
-        r = xla_replay(ref, other, arrays, c.output, index, side=c.side,
-                       devices=(c.devices[0], c.devices[1]), runner=runner)
+        r = xla_replay(ref, other, arrays, c.output, index, side=c.side if devices else "", devices=devices,
+                       runner=runner)
         if r.confirmed:
             break
     r.backend = "xla, original sizes"
