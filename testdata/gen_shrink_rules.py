@@ -347,14 +347,18 @@ def main() -> int:
             print(f"{stem}: ok {ok_diff:.2e}, bug {bug_diff:.2e}")
         else:
             print(f"{stem}: lowered only (the small variant is run)")
-        for kind, fn in (("ref", p.ref), ("ok", p.ok), ("bug", p.bug)):
-            text = jax.jit(fn, keep_unused=True).lower(*specs).as_text(debug_info=True)
-            (OUT / f"{stem}.{kind}.mlir").write_text(text)
-        manifest.append({"pair": p.name, "variant": p.variant, "rule": p.rule, "sizes": p.sizes,
-                         "bug": p.what, "ran_on_xla": ran,
-                         "files": {k: f"{stem}.{k}.mlir" for k in ("ref", "ok", "bug")}})
+        manifest.append(write_twins(p, stem, specs, ran))
     (OUT / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
     return 0
+
+
+def write_twins(p: Pair, stem: str, specs: list, ran: bool) -> dict:
+    """The pair's reference, correct and bug twins lowered to OUT, and its manifest entry."""
+    for kind, fn in (("ref", p.ref), ("ok", p.ok), ("bug", p.bug)):
+        text = jax.jit(fn, keep_unused=True).lower(*specs).as_text(debug_info=True)
+        (OUT / f"{stem}.{kind}.mlir").write_text(text)
+    return {"pair": p.name, "variant": p.variant, "rule": p.rule, "sizes": p.sizes, "bug": p.what,
+            "ran_on_xla": ran, "files": {k: f"{stem}.{k}.mlir" for k in ("ref", "ok", "bug")}}
 
 
 if __name__ == "__main__":

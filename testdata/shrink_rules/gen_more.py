@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-from gen_shrink_rules import OUT, RUN_LIMIT, Arg, Pair, _max_diff, _smap  # noqa: E402
+from gen_shrink_rules import OUT, RUN_LIMIT, Arg, Pair, _max_diff, _smap, write_twins  # noqa: E402
 from jax import lax  # noqa: E402
 from jax.sharding import Mesh  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
@@ -129,12 +129,7 @@ def main() -> int:
             assert ok_diff < 1e-5, f"{stem}: the correct twin differs from the reference by {ok_diff}"
             assert bug_diff > 1e-3, f"{stem}: the bug twin does not differ from the reference ({bug_diff})"
             print(f"{stem}: ok {ok_diff:.2e}, bug {bug_diff:.2e}")
-        for kind, fn in (("ref", p.ref), ("ok", p.ok), ("bug", p.bug)):
-            text = jax.jit(fn, keep_unused=True).lower(*specs).as_text(debug_info=True)
-            (OUT / f"{stem}.{kind}.mlir").write_text(text)
-        manifest.append({"pair": p.name, "variant": p.variant, "rule": p.rule, "sizes": p.sizes,
-                         "bug": p.what, "ran_on_xla": ran,
-                         "files": {k: f"{stem}.{k}.mlir" for k in ("ref", "ok", "bug")}})
+        manifest.append(write_twins(p, stem, specs, ran))
     (OUT / "manifest_more.json").write_text(json.dumps(manifest, indent=1) + "\n")
     return 0
 

@@ -96,11 +96,10 @@ def _data_values(fa: ProgramFacts) -> set[str]:
     for _ in range(8):
         grew = False
         for op in ops:
-            inputs = list(op.operands) + [v for r in op.regions for v in r.returns]
+            inputs = fa.sources(op)
             if op.name == "func.call":
                 fn = fa.module.funcs.get(op.attrs.get("callee", ""))
                 if fn is not None:
-                    inputs += list(fn.body.returns)
                     for arg, v in zip(fn.body.args, op.operands):
                         if v in data and arg not in data:
                             data.add(arg)

@@ -75,6 +75,16 @@ class ProgramFacts:
     def ops(self) -> list[Op]:
         return [op for fn in self.module.funcs.values() for op in fn.body.walk()]
 
+    def sources(self, op: Op) -> list[str]:
+        """What an op's results are computed from, for forward passes over `ops()`: its
+        operands, its regions' returns, and a call's callee body returns."""
+        out = list(op.operands) + [v for r in op.regions for v in r.returns]
+        if op.name == "func.call":
+            callee = self.module.funcs.get(op.attrs.get("callee", ""))
+            if callee is not None:
+                out += list(callee.body.returns)
+        return out
+
     def device_derived(self, value: str) -> bool:
         """Computed from partition_id/replica_id by integer arithmetic (mesh coordinates).
         A worklist, not recursion: an arithmetic chain may be thousands of ops long."""

@@ -81,10 +81,7 @@ def order_statistics(fa: ProgramFacts, a: DimAnalysis, family: list[int], out: B
     for _ in range(6):
         changed = False
         for op in ops:
-            sources = list(op.operands) + [v for region in op.regions for v in region.returns]
-            if op.name == "func.call":
-                callee = fa.module.funcs.get(op.attrs.get("callee", ""))
-                sources += list(callee.body.returns) if callee is not None else []
+            sources = fa.sources(op)
             seen: dict[int, int] = {}
             mask: dict[int, int] = {}
             for v in sources:
