@@ -228,7 +228,8 @@ def _symbolic_runs(p: _Proof) -> tuple[list[np.ndarray], list[np.ndarray], list[
             p.stats["shared_ops"] = shared.hits
         except Unsupported as exc:
             raise p.unsupported(exc) from None
-    p.stats.update(merged=sweeper.merged, cut_points=sweeper.store.count, failed_merges=sweeper.local.failed)
+    p.stats.update(merged=sweeper.merged, merged_by_position=sweeper.placed, cut_points=sweeper.store.count,
+                   failed_merges=sweeper.local.failed)
     # Throughput of the symbolic core: scalar operations (one per elementwise result, 2K - 1
     # per dot result, n - 1 per sum of n) per second of symbolic execution, sweep included.
     p.stats["element_ops"] = p.alg.element_ops

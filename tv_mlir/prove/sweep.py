@@ -21,6 +21,7 @@ proofs); the same local proofs serve the final comparison of output elements (`d
 and the cut definitions evaluate a random run's difference exactly without a full expansion."""
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,7 +36,16 @@ from tv_mlir.prove.fingerprints import Trace, fingerprints
 from tv_mlir.prove.local import LocalProver
 
 MAX_CANDIDATES = 3  # reference values with the same fingerprint tried per element
+PLACEMENT_VOTES = 2  # merged elements that must agree on a value's placement
+PLACEMENT_SAMPLE = 64  # merged elements a placement is read from
 PAIR_WORK = 100  # work counted per pair for the z3 core, which builds no own terms
+
+
+def _full_id(x: Any) -> Any:
+    """An id for all of an element's terms: a float of a symbolic IEEE class is its value
+    and its class (`T.element_id` names the value alone)."""
+    terms = T.element_terms(x)
+    return tuple(T.term_id(t) for t in terms) if terms else T.element_id(x)
 
 
 @dataclass(frozen=True)
@@ -65,13 +75,23 @@ class Sweeper:
     budget_terms: int = 2_500_000
     table: dict[bytes, list[Any]] = field(default_factory=dict)  # fingerprint -> reference elements
     merged: int = 0
+    placed: int = 0  # of them, merged with a candidate found by position (`_by_placement`)
     store: CutStore = field(init=False)
     local: LocalProver = field(init=False)
     _proof_terms: int = 0
     _tried: set[tuple[Any, Any]] = field(default_factory=set)  # (reference, ours) proofs tried
+    # ours element id -> the reference element it was proved equal to. The store's alias
+    # covers only finite floats; an element of a symbolic IEEE class met again (the same
+    # psum result on every device of its group) takes the proved counterpart from here.
+    _proved: dict[Any, Any] = field(default_factory=dict)
     _dtypes: dict[Any, str] = field(default_factory=dict)  # reference element id -> its float type
     _float_types: set[str] = field(default_factory=set)  # the float types in _dtypes
     precision: dict[tuple[str, str, str, str], PrecisionFinding] = field(default_factory=dict)
+    # Candidates by position (`_by_placement`): reference values by name (inputs by their
+    # position as "arg<k>"), and where each reference element first occurs in them.
+    _positions: bool = True
+    _ref_arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    _where: dict[Any, tuple[str, int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.store = CutStore(self.alg)
@@ -87,6 +107,8 @@ class Sweeper:
             kind = Kind.of(t)
             if kind is Kind.BOOL:
                 continue
+            if self._positions:
+                self._record_positions(f"arg{k}", np.asarray(arr))
             runs = [s[k] for s in input_sets]
             for x, key in zip(arr.reshape(-1), fingerprints(runs, kind)):
                 if key is not None:
@@ -102,6 +124,8 @@ class Sweeper:
             self.store.origin = origin_of("ref", op, name)
             new = self.store.cut_array(arr)
             runs = self.ref_trace.values.get(name)
+            if self._positions and kind is not Kind.BOOL:
+                self._record_positions(name, new)
             if runs is not None and kind is not Kind.BOOL:
                 for x, key in zip(new.reshape(-1), fingerprints(runs, kind)):
                     if key is not None:
@@ -114,6 +138,87 @@ class Sweeper:
             out.append(new)
         self.store.origin = None
         return out
+
+    def _record_positions(self, name: str, arr: np.ndarray) -> None:
+        self._ref_arrays[name] = arr
+        where = self._where
+        for k, x in enumerate(arr.reshape(-1).tolist()):
+            if not T.is_folded(x):
+                where.setdefault(_full_id(x), (name, k))
+
+    def _prove_todo(self, op: Op, t: TensorType, kind: Kind, flat: np.ndarray,
+                    todo: list[tuple[int, list[Any], Any]]) -> None:
+        """Local proofs for (flat index, candidate reference elements, ours), within the
+        budget; a proved element is replaced by its reference counterpart in `flat`."""
+        # Several reference values may share a fingerprint (min(x, y) and x when x < y
+        # in every run): the newest is the likeliest counterpart, then the next.
+        while todo and self._proof_terms < self.budget_terms:
+            pairs = [(c[0], x) for _, c, x in todo]
+            size0 = T.work_size(pairs)
+            proved = self.local.prove_pairs(pairs, kind, self.timeout_s)
+            # The z3 core counts a proof attempt as a fixed amount of work.
+            self._proof_terms += (T.work_size(pairs) - size0) or PAIR_WORK * len(pairs)
+            retry = []
+            for (i, cands, x), how in zip(todo, proved):
+                if how is not None:
+                    self._proved[_full_id(x)] = cands[0]
+                    flat[i] = cands[0]
+                    self.merged += 1
+                    self.store.alias(x, cands[0])
+                    self._note_precision(op, t, cands[0])
+                elif len(cands) > 1:
+                    retry.append((i, cands[1:], x))
+            todo = retry
+
+    def _by_placement(self, flat: np.ndarray, shape: tuple[int, ...], keys: Sequence[bytes | None]
+                      ) -> list[tuple[int, list[Any], Any]]:
+        """Candidates by position for the elements without a fingerprint.
+
+        A value is often a block of one reference value (a shard: rows 16t.. of the
+        embedding gradient), and an element zero in all runs but one has no fingerprint (it
+        would match every mask). When the merged elements of the value sit at one offset in
+        one reference value, the unmerged ones are tried against the reference elements at
+        the same offset. Only a proof merges them: a wrong placement costs failed proofs.
+        An element with a fingerprint that met no reference value is not tried: the runs
+        already show it differs from every reference value."""
+        where = self._where
+        merged: list[int] = []
+        rest: list[int] = []
+        for i, x in enumerate(flat.tolist()):
+            if not T.is_folded(x) and _full_id(x) in where:
+                merged.append(i)
+            elif keys[i] is None:
+                rest.append(i)
+        if len(merged) < PLACEMENT_VOTES or not rest:
+            return []
+        votes: Counter[tuple[str, tuple[int, ...]]] = Counter()
+        sample = merged[:: max(1, len(merged) // PLACEMENT_SAMPLE)]
+        for i in sample:
+            name, k = where[_full_id(flat[i])]
+            ref_shape = self._ref_arrays[name].shape
+            if len(ref_shape) != len(shape):
+                continue
+            ours_at, ref_at = np.unravel_index(i, shape), np.unravel_index(k, ref_shape)
+            votes[(name, tuple(int(a) - int(b) for a, b in zip(ref_at, ours_at)))] += 1
+        if not votes:
+            return []
+        (name, off), n = votes.most_common(1)[0]
+        if n < PLACEMENT_VOTES or 2 * n < len(sample):
+            return []
+        ref = self._ref_arrays[name]
+        todo: list[tuple[int, list[Any], Any]] = []
+        for i in rest:
+            q = tuple(int(a) + o for a, o in zip(np.unravel_index(i, shape), off))
+            if not all(0 <= a < d for a, d in zip(q, ref.shape)):
+                continue
+            c, x = ref[q], flat[i]
+            if T.identical(c, x):
+                continue
+            pair = (T.element_id(c), T.element_id(x))
+            if pair not in self._tried:
+                self._tried.add(pair)
+                todo.append((i, [c], x))
+        return todo
 
     def _note_precision(self, op: Op, t: TensorType, ref_element: Any) -> None:
         if not t.is_float or self._float_types <= {t.dtype}:  # nothing of another float type to meet
@@ -137,7 +242,8 @@ class Sweeper:
             flat = new.reshape(-1)
             # (flat index, candidate reference elements newest first, ours)
             todo: list[tuple[int, list[Any], Any]] = []
-            for i, key in enumerate(fingerprints(runs, kind)):
+            keys = fingerprints(runs, kind)
+            for i, key in enumerate(keys):
                 cands = self.table.get(key) if key is not None else None
                 if not cands:
                     continue
@@ -146,30 +252,22 @@ class Sweeper:
                     self.merged += 1
                     self._note_precision(op, t, hit)
                     continue
-                # A shape op (reverse, slice) passes on elements already tried: skip them.
                 key_ours = T.element_id(flat[i])
+                known = self._proved.get(_full_id(flat[i]))
+                if known is not None:
+                    flat[i] = known
+                    self.merged += 1
+                    continue
+                # A shape op (reverse, slice) passes on elements already tried: skip them.
                 fresh = [c for c in cands[::-1][:MAX_CANDIDATES] if (T.element_id(c), key_ours) not in self._tried]
                 self._tried.update((T.element_id(c), key_ours) for c in fresh)
                 if fresh:
                     todo.append((i, fresh, flat[i]))
-            # Several reference values may share a fingerprint (min(x, y) and x when x < y
-            # in every run): the newest is the likeliest counterpart, then the next.
-            while todo and self._proof_terms < self.budget_terms:
-                pairs = [(c[0], x) for _, c, x in todo]
-                size0 = T.work_size(pairs)
-                proved = self.local.prove_pairs(pairs, kind, self.timeout_s)
-                # The z3 core counts a proof attempt as a fixed amount of work.
-                self._proof_terms += (T.work_size(pairs) - size0) or PAIR_WORK * len(pairs)
-                retry = []
-                for (i, cands, x), how in zip(todo, proved):
-                    if how is not None:
-                        flat[i] = cands[0]
-                        self.merged += 1
-                        self.store.alias(x, cands[0])
-                        self._note_precision(op, t, cands[0])
-                    elif len(cands) > 1:
-                        retry.append((i, cands[1:], x))
-                todo = retry
+            self._prove_todo(op, t, kind, flat, todo)
+            if self._positions:
+                before = self.merged
+                self._prove_todo(op, t, kind, flat, self._by_placement(flat, new.shape, keys))
+                self.placed += self.merged - before
             out.append(new)
         return out
 
