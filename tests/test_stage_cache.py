@@ -235,15 +235,30 @@ def test_failed_replace_leaves_no_temp_file(tmp_path: Path, monkeypatch: pytest.
     assert c.get(key) is None
 
 
-@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0,
-                    reason="root writes through chmod 0o500")
 @pytest.mark.parametrize("level", ["root", "fan-out dir"])
-def test_read_only_directory(tmp_path: Path, level: str) -> None:
+def test_read_only_directory(tmp_path: Path, level: str, monkeypatch: pytest.MonkeyPatch) -> None:
     root = tmp_path / "cache"
     key = cache_key("ab12", "opts")
     ro = root if level == "root" else root / key[:2]
     ro.mkdir(parents=True)
     ro.chmod(0o500)
+    if not hasattr(os, "geteuid") or os.geteuid() == 0:
+        # root writes through the mode bits (CI runs as root): refuse writes under ro as
+        # the kernel does for everyone else
+        real_mkstemp, real_mkdir = cache_mod.tempfile.mkstemp, Path.mkdir
+
+        def mkstemp(*args: object, dir: str | Path | None = None, **kw: object) -> tuple[int, str]:
+            if dir is not None and Path(dir).resolve().is_relative_to(ro.resolve()):
+                raise PermissionError(13, "Permission denied", str(dir))
+            return real_mkstemp(*args, dir=dir, **kw)  # type: ignore[call-overload]
+
+        def mkdir(self: Path, *args: object, **kw: object) -> None:
+            if self.resolve().is_relative_to(ro.resolve()) and not self.exists():
+                raise PermissionError(13, "Permission denied", str(self))
+            real_mkdir(self, *args, **kw)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(cache_mod.tempfile, "mkstemp", mkstemp)
+        monkeypatch.setattr(Path, "mkdir", mkdir)
     try:
         c = ProofCache.open(root)
         c.put(key, RECORD)  # does not raise

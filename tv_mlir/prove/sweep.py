@@ -80,7 +80,7 @@ class Sweeper:
     local: LocalProver = field(init=False)
     _proof_terms: int = 0
     _tried: set[tuple[Any, Any]] = field(default_factory=set)  # (reference, ours) proofs tried
-    # ours element id -> the reference element it was proved equal to. The store's alias
+    # ours (`_full_id`) -> the reference element it was proved equal to. The store's alias
     # covers only finite floats; an element of a symbolic IEEE class met again (the same
     # psum result on every device of its group) takes the proved counterpart from here.
     _proved: dict[Any, Any] = field(default_factory=dict)
@@ -89,7 +89,6 @@ class Sweeper:
     precision: dict[tuple[str, str, str, str], PrecisionFinding] = field(default_factory=dict)
     # Candidates by position (`_by_placement`): reference values by name (inputs by their
     # position as "arg<k>"), and where each reference element first occurs in them.
-    _positions: bool = True
     _ref_arrays: dict[str, np.ndarray] = field(default_factory=dict)
     _where: dict[Any, tuple[str, int]] = field(default_factory=dict)
 
@@ -107,8 +106,7 @@ class Sweeper:
             kind = Kind.of(t)
             if kind is Kind.BOOL:
                 continue
-            if self._positions:
-                self._record_positions(f"arg{k}", np.asarray(arr))
+            self._record_positions(f"arg{k}", np.asarray(arr))
             runs = [s[k] for s in input_sets]
             for x, key in zip(arr.reshape(-1), fingerprints(runs, kind)):
                 if key is not None:
@@ -124,7 +122,7 @@ class Sweeper:
             self.store.origin = origin_of("ref", op, name)
             new = self.store.cut_array(arr)
             runs = self.ref_trace.values.get(name)
-            if self._positions and kind is not Kind.BOOL:
+            if kind is not Kind.BOOL:
                 self._record_positions(name, new)
             if runs is not None and kind is not Kind.BOOL:
                 for x, key in zip(new.reshape(-1), fingerprints(runs, kind)):
@@ -264,7 +262,7 @@ class Sweeper:
                 if fresh:
                     todo.append((i, fresh, flat[i]))
             self._prove_todo(op, t, kind, flat, todo)
-            if self._positions:
+            if None in keys:  # elements without a fingerprint: by position
                 before = self.merged
                 self._prove_todo(op, t, kind, flat, self._by_placement(flat, new.shape, keys))
                 self.placed += self.merged - before
