@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+# Test processes (pytest-xdist): CI has 2 cores, and the suite is mostly one core per test.
+TEST_JOBS ?= 2
 
 export JAX_PLATFORMS ?= cpu
 export TF_CPP_MIN_LOG_LEVEL ?= 2
@@ -52,13 +54,13 @@ demo: $(STAMP)
 	@echo "== an op without semantics =="
 	@$(VENV)/bin/tv-mlir verify testdata/hand/unsupported_rng.a.mlir testdata/hand/unsupported_rng.b.mlir; echo "(exit code $$?)"
 
-# Everything, as CI runs it (several minutes on two cores).
+# Everything, as CI runs it (about 9 minutes on two cores).
 test: $(STAMP)
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n $(TEST_JOBS) tests
 
 # The quick loop: skips tests marked slow (tests/conftest.py says which); under 2 minutes.
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -m "not slow" tests
+	$(PY) -m pytest -q -n $(TEST_JOBS) -m "not slow" tests
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check tv_mlir tests bench testdata

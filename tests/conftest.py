@@ -8,12 +8,14 @@ import os
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 # Multi-device replay tests need 8 host devices; the flag only counts before jax is imported.
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
-# Stage proofs are cached on disk (tv_mlir/stages/cache.py): one fresh cache per test session,
-# never the user's.
-if "TV_MLIR_CACHE_DIR" not in os.environ:
+# Stage proofs are cached on disk (tv_mlir/stages/cache.py): one fresh cache per test process,
+# never the user's. pytest-xdist workers inherit the controller's environment; each makes its
+# own, so a test's cold proof is not warmed by whichever worker ran the same stage first.
+if os.environ.get("TV_MLIR_CACHE_DIR") in (None, os.environ.get("TV_MLIR_TEST_CACHE")):
     import tempfile
 
-    os.environ["TV_MLIR_CACHE_DIR"] = tempfile.mkdtemp(prefix="tv-mlir-test-cache-")
+    os.environ["TV_MLIR_CACHE_DIR"] = os.environ["TV_MLIR_TEST_CACHE"] = tempfile.mkdtemp(
+        prefix="tv-mlir-test-cache-")
 
 from collections.abc import Callable, Sequence
 from fractions import Fraction
