@@ -329,3 +329,36 @@ def test_repeated_monomial_products_match_the_reference() -> None:
     t = s.add(s.mul(s.mul(xs[0], xs[2]), xs[4]), s.mul(xs[1], s.mul(xs[3], y)), s.scale(y, 3))
     for value in (xs[0], xs[2], xs[3], xs[4], s.add(xs[1], xs[2]), s.mul(xs[0], xs[4])):
         _check(s, t, {y.id: value})
+
+
+def test_local_proof_memos_are_kept_per_batch() -> None:
+    """`LocalProver._substituted` shares one substitution memo between the elements that
+    unfold the same batch of cut variables. Two batches over terms with common subterms
+    must each give what a fresh substitution gives: a memo shared across batches would
+    hand the second batch subterms rebuilt for the first."""
+    import numpy as np
+
+    from tv_mlir.algebra import Kind
+    from tv_mlir.algebra import terms as T
+    from tv_mlir.algebra.fast import FastAlgebra
+    from tv_mlir.prove.cuts import CutStore
+    from tv_mlir.prove.local import LocalProver
+
+    alg = FastAlgebra()
+    xs, _ = alg.inputs("x", (3,), Kind.FLOAT)
+    cuts = CutStore(alg)
+    u = cuts.cut_array(alg.mul(xs[:1], xs[1:2], Kind.FLOAT))  # u = x0 * x1
+    w = cuts.cut_array(alg.add(xs[1:2], xs[2:3], Kind.FLOAT))  # w = x1 + x2
+    common = cuts.cut_array(alg.add(u, w, Kind.FLOAT))  # a subterm both elements share
+    p = alg.mul(common, u, Kind.FLOAT)[0]
+    q = alg.add(common, w, Kind.FLOAT)[0]
+    prover = LocalProver(cuts, alg)
+    var = {name: T.term_id(T.element_terms(arr[0])[0]) for name, arr in
+           (("u", u), ("w", w), ("common", common))}
+    for batch in ([var["common"]], [var["common"], var["u"]], [var["common"], var["w"]]):
+        for t in (p, q):
+            terms = T.element_terms(t)
+            got = prover._substituted(list(terms), batch)
+            fresh = T.substitute_all(list(terms), [(cuts.info(v).var, cuts.info(v).term) for v in batch])
+            assert all(a is b for a, b in zip(got, fresh)), (batch, got, fresh)
+    assert len(prover._memos) == 3 and np.all([len(m) > 0 for m in prover._memos.values()])

@@ -192,16 +192,17 @@ def substitute(t: Any, pairs: list[tuple[Any, Any]]) -> Any:
     return t.__class__(raw, t.ctx)
 
 
-def substitute_all(ts: list[Any], pairs: list[tuple[Any, Any]]) -> list[Any]:
+def substitute_all(ts: list[Any], pairs: list[tuple[Any, Any]], memo: dict[int, Any] | None = None) -> list[Any]:
     """Each of ts with the same pairs substituted (`substitute`); own terms share one memo,
     so a subterm common to several of them (a float's value and class, both sides of a
-    local proof) is rebuilt once."""
+    local proof) is rebuilt once. A memo passed in must have been filled with the same
+    pairs (own terms only: it maps term ids to their substituted forms)."""
     own = [t for t in ts if isinstance(t, Term)]
     if not pairs or not own:
         return [substitute(t, pairs) for t in ts]
     store = own[0].store
     mapping = {term_id(f): v for f, v in pairs}
-    memo: dict[int, Any] = {}
+    memo = {} if memo is None else memo
     return [store.substitute(t, mapping, memo) if isinstance(t, Term) else substitute(t, pairs) for t in ts]
 
 

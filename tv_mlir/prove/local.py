@@ -46,6 +46,9 @@ class LocalProver:
     # (term ids, unfolded cut variables) -> the terms unfolded (`_substituted`)
     _unfolding: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[list[Any], list[Any]]] = field(
         default_factory=dict)
+    # sorted batch of cut variables -> the substitution memo of that batch (`_substituted`),
+    # for one `prove_pairs` call: the terms it keeps alive are those of one op's proofs.
+    _memos: dict[tuple[int, ...], dict[int, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._cases = PiecewiseChecker(self.store.definition)
@@ -62,6 +65,7 @@ class LocalProver:
         up to `deep` common cut points unfolded as well (E[(x - m)^2] = E[x^2] - m^2 holds
         only because m is the mean). solve_inputs_only=False leaves elements whose sides
         met only at the inputs (no cut point left: the full problem) to the caller's solver."""
+        self._memos.clear()
         steps = steps or self.unfold_steps
         max_unfold = max_unfold or self.max_unfold
         deep = self.deep if deep is None else deep
@@ -209,7 +213,10 @@ class LocalProver:
         if hit is not None and all(x is t for x, t in zip(hit[0], terms)):
             return list(hit[1])
         cuts = [self.store.info(v) for v in batch]
-        out = T.substitute_all(terms, [(c.var, c.term) for c in cuts])
+        # Elements of one tensor unfold the same cut variables into shared subterms (the
+        # conditions of a scatter-add over one row's ids): one memo per batch.
+        memo = self._memos.setdefault(tuple(sorted(batch)), {})
+        out = T.substitute_all(terms, [(c.var, c.term) for c in cuts], memo)
         self._unfolding[key] = (list(terms), out)
         return list(out)
 
