@@ -195,6 +195,7 @@ def _scatter(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]
     full_window = [1] * len(shape)
     for d_in, size in zip(window_input_dims, window_sizes):
         full_window[d_in] = size
+    pending: dict[tuple[int, ...], list[Any]] = {}  # masked updates at symbolic positions, to add
     for uidx in np.ndindex(*upd_shape):
         sidx = tuple(uidx[d] for d in scatter_dims)
         start_vec = _index_vector(indices, sidx, dn.index_vector_dim)
@@ -215,23 +216,33 @@ def _scatter(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]
             hi = shape[d] - full_window[d]
             per_dim.append([(p + widx[d], c) for p, c in ctx.alg.positions(s, hi, clamp=False)])
         for pos, cond in _combos(per_dim, op, ctx.alg):
-            _apply(ctx, body, results, pos, upd_vals, kinds, cond)
+            _apply(ctx, body, results, pos, upd_vals, kinds, cond, pending)
+    for pos, summands in pending.items():
+        # One sum per position of all its masked updates: added one at a time, the k-th
+        # update would copy the k - 1 summands before it (quadratic in the updates a row
+        # may receive: an embedding gradient's tokens).
+        alg = ctx.alg
+        items = np.empty(len(summands) + 1, dtype=object)
+        items[0] = results[0][pos]
+        items[1:] = summands
+        results[0][pos] = alg.reduce_sum(items, (0,), kinds[0])[()]
     return results
 
 
 def _apply(ctx: OpContext, body: Any, results: list[np.ndarray], pos: tuple[int, ...],
-           upd_vals: list[Any], kinds: list[Kind], cond: Any) -> None:
+           upd_vals: list[Any], kinds: list[Kind], cond: Any, pending: dict[tuple[int, ...], list[Any]]) -> None:
     cur = [r[pos] for r in results]
     if cond is not True and len(results) == 1 and kinds[0] is not Kind.BOOL and simple_reducer(body) == "add":
         # A scatter-add to a symbolic position: cur + (update where cond, else 0), not
         # select(cond, cur + update, cur). The same value (x + 0 == x, for inf and NaN
         # too), but the updates stay side by side in one sum instead of nesting one
         # select per update, so a sum of updates at data-dependent rows (an embedding's
-        # gradient) is a flat polynomial whose summands each depend on one index.
+        # gradient) is a flat polynomial whose summands each depend on one index. The
+        # sum is built once all updates are known (`pending`); addition commutes, also
+        # for the IEEE classes, so the updates at concrete positions may come before.
         alg = ctx.alg
         zero = alg.constant(np.zeros(()), kinds[0])[()]
-        masked = alg.choose([(cond, upd_vals[0]), (True, zero)], kinds[0])
-        results[0][pos] = alg.add(alg.scalar(cur[0]), alg.scalar(masked), kinds[0])[()]
+        pending.setdefault(pos, []).append(alg.choose([(cond, upd_vals[0]), (True, zero)], kinds[0]))
         return
     new = _combine(ctx, body, cur, upd_vals)
     for r, c, nv, k in zip(results, cur, new, kinds):
