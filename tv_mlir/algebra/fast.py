@@ -285,6 +285,15 @@ class FastAlgebra:
             # divisor), without building the zero and sign tests it then drops (a softmax
             # divides every element by a positive sum).
             return FF(s.div(a.v, b.v), FIN)
+        if a.k == FIN and b.k == FIN and isinstance(a.k, int) and isinstance(b.k, int):
+            # Two finite operands (an Adam step over a bias correction that may be 0): the
+            # split below folds to this, after making per element the NaN, infinity and
+            # sign tests it then drops. Only a zero divisor leaves the finite class; there
+            # b's sign test is false, so a's sign alone decides the infinity's sign.
+            zb = self._sign_test(b.v, "eq")
+            k = self._ite_cls(zb, self._ite_cls(self._sign_test(a.v, "eq"), NAN,
+                                                self._ite_cls(self._sign_test(a.v, "lt"), NEG, POS)), FIN)
+            return FF(s.div(a.v, b.v), k)
         nan = s.or_(self.nan(a), self.nan(b), s.and_(self.inf(a), self.inf(b)), s.and_(self.zero(a), self.zero(b)))
         inf = s.or_(s.and_(self.inf(a), s.not_(self.inf(b))),
                     s.and_(self.zero(b), self.fin(a), s.not_(self.zero(a))))
