@@ -3,10 +3,12 @@ crashes or passes its timeout gets an error result and the other jobs go on."""
 from __future__ import annotations
 
 import contextlib
+import math
 import multiprocessing
 import signal
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
@@ -62,7 +64,7 @@ def run_jobs(jobs: Sequence[Job], *, workers: int, executor: Executor, timeout_s
     if executor.kind == "ray":
         return _run_ray(jobs, max(1, workers), executor.address, timeout_s, done)
     if workers <= 1 or len(jobs) <= 1:
-        return _run_here(jobs, done)
+        return _run_here(jobs, timeout_s, done)
     return _run_local(jobs, workers, timeout_s, done)
 
 
@@ -78,13 +80,45 @@ def _result(key: str, ok: bool, out: Any, t0: float) -> JobResult:
     return JobResult(key, ok, out if ok else None, "" if ok else out, time.monotonic() - t0)
 
 
-def _run_here(jobs: Sequence[Job], done: Callable[[JobResult], None]) -> list[JobResult]:
-    # No process start-up cost for one worker or one job. timeout_s is not enforced here (a
-    # thread cannot be stopped): the job's own solver timeouts bound it.
+class _JobTimeout(BaseException):
+    """Raised into a job running in this process when its time is up. A BaseException, so
+    that the job's own `except Exception` (and `_guarded`) let it through."""
+
+
+@contextlib.contextmanager
+def _time_limit(timeout_s: float) -> Iterator[None]:
+    """_JobTimeout in the body after timeout_s seconds, by SIGALRM. Only the main thread
+    receives signals; elsewhere (and without setitimer) the job's own solver timeouts are
+    its only bound. A solver call in C finishes its own (short) timeout before the signal
+    handler runs."""
+    if (threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer")
+            or not math.isfinite(timeout_s)):
+        yield
+        return
+
+    def fire(signum: int, frame: Any) -> None:
+        raise _JobTimeout
+
+    previous = signal.signal(signal.SIGALRM, fire)
+    signal.setitimer(signal.ITIMER_REAL, timeout_s)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _run_here(jobs: Sequence[Job], timeout_s: float, done: Callable[[JobResult], None]) -> list[JobResult]:
+    # No process start-up cost for one worker or one job; the time limit is a signal.
     results = []
     for job in jobs:
         t0 = time.monotonic()
-        results.append(_result(job.key, *_guarded(job.fn, job.args), t0))
+        try:
+            with _time_limit(timeout_s):
+                ok, out = _guarded(job.fn, job.args)
+        except _JobTimeout:
+            ok, out = False, f"timed out after {timeout_s:g} s"
+        results.append(_result(job.key, ok, out, t0))
         done(results[-1])
     return results
 
