@@ -18,6 +18,8 @@ outputs' lineage. Cuts are chosen greedily in program order (for each reference 
 earliest admissible other cut after the previous one)."""
 from __future__ import annotations
 
+import heapq
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -101,16 +103,21 @@ class Side:
         """The flow values live across each cut 0..len(flow): defined before it, used after."""
         out: list[frozenset[str]] = [frozenset()]
         current: set[str] = set()
+        for born, dead in self.live_changes():
+            current.update(born)
+            current.difference_update(dead)
+            out.append(frozenset(current))
+        return out
+
+    def live_changes(self) -> list[tuple[list[str], list[str]]]:
+        """Per flow op c: the values that become live across cut c + 1, and those that stop
+        being live there (`live` without a set per cut: a 126-layer backward pass keeps a
+        thousand activations live across most cuts)."""
         ending: dict[int, list[str]] = {}
         for v, last in self.last_use.items():
             ending.setdefault(last, []).append(v)
-        for c, op in enumerate(self.flow):
-            for r in op.results:
-                if self.last_use.get(r, -1) > c:
-                    current.add(r)
-            current.difference_update(ending.get(c, ()))
-            out.append(frozenset(current))
-        return out
+        return [([r for r in op.results if self.last_use.get(r, -1) > c], ending.get(c, []))
+                for c, op in enumerate(self.flow)]
 
     def cone(self, values: Iterable[str], kinds: frozenset[str]) -> list[Op]:
         """The ops of the given kinds that compute `values`, in program order."""
@@ -133,34 +140,60 @@ class Cuts:
 
 
 def choose_cuts(ref: Side, other: Side, links: dict[str, Link]) -> Cuts:
-    ref_live = ref.live()
-    other_live = other.live()
-    targets: list[frozenset[str] | None] = []
-    newest: list[int] = []
-    for live in other_live:
-        ts: set[str] = set()
-        last = -1
-        for v in live:
+    # Sets as bits (one per reference flow value), kept up to date from cut to cut: a set
+    # per cut costs its size, and a deep backward pass has thousands of cuts each with
+    # thousands of live values.
+    bit = {v: 1 << k for k, v in enumerate(ref.position)}
+    ref_live = [0]
+    mask = 0
+    for born, dead in ref.live_changes():
+        for v in born:
+            mask |= bit[v]
+        for v in dead:
+            mask &= ~bit.get(v, 0)
+        ref_live.append(mask)
+    # Per cut of the other program: the reference flow values its live values hold (None
+    # when one holds none, or only a constant) and the newest of their positions.
+    targets: list[int | None] = [0]
+    newest: list[int] = [-1]
+    held: Counter[str] = Counter()  # reference value -> live values of ours holding it
+    at: Counter[int] = Counter()  # reference position -> live values of ours holding a value there
+    heap: list[int] = []  # negated positions in `at`, stale entries dropped lazily
+    t_mask, bad = 0, 0
+    live: set[str] = set()
+    for born, dead in other.live_changes():
+        for v, sign in [(v, 1) for v in born] + [(v, -1) for v in dead]:
+            if (v in live) == (sign > 0):
+                continue  # added twice, or removed without having been live
+            live.add(v) if sign > 0 else live.discard(v)
             link = links.get(v)
             if link is None or ref.kind.get(link.ref) == "const":
-                ts = set()
-                last = 1 << 60
-                break
-            ts.add(link.ref)
-            last = max(last, ref.position.get(link.ref, -1))
-        targets.append(frozenset(ts) if last < 1 << 60 else None)
-        newest.append(last)
-    reachable = set().union(*(t for t in targets if t is not None)) if targets else set()
+                bad += sign
+                continue
+            held[link.ref] += sign
+            if held[link.ref] == (1 if sign > 0 else 0):
+                t_mask ^= bit.get(link.ref, 0)
+            p = ref.position.get(link.ref, -1)
+            at[p] += sign
+            if sign > 0 and at[p] == 1:
+                heapq.heappush(heap, -p)
+        while heap and at[-heap[0]] <= 0:
+            heapq.heappop(heap)
+        targets.append(t_mask if not bad else None)
+        newest.append((-heap[0] if heap else -1) if not bad else 1 << 60)
+    reachable = 0
+    for t in targets:
+        reachable |= t or 0
     cuts_r, cuts_o = [0], [0]
     n_r, n_o = len(ref.flow), len(other.flow)
     for i in range(1, n_r + 1):  # i == n_r: the reference is done, the other still has ops
         need = ref_live[i]
-        if not need <= reachable:
+        if need & ~reachable:
             continue
         j0 = cuts_o[-1]
         for j in range(j0, min(n_o, j0 + WINDOW)):
             t = targets[j]
-            if t is not None and need <= t and newest[j] < i:
+            if t is not None and not need & ~t and newest[j] < i:
                 if j == j0 and i == cuts_r[-1]:
                     continue
                 cuts_r.append(i)

@@ -238,6 +238,7 @@ def _cut(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] 
                                 [links[v].sharding for v in used_hoisted], set(), set()))
         n = len(cuts.ref) - 1
         live_o = o_side.live()
+        o_order = _order(o_side)  # once: a dict over every op of the program (per stage, quadratic)
         for k in range(n):
             i0, i1 = cuts.ref[k], cuts.ref[k + 1]
             j0, j1 = cuts.other[k], cuts.other[k + 1]
@@ -247,7 +248,7 @@ def _cut(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] 
                 r_out = list(ref.main.body.returns)
                 shard = list(flat.module.result_shardings) if flat.module.per_device else [None] * len(o_out)
             else:
-                o_out = sorted((v for v in live_o[j1] if o_side.position[v] >= j0), key=_order(o_side))
+                o_out = sorted((v for v in live_o[j1] if o_side.position[v] >= j0), key=o_order)
                 r_out = [links[v].ref for v in o_out]
                 shard = [links[v].sharding for v in o_out]
             name = f"stage {k + 1} of {n}"
