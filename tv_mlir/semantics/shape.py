@@ -217,15 +217,14 @@ def _scatter(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]
             per_dim.append([(p + widx[d], c) for p, c in ctx.alg.positions(s, hi, clamp=False)])
         for pos, cond in _combos(per_dim, op, ctx.alg):
             _apply(ctx, body, results, pos, upd_vals, kinds, cond, pending)
+    # One sum per position of all its masked updates: added one at a time, the k-th update
+    # would copy the k - 1 summands before it (quadratic in the updates a row may receive:
+    # an embedding gradient's tokens).
     for pos, summands in pending.items():
-        # One sum per position of all its masked updates: added one at a time, the k-th
-        # update would copy the k - 1 summands before it (quadratic in the updates a row
-        # may receive: an embedding gradient's tokens).
-        alg = ctx.alg
         items = np.empty(len(summands) + 1, dtype=object)
         items[0] = results[0][pos]
         items[1:] = summands
-        results[0][pos] = alg.reduce_sum(items, (0,), kinds[0])[()]
+        results[0][pos] = ctx.alg.reduce_sum(items, (0,), kinds[0])[()]
     return results
 
 

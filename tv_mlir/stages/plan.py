@@ -165,7 +165,10 @@ def choose_cuts(ref: Side, other: Side, links: dict[str, Link]) -> Cuts:
         for v, sign in [(v, 1) for v in born] + [(v, -1) for v in dead]:
             if (v in live) == (sign > 0):
                 continue  # added twice, or removed without having been live
-            live.add(v) if sign > 0 else live.discard(v)
+            if sign > 0:
+                live.add(v)
+            else:
+                live.discard(v)
             link = links.get(v)
             if link is None or ref.kind.get(link.ref) == "const":
                 bad += sign
