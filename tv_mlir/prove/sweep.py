@@ -87,10 +87,13 @@ class Sweeper:
     _dtypes: dict[Any, str] = field(default_factory=dict)  # reference element id -> its float type
     _float_types: set[str] = field(default_factory=set)  # the float types in _dtypes
     precision: dict[tuple[str, str, str, str], PrecisionFinding] = field(default_factory=dict)
-    # Candidates by position (`_by_placement`): reference values by name (inputs by their
-    # position as "arg<k>"), and where each reference element first occurs in them.
-    _ref_arrays: dict[str, np.ndarray] = field(default_factory=dict)
-    _where: dict[Any, tuple[str, int]] = field(default_factory=dict)
+    # Candidates by position (`_by_placement`): the reference values (inputs first) in
+    # order, and where each reference element first occurs in them (value index, flat
+    # index). Indexed only when a placement is asked for, up to `_indexed` values: most
+    # pairs never need one, and every reference element passes through here.
+    _ref_arrays: list[np.ndarray] = field(default_factory=list)
+    _where: dict[Any, tuple[int, int]] = field(default_factory=dict)
+    _indexed: int = 0
 
     def __post_init__(self) -> None:
         self.store = CutStore(self.alg)
@@ -106,7 +109,7 @@ class Sweeper:
             kind = Kind.of(t)
             if kind is Kind.BOOL:
                 continue
-            self._record_positions(f"arg{k}", np.asarray(arr))
+            self._ref_arrays.append(np.asarray(arr))
             runs = [s[k] for s in input_sets]
             for x, key in zip(arr.reshape(-1), fingerprints(runs, kind)):
                 if key is not None:
@@ -123,7 +126,7 @@ class Sweeper:
             new = self.store.cut_array(arr)
             runs = self.ref_trace.values.get(name)
             if kind is not Kind.BOOL:
-                self._record_positions(name, new)
+                self._ref_arrays.append(new)
             if runs is not None and kind is not Kind.BOOL:
                 for x, key in zip(new.reshape(-1), fingerprints(runs, kind)):
                     if key is not None:
@@ -137,12 +140,13 @@ class Sweeper:
         self.store.origin = None
         return out
 
-    def _record_positions(self, name: str, arr: np.ndarray) -> None:
-        self._ref_arrays[name] = arr
+    def _index_positions(self) -> None:
         where = self._where
-        for k, x in enumerate(arr.reshape(-1).tolist()):
-            if not T.is_folded(x):
-                where.setdefault(_full_id(x), (name, k))
+        for j in range(self._indexed, len(self._ref_arrays)):
+            for k, x in enumerate(self._ref_arrays[j].reshape(-1).tolist()):
+                if not T.is_folded(x):
+                    where.setdefault(_full_id(x), (j, k))
+        self._indexed = len(self._ref_arrays)
 
     def _prove_todo(self, op: Op, t: TensorType, kind: Kind, flat: np.ndarray,
                     todo: list[tuple[int, list[Any], Any]]) -> None:
@@ -179,31 +183,32 @@ class Sweeper:
         the same offset. Only a proof merges them: a wrong placement costs failed proofs.
         An element with a fingerprint that met no reference value is not tried: the runs
         already show it differs from every reference value."""
+        self._index_positions()
         where = self._where
-        merged: list[int] = []
+        merged: list[tuple[int, tuple[int, int]]] = []  # (flat index, where its element is)
         rest: list[int] = []
         for i, x in enumerate(flat.tolist()):
-            if not T.is_folded(x) and _full_id(x) in where:
-                merged.append(i)
+            at = None if T.is_folded(x) else where.get(_full_id(x))
+            if at is not None:
+                merged.append((i, at))
             elif keys[i] is None:
                 rest.append(i)
         if len(merged) < PLACEMENT_VOTES or not rest:
             return []
-        votes: Counter[tuple[str, tuple[int, ...]]] = Counter()
+        votes: Counter[tuple[int, tuple[int, ...]]] = Counter()
         sample = merged[:: max(1, len(merged) // PLACEMENT_SAMPLE)]
-        for i in sample:
-            name, k = where[_full_id(flat[i])]
-            ref_shape = self._ref_arrays[name].shape
+        for i, (j, k) in sample:
+            ref_shape = self._ref_arrays[j].shape
             if len(ref_shape) != len(shape):
                 continue
             ours_at, ref_at = np.unravel_index(i, shape), np.unravel_index(k, ref_shape)
-            votes[(name, tuple(int(a) - int(b) for a, b in zip(ref_at, ours_at)))] += 1
+            votes[(j, tuple(int(a) - int(b) for a, b in zip(ref_at, ours_at)))] += 1
         if not votes:
             return []
-        (name, off), n = votes.most_common(1)[0]
+        (j, off), n = votes.most_common(1)[0]
         if n < PLACEMENT_VOTES or 2 * n < len(sample):
             return []
-        ref = self._ref_arrays[name]
+        ref = self._ref_arrays[j]
         todo: list[tuple[int, list[Any], Any]] = []
         for i in rest:
             q = tuple(int(a) + o for a, o in zip(np.unravel_index(i, shape), off))
