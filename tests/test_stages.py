@@ -191,6 +191,11 @@ def test_a_cut_value_that_may_be_infinite_is_an_ieee_input() -> None:
     v = verify(IEEE_REF, IEEE_OTHER, **QUICK)
     assert v.verdict == "not-equivalent", v.reason
     assert v.stages["used"] and v.stages["failed"]["verdict"] == "not-equivalent"
+    # Widened back to the inputs, the span still divides by a w that may be 0: no span
+    # covers the failed stage, and the whole proof gives the verdict.
+    spans = v.stages["widened"]
+    assert spans and all(w["verdict"] == "not-equivalent" for w in spans), spans
+    assert v.stages["whole"] == "not-equivalent"
 
 
 def test_without_ieee_cut_inputs_the_chain_would_be_wrong(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -214,10 +219,25 @@ def test_finite_lattice_facts() -> None:
     assert d not in finite_values(ieee_ref, True)
 
 
-def test_a_stage_that_fails_on_unreachable_inputs_sends_the_pair_whole() -> None:
+def test_a_stage_that_fails_on_unreachable_inputs_is_proved_with_the_stages_before_it() -> None:
+    """The stage that takes p = x*x + 1 as any real fails (max(p, 0.5) is not p at p = 0);
+    proved again as a span from x, p >= 1 is computed and the chain holds without the
+    whole proof."""
+    v = verify(UNREACHABLE_REF, UNREACHABLE_OTHER, cache=False, **QUICK)
+    assert v.verdict == "equivalent", v.reason
+    st = v.stages
+    assert st["used"] and "whole" not in st and "failed" not in st
+    assert st["covered"]["verdict"] == "not-equivalent"
+    spans = st["widened"]
+    assert spans[-1]["verdict"] == "equivalent" and all(w["verdict"] != "equivalent" for w in spans[:-1])
+    assert "longer span" in v.reason and "(widened): equivalent" in to_text(v)
+
+
+def test_without_widening_the_failed_stage_sends_the_pair_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stages_run, "MAX_WIDEN", 0)
     v = verify(UNREACHABLE_REF, UNREACHABLE_OTHER, cache=False, **QUICK)
     whole = verify(UNREACHABLE_REF, UNREACHABLE_OTHER, stages=False, **QUICK)
-    assert v.stages["used"] and v.stages["failed"] is not None
+    assert v.stages["used"] and v.stages["failed"] is not None and not v.stages["widened"]
     assert v.stages["whole"] == whole.verdict == v.verdict
     assert v.verdict != "not-equivalent"
 

@@ -114,6 +114,13 @@ def _stage_lines(st: dict[str, Any] | None) -> list[str]:
         return [f"stages:  none, proved whole ({st.get('reason', '')})"]
     lines = [f"stages:  {st['count']} ({st['proved']} proved, {st['reused']} reused, {st['cached']} from the cache) "
              f"in {st['time_s']:.1f} s"]
+    c = st.get("covered")
+    if c:
+        lines.append(f"  {c['name']} is {c['verdict']} at free inputs ({c['reason']}); proved again with the stages "
+                     f"before it:")
+    for w in st.get("widened", []):
+        lines.append(f"  {w['name']} (widened): {w['verdict']}" + (f": {w['reason']}" if w["verdict"] != "equivalent"
+                                                                  else ""))
     f = st.get("failed")
     if f:
         at = f" at {', '.join(f['locs'][:3])}" if f.get("locs") else ""

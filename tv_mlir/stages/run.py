@@ -7,9 +7,12 @@ values hold their reference values; stage k proves that when its inputs hold the
 reference values so do its outputs; the last stage's outputs are the programs' outputs
 (with their replica obligations). Stage inputs are free variables, so a stage proof is
 stronger than what the chain needs, never weaker: a stage that fails may fail only for
-inputs no program input reaches. So a failed stage is not the verdict: the pair is then
-proved whole (which finds and confirms a counterexample at program inputs, or shows the
-stage's failure unreachable), and the verdict names the stage that failed first."""
+inputs no program input reaches. So a failed stage is not the verdict: a difference the
+random runs show at program inputs is reported as such; a stage with a counterexample at
+its free inputs is proved again as a longer span with the stages before it (`_widen`:
+the inputs it took as any value are then computed); failing that, the pair is proved whole
+(which finds and confirms a counterexample at program inputs, or shows the stage's failure
+unreachable), and the verdict names the stage that failed first."""
 from __future__ import annotations
 
 import hashlib
@@ -34,6 +37,7 @@ from tv_mlir.prove.fingerprints import random_inputs
 from tv_mlir.stages import lineage
 from tv_mlir.stages.bar import StageBar
 from tv_mlir.stages.cache import ProofCache, cache_key
+from tv_mlir.stages.chain import Chain
 from tv_mlir.stages.extract import NotFormed, StagePair, build
 from tv_mlir.stages.finite import NONNEG, POS, finite_values, signed_values
 from tv_mlir.stages.flat import flatten
@@ -52,6 +56,9 @@ MIN_STAGES = 3
 # its own, smaller budget. The 126-layer fwd+bwd stack of testdata/depth has 73 M elements
 # in the reference and 114 M in the sharded program (per device, 8 devices): 8.4 GB at peak.
 MAX_CUT_ELEMENTS = 200_000_000
+# A stage that fails at free inputs is proved again with up to this many links before it
+# (`_widen`) before the pair is proved whole.
+MAX_WIDEN = 3
 
 
 @dataclass
@@ -128,6 +135,11 @@ def prove_staged(ref: Module, other: Module, options: Options, sizes: Mapping[in
     lifted = _lift(ref, other, options, cut, failed, summary)
     if lifted is not None:
         return lifted
+    spans = _widen(cut, records, options, finite, signs, summary)
+    if spans is not None:
+        summary["time_s"] = round(time.perf_counter() - t0, 3)
+        summary["covered"] = summary.pop("failed")
+        return _equivalent(ref, records, {**results, **spans}, summary, options)
     progress(options, f"{failed.name} is {failed.verdict} ({failed.reason}); proving the pair whole")
     verdict = prove_pair(ref, other, options, sizes)
     summary["whole"] = verdict.verdict
@@ -136,6 +148,56 @@ def prove_staged(ref: Module, other: Module, options: Options, sizes: Mapping[in
         where = f" (first at {failed.locs[0]})" if failed.locs else ""
         verdict.reason += f"; the first stage that fails is {failed.name}{where}"
     return verdict
+
+
+def _widen(cut: Cut, records: list[StageRecord], options: Options, finite: set[str], signs: dict[str, int],
+           summary: dict[str, Any]) -> dict[str, dict] | None:
+    """Stages that failed at free inputs, proved again as spans with the links before them
+    (one more link per round, up to MAX_WIDEN): the values they took as any real (p = x*x + 1
+    as any p) are then computed from the span's inputs. A proved span covers every link in
+    it: its inputs hold by the links before it, and it returns every value it makes that is
+    live after it. When every failed stage is covered: the proved spans' results by hash,
+    the span that ends the chain's also under the last stage's hash (it stands for the
+    programs' outputs); else None and the pair goes on to the whole proof.
+    Only counterexamples are widened: a stage that timed out or passed a budget would only
+    grow harder."""
+    chain = cut.chain
+    failed = [r for r in records if r.verdict != "equivalent"]
+    if chain is None or not failed or any(
+            r.verdict != "not-equivalent" or cut.chain_index[r.index] is None for r in failed):
+        return None
+    plain = {k for k in cut.chain_index if k is not None}  # links that are ordinary stages (no loop)
+    open_ = {k for r in failed if (k := cut.chain_index[r.index]) is not None}
+    proved: dict[str, dict] = {}
+    tried: list[dict[str, Any]] = []
+    summary["widened"] = tried
+    for w in range(1, MAX_WIDEN + 1):
+        spans = sorted({(k - w, k) for k in open_ if k >= w and all(j in plain for j in range(k - w, k + 1))})
+        pairs: list[StagePair] = []
+        built: list[tuple[int, int]] = []
+        for k0, k1 in spans:
+            try:
+                pairs.append(chain.span(f"stages {k0 + 1}-{k1 + 1} of {chain.length}", k0, k1))
+                built.append((k0, k1))
+            except NotFormed as exc:
+                tried.append({"name": f"stages {k0 + 1}-{k1 + 1} of {chain.length}", "verdict": "unknown",
+                              "reason": f"not formed: {exc}"})
+        if not pairs:
+            break
+        progress(options, f"{len(open_)} stage(s) failed at free inputs: proving {len(pairs)} span(s) of "
+                          f"{w + 1} stages")
+        recs, res = _prove_stages(pairs, options, finite, signs)
+        for (k0, k1), rec in zip(built, recs):
+            tried.append({"name": rec.name, "hash": rec.hash, "how": rec.how, "verdict": rec.verdict,
+                          "reason": rec.reason, "time_s": rec.time_s})
+            if rec.verdict == "equivalent":
+                open_ -= set(range(k0, k1 + 1))
+                proved[rec.hash] = res[rec.hash]
+                if k1 == chain.length - 1:
+                    proved[records[-1].hash] = res[rec.hash]
+        if not open_:
+            break
+    return None if open_ else proved
 
 
 def _first_failure(records: list[StageRecord]) -> StageRecord | None:
@@ -183,6 +245,8 @@ class Cut:
     bounds: list[tuple[int, int] | None] = field(default_factory=list)
     outputs_agree: bool = True  # the other's outputs held the reference's on the lineage's runs
     divergence: Op | None = None  # when they did not: the first op whose value matched none
+    chain: Chain | None = None  # the cuts, to build longer spans of them (`_widen`)
+    chain_index: list[int | None] = field(default_factory=list)  # per stage: its link of the chain, if one
 
 
 def _elements(m: Module) -> int:
@@ -236,30 +300,24 @@ def _cut(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] 
             stages.append(build("prologue", r_side, o_side, links, r_side.cone(r_out, frozenset({"prologue"})),
                                 o_side.cone(used_hoisted, frozenset({"prologue"})), r_out, used_hoisted,
                                 [links[v].sharding for v in used_hoisted], set(), set()))
-        n = len(cuts.ref) - 1
-        live_o = o_side.live()
-        o_order = _order(o_side)  # once: a dict over every op of the program (per stage, quadratic)
-        for k in range(n):
-            i0, i1 = cuts.ref[k], cuts.ref[k + 1]
-            j0, j1 = cuts.other[k], cuts.other[k + 1]
-            r_ops, o_ops = r_side.flow[i0:i1], o_side.flow[j0:j1]
-            if k == n - 1:
-                o_out = list(flat.module.main.body.returns)
-                r_out = list(ref.main.body.returns)
-                shard = list(flat.module.result_shardings) if flat.module.per_device else [None] * len(o_out)
-            else:
-                o_out = sorted((v for v in live_o[j1] if o_side.position[v] >= j0), key=o_order)
-                r_out = [links[v].ref for v in o_out]
-                shard = [links[v].sharding for v in o_out]
-            name = f"stage {k + 1} of {n}"
+            cut.chain_index.append(None)
+        chain = Chain(ref, flat.module, r_side, o_side, links, cuts, hoisted, ref_given)
+        for k in range(chain.length):
+            name = f"stage {k + 1} of {chain.length}"
+            r_ops, o_ops = chain.ops(k, k)
             if is_loop_stage(r_ops, o_ops):
+                r_out, o_out, shard = chain.outputs(k, k)
                 try:
-                    stages += induction(name, r_side, o_side, links, r_ops[0], o_ops[0], r_out, o_out, shard,
-                                        hoisted, ref_given, r_vals, o_vals)
+                    loop = induction(name, r_side, o_side, links, r_ops[0], o_ops[0], r_out, o_out, shard,
+                                     hoisted, ref_given, r_vals, o_vals)
+                    stages += loop
+                    cut.chain_index += [None] * len(loop)
                     continue
                 except NotFormed as exc:  # unrolled instead, as any other stage
                     progress(options, f"{name}: the loops are not proved by induction: {exc}")
-            stages.append(build(name, r_side, o_side, links, r_ops, o_ops, r_out, o_out, shard, hoisted, ref_given))
+            stages.append(chain.span(name, k, k))
+            cut.chain_index.append(k)
+        cut.chain = chain
     except NotFormed as exc:
         cut.why = f"not cut: {exc}"
         return cut
@@ -427,6 +485,11 @@ def _equivalent(ref: Module, records: list[StageRecord], results: dict[str, dict
     outs = f"all {n} outputs equal" if n != 1 else "the output is equal"
     reason = (f"{outs}, proved in {summary['count']} stages ({summary['proved']} proved, "
               f"{summary['reused']} reused, {summary['cached']} from the cache)")
+    spans = [w for w in summary.get("widened", []) if w["verdict"] == "equivalent"]
+    if spans:
+        failed = sum(1 for r in records if r.verdict != "equivalent")
+        reason += (f"; {failed} stage(s) that failed at free inputs proved as {len(spans)} longer span(s) "
+                   f"({', '.join(w['name'] for w in spans[:3])})")
     if approximations:
         reason += f"; uninterpreted: {', '.join(approximations)}"
     verdict = "equivalent"

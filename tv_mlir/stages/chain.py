@@ -1,0 +1,64 @@
+"""The chain of cuts of a pair, and its stages as spans of it: span(k0, k1) runs both
+programs from cut k0 to cut k1 + 1, takes the values live across cut k0 as inputs and
+returns those live across cut k1 + 1 (the programs' results after the last cut). A span of
+one link is an ordinary stage; a longer one is what a stage that fails at free inputs is
+proved again as (stages/run.py): the values it took as free inputs are then computed."""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from tv_mlir.ir import Module, Op, Sharding
+from tv_mlir.stages.extract import StagePair, build
+from tv_mlir.stages.lineage import Link
+from tv_mlir.stages.plan import Cuts, Side
+
+
+@dataclass
+class Chain:
+    ref: Module
+    other: Module  # the other program as flattened for cutting
+    r_side: Side
+    o_side: Side
+    links: dict[str, Link]
+    cuts: Cuts
+    hoisted: set[str]  # the other's prologue values the stages take as given
+    ref_given: set[str]  # their reference values
+    _live_o: list[frozenset[str]] = field(init=False)
+    _order: Callable[[str], int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._live_o = self.o_side.live()
+        # Once per chain: a dict over every op of the program (per stage, quadratic).
+        index = {r: n for n, op in enumerate(self.o_side.module.main.body.ops) for r in op.results}
+        self._order = lambda v: index.get(v, -1)
+
+    @property
+    def length(self) -> int:
+        return len(self.cuts.ref) - 1
+
+    def ops(self, k0: int, k1: int) -> tuple[Sequence[Op], Sequence[Op]]:
+        i0, i1 = self.cuts.ref[k0], self.cuts.ref[k1 + 1]
+        j0, j1 = self.cuts.other[k0], self.cuts.other[k1 + 1]
+        return self.r_side.flow[i0:i1], self.o_side.flow[j0:j1]
+
+    def outputs(self, k0: int, k1: int) -> tuple[list[str], list[str], list[Sharding | None]]:
+        """The span's outputs (reference, other, the other's layouts): the values made in
+        it and live across its last cut, or the programs' results after the last cut."""
+        if k1 == self.length - 1:
+            o_out = list(self.other.main.body.returns)
+            r_out = list(self.ref.main.body.returns)
+            shard: list[Sharding | None] = (list(self.other.result_shardings) if self.other.per_device
+                                            else [None] * len(o_out))
+            return r_out, o_out, shard
+        j0, j1 = self.cuts.other[k0], self.cuts.other[k1 + 1]
+        pos = self.o_side.position
+        o_out = sorted((v for v in self._live_o[j1] if pos[v] >= j0), key=self._order)
+        return [self.links[v].ref for v in o_out], o_out, [self.links[v].sharding for v in o_out]
+
+    def span(self, name: str, k0: int, k1: int) -> StagePair:
+        """The stage from cut k0 to cut k1 + 1 (NotFormed when its values do not line up)."""
+        r_ops, o_ops = self.ops(k0, k1)
+        r_out, o_out, shard = self.outputs(k0, k1)
+        return build(name, self.r_side, self.o_side, self.links, r_ops, o_ops, r_out, o_out, shard,
+                     self.hoisted, self.ref_given)
