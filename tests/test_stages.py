@@ -332,3 +332,14 @@ def test_induction_needs_every_trip_to_agree() -> None:
     fd = c.first_divergence
     assert fd["stage"].endswith("loop body") and fd["op"] == "stablehlo.dot_general"
     assert "gen_core.py:118" in fd["loc"]
+
+
+def test_widened_spans_count_only_as_a_partition_of_the_chain() -> None:
+    """Links 3 and 6 of 7 failed; spans 3-5 and 4-6 proved. The span 4-6 takes as input a
+    value live across cut 4 that link 3 may make wrong and span 3-5 need not return (it
+    dies inside it): overlapping spans prove nothing about link 6."""
+    singles: dict[tuple[int, int], str | None] = {(k, k): None for k in (0, 1, 2, 4, 5)}
+    assert stages_run._segments({**singles, (3, 5): "a", (4, 6): "b"}, 7) is None
+    assert stages_run._segments({**singles, (3, 5): "a", (6, 6): None}, 7) == [None, None, None, "a", None]
+    assert stages_run._segments({**singles, (2, 3): "c", (4, 6): "b"}, 7) == [None, None, "c", "b"]
+    assert stages_run._segments({(0, 0): None}, 2) is None

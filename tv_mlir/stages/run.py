@@ -154,50 +154,73 @@ def _widen(cut: Cut, records: list[StageRecord], options: Options, finite: set[s
            summary: dict[str, Any]) -> dict[str, dict] | None:
     """Stages that failed at free inputs, proved again as spans with the links before them
     (one more link per round, up to MAX_WIDEN): the values they took as any real (p = x*x + 1
-    as any p) are then computed from the span's inputs. A proved span covers every link in
-    it: its inputs hold by the links before it, and it returns every value it makes that is
-    live after it. When every failed stage is covered: the proved spans' results by hash,
-    the span that ends the chain's also under the last stage's hash (it stands for the
-    programs' outputs); else None and the pair goes on to the whole proof.
-    Only counterexamples are widened: a stage that timed out or passed a budget would only
-    grow harder."""
+    as any p) are then computed from the span's inputs.
+
+    The chain then holds when the links are a sequence of consecutive segments, each a
+    proved stage or a proved span (`_segments`): a segment's inputs are values live across
+    its first cut, made by an earlier segment and live across that one's last cut, so
+    among its outputs. Overlapping spans would not do: one span may take as input a value
+    that a failed link makes and that the span covering that link does not return.
+    Returns, when the segments reach the end: the used spans' results by hash, the last
+    one's also under the last stage's hash (it stands for the programs' outputs); else
+    None and the pair goes on to the whole proof. Only counterexamples are widened: a stage
+    that timed out or passed a budget would only grow harder; so is neither the prologue
+    nor a loop proved by induction."""
     chain = cut.chain
     failed = [r for r in records if r.verdict != "equivalent"]
     if chain is None or not failed or any(
-            r.verdict != "not-equivalent" or cut.chain_index[r.index] is None for r in failed):
+            r.verdict != "not-equivalent" or cut.chain_index[r.index] in cut.loop_links | {None} for r in failed):
         return None
-    plain = {k for k in cut.chain_index if k is not None}  # links that are ordinary stages (no loop)
-    open_ = {k for r in failed if (k := cut.chain_index[r.index]) is not None}
-    proved: dict[str, dict] = {}
+    open_ = sorted({k for r in failed if (k := cut.chain_index[r.index]) is not None})
+    bad = set(open_)
+    segments: dict[tuple[int, int], str | None] = {(k, k): None for k in range(chain.length) if k not in bad}
+    results: dict[str, dict] = {}
     tried: list[dict[str, Any]] = []
     summary["widened"] = tried
     for w in range(1, MAX_WIDEN + 1):
-        spans = sorted({(k - w, k) for k in open_ if k >= w and all(j in plain for j in range(k - w, k + 1))})
+        spans = sorted({(k - w, k) for k in open_
+                        if k >= w and not any(j in cut.loop_links for j in range(k - w, k + 1))})
         pairs: list[StagePair] = []
         built: list[tuple[int, int]] = []
         for k0, k1 in spans:
+            name = f"stages {k0 + 1}-{k1 + 1} of {chain.length}"
             try:
-                pairs.append(chain.span(f"stages {k0 + 1}-{k1 + 1} of {chain.length}", k0, k1))
+                pairs.append(chain.span(name, k0, k1))
                 built.append((k0, k1))
             except NotFormed as exc:
-                tried.append({"name": f"stages {k0 + 1}-{k1 + 1} of {chain.length}", "verdict": "unknown",
-                              "reason": f"not formed: {exc}"})
+                tried.append({"name": name, "verdict": "unknown", "reason": f"not formed: {exc}"})
         if not pairs:
             break
         progress(options, f"{len(open_)} stage(s) failed at free inputs: proving {len(pairs)} span(s) of "
                           f"{w + 1} stages")
         recs, res = _prove_stages(pairs, options, finite, signs)
-        for (k0, k1), rec in zip(built, recs):
+        for span, rec in zip(built, recs):
             tried.append({"name": rec.name, "hash": rec.hash, "how": rec.how, "verdict": rec.verdict,
                           "reason": rec.reason, "time_s": rec.time_s})
             if rec.verdict == "equivalent":
-                open_ -= set(range(k0, k1 + 1))
-                proved[rec.hash] = res[rec.hash]
-                if k1 == chain.length - 1:
-                    proved[records[-1].hash] = res[rec.hash]
-        if not open_:
-            break
-    return None if open_ else proved
+                segments[span] = rec.hash
+                results[rec.hash] = res[rec.hash]
+        used = _segments(segments, chain.length)
+        if used is not None:
+            out = {h: results[h] for h in used if h is not None}
+            if used[-1] is not None:
+                out[records[-1].hash] = results[used[-1]]
+            return out
+    return None
+
+
+def _segments(proved: dict[tuple[int, int], str | None], n: int) -> list[str | None] | None:
+    """Links 0..n-1 as consecutive proved segments (first, last link) -> span hash (None:
+    the link's own stage): the segments' hashes in order, or None when they cannot reach
+    the end."""
+    best: dict[int, list[str | None]] = {0: []}
+    for start in range(n):
+        if start not in best:
+            continue
+        for (a, b), h in proved.items():
+            if a == start and b + 1 not in best:
+                best[b + 1] = best[start] + [h]
+    return best.get(n)
 
 
 def _first_failure(records: list[StageRecord]) -> StageRecord | None:
@@ -246,7 +269,8 @@ class Cut:
     outputs_agree: bool = True  # the other's outputs held the reference's on the lineage's runs
     divergence: Op | None = None  # when they did not: the first op whose value matched none
     chain: Chain | None = None  # the cuts, to build longer spans of them (`_widen`)
-    chain_index: list[int | None] = field(default_factory=list)  # per stage: its link of the chain, if one
+    chain_index: list[int | None] = field(default_factory=list)  # per stage: its link of the chain (not the prologue)
+    loop_links: set[int] = field(default_factory=set)  # links proved by induction (several stages each)
 
 
 def _elements(m: Module) -> int:
@@ -311,7 +335,8 @@ def _cut(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] 
                     loop = induction(name, r_side, o_side, links, r_ops[0], o_ops[0], r_out, o_out, shard,
                                      hoisted, ref_given, r_vals, o_vals)
                     stages += loop
-                    cut.chain_index += [None] * len(loop)
+                    cut.chain_index += [k] * len(loop)
+                    cut.loop_links.add(k)
                     continue
                 except NotFormed as exc:  # unrolled instead, as any other stage
                     progress(options, f"{name}: the loops are not proved by induction: {exc}")
