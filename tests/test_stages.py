@@ -17,7 +17,7 @@ from tv_mlir.api import prepare, verify
 from tv_mlir.errors import UsageError
 from tv_mlir.execute.interp import Interpreter
 from tv_mlir.frontend.classify import check_signatures
-from tv_mlir.ir import Block, Module
+from tv_mlir.ir import Block, Module, TensorType
 from tv_mlir.options import Options
 from tv_mlir.prove.fingerprints import random_inputs
 from tv_mlir.report import to_text
@@ -343,3 +343,51 @@ def test_widened_spans_count_only_as_a_partition_of_the_chain() -> None:
     assert stages_run._segments({**singles, (3, 5): "a", (6, 6): None}, 7) == [None, None, None, "a", None]
     assert stages_run._segments({**singles, (2, 3): "c", (4, 6): "b"}, 7) == [None, None, "c", "b"]
     assert stages_run._segments({(0, 0): None}, 2) is None
+
+
+# b = 2 exp(x) > 0, so m / b * b is m: equal programs. The stage after b takes b as a
+# positive input; its random runs must draw it so (b = 0 in a run makes m / b * b NaN there:
+# no fingerprints after it, and a "counterexample" at an input the proof excludes).
+POSITIVE_REF = """
+func.func @main(%x: tensor<16xf32>, %y: tensor<16xf32>) -> tensor<16xf32> {
+  %a = stablehlo.exponential %x : tensor<16xf32>
+  %b = stablehlo.add %a, %a : tensor<16xf32>
+  %m = stablehlo.multiply %y, %y : tensor<16xf32>
+  %c = stablehlo.divide %m, %b : tensor<16xf32>
+  %d = stablehlo.multiply %c, %b : tensor<16xf32>
+  %e = stablehlo.add %d, %y : tensor<16xf32>
+  %f = stablehlo.multiply %e, %e : tensor<16xf32>
+  return %f : tensor<16xf32>
+}
+"""
+POSITIVE_OTHER = """
+func.func @main(%x: tensor<16xf32>, %y: tensor<16xf32>) -> tensor<16xf32> {
+  %a = stablehlo.exponential %x : tensor<16xf32>
+  %b = stablehlo.add %a, %a : tensor<16xf32>
+  %m = stablehlo.multiply %y, %y : tensor<16xf32>
+  %e = stablehlo.add %m, %y : tensor<16xf32>
+  %f = stablehlo.multiply %e, %e : tensor<16xf32>
+  %z = stablehlo.multiply %b, %f : tensor<16xf32>
+  %g = stablehlo.divide %z, %b : tensor<16xf32>
+  return %g : tensor<16xf32>
+}
+"""
+
+
+def test_a_positive_stage_input_is_positive_in_the_random_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stages_run, "MAX_WIDEN", 0)  # no second chance: the stage itself must hold
+    v = verify(POSITIVE_REF, POSITIVE_OTHER, cache=False, **QUICK)
+    assert v.verdict == "equivalent", v.reason
+    assert v.stages["used"] and "failed" not in v.stages and "whole" not in v.stages, v.stages.get("failed")
+
+
+def test_random_inputs_follow_the_signs_and_keep_the_other_draws() -> None:
+    types = [TensorType((64,), "f32")] * 3 + [TensorType((8,), "i32")]
+    plain = random_inputs(types)
+    signed = random_inputs(types, signs=[2, 1, 0, 2])
+    for a, b in zip(plain, signed):
+        assert (b[0] > 0).all() and (b[1] >= 0).all() and (b[0] != 0).all()
+        np.testing.assert_array_equal(np.abs(a[1]), b[1])  # the same draw, folded
+        np.testing.assert_array_equal(a[2], b[2])  # an input without a sign: unchanged
+        np.testing.assert_array_equal(a[3], b[3])  # integers: signs are for floats
+    assert any((a[0] <= 0).any() for a in plain)  # what the signs change

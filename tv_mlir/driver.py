@@ -188,7 +188,9 @@ def _numeric_runs(p: _Proof) -> None:
     """Both programs on random inputs: fingerprints for sweeping, and a cheap first search
     for a counterexample."""
     with _timed(p, "numeric_s"):
-        p.input_sets = random_inputs(p.types, bounds=p.bounds)
+        o = p.options
+        signs = [2 if k in o.positive_inputs else 1 if k in o.nonnegative_inputs else 0 for k in range(len(p.types))]
+        p.input_sets = random_inputs(p.types, bounds=p.bounds, signs=signs)
         try:
             p.ref_trace = numeric_trace(p.ref, p.input_sets, p.options.max_unroll)
             p.other_trace = numeric_trace(p.other, p.input_sets, p.options.max_unroll)

@@ -20,7 +20,8 @@ RUNS = 8
 
 
 def random_inputs(types: Sequence[TensorType], seed: int = 0,
-                  bounds: Sequence[tuple[int, int] | None] = ()) -> list[list[np.ndarray]]:
+                  bounds: Sequence[tuple[int, int] | None] = (),
+                  signs: Sequence[int] = ()) -> list[list[np.ndarray]]:
     """Run 0: small integers (exact arithmetic, readable witnesses); the other runs: real
     values with three decimals (printable, generic enough to avoid ties).
 
@@ -28,7 +29,12 @@ def random_inputs(types: Sequence[TensorType], seed: int = 0,
     size (and a little past both ends) in the others: an integer input is often an index (a
     token id, a position), and ids that all fall into the first shard's rows make the
     first shard's partial lookup look like the whole lookup (a failed proof per element).
-    An input with `bounds` (closed, --assume) is drawn inside them."""
+    An input with `bounds` (closed, --assume) is drawn inside them. A float input with
+    `signs` 2 (positive) or 1 (non-negative) is drawn so: the proof takes it so (a stage
+    input that is a softmax denominator, an rsqrt argument), and a 0 or a negative value
+    there makes infinities and NaNs that leave every value after it without a fingerprint,
+    and a random counterexample outside the domain the proof assumes. The draws are the
+    same as without `signs`, folded into the sign, so the other inputs do not change."""
     rng = np.random.default_rng(seed)
     span = max((d for t in types for d in t.shape), default=4)
     sets = []
@@ -49,10 +55,16 @@ def random_inputs(types: Sequence[TensorType], seed: int = 0,
                     inside = max(lo, b[0]), min(hi, b[1] + 1)
                     lo, hi = inside if inside[0] < inside[1] else (b[0], b[1] + 1)
                 arrays.append(rng.integers(lo, hi, size=t.shape).astype(np.int64))
-            elif run == 0:
-                arrays.append(rng.integers(-3, 4, size=t.shape).astype(np.float64))
             else:
-                arrays.append(np.round(rng.normal(size=t.shape), 3))
+                sign = signs[len(arrays)] if len(arrays) < len(signs) else 0
+                if run == 0:
+                    x = rng.integers(-3, 4, size=t.shape).astype(np.float64)
+                    x = np.abs(x) + 1 if sign == 2 else np.abs(x) if sign == 1 else x
+                else:
+                    x = rng.normal(size=t.shape)
+                    x = np.abs(x) + 0.25 if sign == 2 else np.abs(x) if sign == 1 else x
+                    x = np.round(x, 3)
+                arrays.append(x)
         sets.append(arrays)
     return sets
 
