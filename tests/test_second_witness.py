@@ -211,3 +211,31 @@ def test_no_second_proof_where_the_full_size_check_ran_and_agreed() -> None:
     # Without the check, the second proof is made.
     w = tv_mlir.verify(small / "attn_tp.ref.mlir", small / "attn_tp.shardy.mlir", full_size_check="off")
     assert w.verdict == "equivalent" and w.shrink["second"].get("verdict") == "equivalent"
+
+
+def test_second_witness_grows_only_as_far_as_stages_cut(monkeypatch) -> None:
+    """Grown past what staged proofs cut, the second proof would go whole (and end
+    `unknown` for its size on a deep plan): the growth budget is halved until the grown
+    pair is cut, and the second proof is staged like the first."""
+    from tv_mlir.stages import run as stages_run
+    from tv_mlir.stages.flat import flatten
+
+    args = (str(TESTDATA / "sharded" / "mlp_tp.ref.mlir"), str(TESTDATA / "sharded" / "mlp_tp.shardy.mlir"))
+    opts = dict(full_size_check="off", stage_min_elements=0, cache=False)
+    free = tv_mlir.verify(*args, **opts)
+    assert free.verdict == "equivalent" and free.shrink["second"]["elements"]["halved"] == 0
+    sizes = []
+    real = api.too_large_to_cut
+
+    def spy(a, b):
+        sizes.append(max(stages_run._elements(a), stages_run._elements(flatten(b).module)))
+        return real(a, b)
+
+    monkeypatch.setattr(api, "too_large_to_cut", spy)
+    monkeypatch.setattr(stages_run, "MAX_CUT_ELEMENTS", 400)  # the freely grown pair cuts to 512
+    v = tv_mlir.verify(*args, **opts)
+    second = v.shrink["second"]
+    assert v.verdict == "equivalent" and second["verdict"] == "equivalent", v.reason
+    assert second["elements"]["halved"] >= 1 and sizes[0] > 400 >= sizes[-1], sizes
+    assert second["elements"]["second"] < free.shrink["second"]["elements"]["second"]
+    assert any(c["second"] > c["first"] for c in second["sizes"])  # still a second witness

@@ -17,11 +17,11 @@ from tv_mlir.frontend import symshape
 from tv_mlir.frontend.classify import check_signatures
 from tv_mlir.frontend.read import BYTECODE_MAGIC, Loaded, SourceSpec, load_module, load_module_mlir, read_source
 from tv_mlir.ir import Module
-from tv_mlir.options import SECOND_WITNESS_FLOOR, SECOND_WITNESS_GROWTH, Options
+from tv_mlir.options import SECOND_WITNESS_FLOOR, SECOND_WITNESS_GROWTH, SECOND_WITNESS_HALVINGS, Options
 from tv_mlir.passes import load_pipeline, run_pipeline
 from tv_mlir.progress import progress
 from tv_mlir.shrink.pair import shrink_pair
-from tv_mlir.stages.run import prove_staged
+from tv_mlir.stages.run import prove_staged, too_large_to_cut
 from tv_mlir.verdict import FullSizeCheck, Verdict
 from tv_mlir.witness import fullsize
 
@@ -155,11 +155,20 @@ def _second_witness(shrink: dict[str, Any], originals: tuple[Module, Module],
     t0 = time.perf_counter()
     first = int(shrink.get("elements", 0))
     budget = max(SECOND_WITNESS_GROWTH * first, first + SECOND_WITNESS_FLOOR)
-    try:
-        small_ref, small_other, summary, emb = _shrink(*originals, *originals, options, grow=1, budget=budget)
-    except TvError as exc:
-        shrink["second"] = {"skipped": f"the grown sizes cannot be verified: {exc.one_line()}"}
-        return None
+    halved = 0
+    while True:
+        try:
+            small_ref, small_other, summary, emb = _shrink(*originals, *originals, options, grow=1, budget=budget)
+        except TvError as exc:
+            shrink["second"] = {"skipped": f"the grown sizes cannot be verified: {exc.one_line()}"}
+            return None
+        # Grown past what staged proofs cut (the first proof's way through a deep plan),
+        # the pair would go whole and end `unknown` for its size: grow less.
+        if not (options.stages and summary.get("applied") and too_large_to_cut(small_ref, small_other)) \
+                or halved >= SECOND_WITNESS_HALVINGS:
+            break
+        budget = first + (budget - first) // 2
+        halved += 1
     if not summary.get("applied") and summary.get("reason") != "no dimension can shrink":
         shrink["second"] = {"skipped": f"the grown sizes cannot be verified: {summary.get('reason', '')}"}
         return None
@@ -174,7 +183,7 @@ def _second_witness(shrink: dict[str, Any], originals: tuple[Module, Module],
             entry["note"] = held.get(str(e["class"]), "cannot grow: no larger admissible size (its relations)")
         classes.append(entry)
     record: dict[str, Any] = {"sizes": classes, "elements": {"first": first, "second": summary.get("elements"),
-                                                             "budget": budget}}
+                                                             "budget": budget, "halved": halved}}
     shrink["second"] = record
     if all(e["second"] == e["first"] for e in classes):
         record["skipped"] = "no shrunk class can grow within the budget"

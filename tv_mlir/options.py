@@ -67,6 +67,9 @@ FULL_SIZE_MEMORY_FRACTION = 0.5
 # the budget keep their first size and the shrink map says so.
 SECOND_WITNESS_GROWTH = 2
 SECOND_WITNESS_FLOOR = 2000
+# Grown past what staged proofs cut (stages.run.MAX_CUT_ELEMENTS), the growth budget is
+# halved up to this many times.
+SECOND_WITNESS_HALVINGS = 4
 FULL_SIZE_MAX_FLOPS = 4_000_000_000
 
 

@@ -273,6 +273,12 @@ class Cut:
     loop_links: set[int] = field(default_factory=set)  # links proved by induction (several stages each)
 
 
+def too_large_to_cut(ref: Module, other: Module) -> bool:
+    """Whether `_cut` refuses the pair for its size (the other program as flattened)."""
+    flat = flatten(other)
+    return flat.ok and max(_elements(ref), _elements(flat.module)) > MAX_CUT_ELEMENTS
+
+
 def _elements(m: Module) -> int:
     devices = m.num_devices if m.per_device else 1
     return sum(t.size * devices for f in m.funcs.values() for op in f.body.walk() for t in op.result_types)
