@@ -14,6 +14,12 @@ from tv_mlir.stages.lineage import Link
 from tv_mlir.stages.plan import Cuts, Side
 
 
+def op_order(side: Side) -> Callable[[str], int]:
+    """A value's position among the program's ops (-1: an argument)."""
+    index = {r: n for n, op in enumerate(side.module.main.body.ops) for r in op.results}
+    return lambda v: index.get(v, -1)
+
+
 @dataclass
 class Chain:
     ref: Module
@@ -29,9 +35,7 @@ class Chain:
 
     def __post_init__(self) -> None:
         self._live_o = self.o_side.live()
-        # Once per chain: a dict over every op of the program (per stage, quadratic).
-        index = {r: n for n, op in enumerate(self.o_side.module.main.body.ops) for r in op.results}
-        self._order = lambda v: index.get(v, -1)
+        self._order = op_order(self.o_side)  # once per chain: per stage it would be quadratic
 
     @property
     def length(self) -> int:

@@ -37,7 +37,7 @@ from tv_mlir.prove.fingerprints import random_inputs
 from tv_mlir.stages import lineage
 from tv_mlir.stages.bar import StageBar
 from tv_mlir.stages.cache import ProofCache, cache_key
-from tv_mlir.stages.chain import Chain
+from tv_mlir.stages.chain import Chain, op_order
 from tv_mlir.stages.extract import NotFormed, StagePair, build
 from tv_mlir.stages.finite import NONNEG, POS, finite_values, signed_values
 from tv_mlir.stages.flat import flatten
@@ -324,7 +324,7 @@ def _cut(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] 
     ref_given = {links[v].ref for v in hoisted}
     stages: list[StagePair] = []
     try:
-        used_hoisted = sorted({u for op in o_side.flow for u in _uses(op) if u in hoisted}, key=_order(o_side))
+        used_hoisted = sorted({u for op in o_side.flow for u in _uses(op) if u in hoisted}, key=op_order(o_side))
         if used_hoisted:
             r_out = [links[v].ref for v in used_hoisted]
             stages.append(build("prologue", r_side, o_side, links, r_side.cone(r_out, frozenset({"prologue"})),
@@ -373,11 +373,6 @@ def _uses(op: Any) -> list[str]:
     from tv_mlir.stages.plan import region_uses
 
     return region_uses(op)
-
-
-def _order(side: Side) -> Any:
-    index = {r: n for n, op in enumerate(side.module.main.body.ops) for r in op.results}
-    return lambda v: index.get(v, -1)
 
 
 def _ranks(side: Side) -> dict[str, float]:
