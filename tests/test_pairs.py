@@ -28,7 +28,7 @@ def test_pair_verdict(folder: str, name: str, expect: str, xla) -> None:
         assert v.counterexample is None
         return
     c = v.counterexample
-    assert c is not None and c.replay and c.confirmed
+    assert c is not None and c.replay and c.confirmed and c.confirmed_at == "original sizes", c
     xla_replay = [r for r in c.replay if r.backend == "xla"]
     assert xla_replay and xla_replay[0].confirmed and not xla_replay[0].error, c.replay
     # The witness really separates the programs on XLA (f32), not only in our interpreter.

@@ -29,6 +29,8 @@ def test_sharded_plan(entry: dict, form: str) -> None:
     assert c is not None
     xla = [r for r in c.replay if r.backend == "xla"]
     assert xla and xla[0].confirmed, f"XLA does not reproduce the witness: {c.replay}"
+    # Exit 1 only for what XLA shows at the programs' own sizes (issue 12).
+    assert v.exit_code == 1 and c.confirmed_at == "original sizes", (c.confirmed_at, v.reason)
     if entry["kind"] == "replica":
         assert c.devices is not None and c.devices[0] != c.devices[1], v.reason
         # Device 0's copy is right here: the divergence is between replicas only.

@@ -103,9 +103,34 @@ def verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, *
         _name_the_second_witness(verdict, second)
     if not checked:
         _full_size_check(verdict, shrunk, originals, options, runner)
+    _exit_1_needs_confirmation(verdict, options)
     verdict.time_s = round(time.perf_counter() - t0, 4)
     verdict.assume = assumed(options)
     return verdict
+
+
+def _exit_1_needs_confirmation(verdict: Verdict, options: Options) -> None:
+    """The last word on exit 1: `not-equivalent` stands only with a counterexample XLA
+    shows at the original sizes. Each path above (embedding, regrowth, second witness,
+    full-size check, replica divergence) is meant to leave only such verdicts; this is the
+    one place that holds them all to it, so a new path cannot print an exit 1 that the
+    programs as given do not show. With --no-replay the user asked not to confirm: the
+    verdict stays, unconfirmed (README). A verdict without a counterexample is structural
+    (output counts, shapes or element types differ; --strict-dtypes): no input to confirm.
+    A pair verified at its own sizes keeps its exact witness where XLA cannot run or show it
+    (an unconfirmed approximation is `unknown` already, in the driver): the rule is about
+    witnesses of the shrunk programs."""
+    c = verdict.counterexample
+    if verdict.verdict != "not-equivalent" or not options.replay or c is None:
+        return
+    if not (verdict.shrink and verdict.shrink.get("applied")):
+        return
+    if c.confirmed and c.confirmed_at == "original sizes":
+        return
+    where = ("XLA does not reproduce it" if not c.confirmed
+             else f"XLA shows it at the {c.confirmed_at or 'shrunk sizes'} only")
+    verdict.verdict = "unknown"
+    verdict.reason = f"not confirmed at the original sizes ({where}): {verdict.reason}"
 
 
 def _check_assume(ref: Module, options: Options) -> None:
