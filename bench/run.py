@@ -7,6 +7,7 @@ import json
 import os
 import resource
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -29,7 +30,7 @@ def rows() -> list[tuple[str, Path, Path, str]]:
 
 def main() -> int:
     timeout = float(os.environ.get("BENCH_TIMEOUT", "60"))
-    sections = os.environ.get("BENCH_SECTIONS", "big,sharded,realistic,core,depth").split(",")
+    sections = os.environ.get("BENCH_SECTIONS", "big,sharded,realistic,core,depth,cores").split(",")
     if "big" in sections:
         big(timeout)
     if "sharded" in sections:
@@ -40,6 +41,8 @@ def main() -> int:
         core(timeout)
     if "depth" in sections:
         depth(timeout)
+    if "cores" in sections:
+        cores(timeout)
     return 0
 
 
@@ -192,6 +195,76 @@ def depth(timeout: float) -> None:
     print(f"(time: the whole `verify` in a child process, parsing to verdict; warm: rerun with the cold run's proof "
           f"cache; stages: proved / reused in the cold run, cached in the warm one; {jobs} stage worker(s); "
           f"{os.cpu_count()} cores)")
+
+
+def cores(timeout: float) -> None:
+    """Old engine against new (issue 11: median speed-up >= 20x): every testdata/big pair and
+    every sharded plan (reference against the forms of BENCH_CORES_FORMS, default "shardy";
+    "shardy,gspmd" adds the GSPMD form) verified with core="z3" and then core="own", one after
+    the other in this process, without the proof cache (a cached stage would time the disk).
+    Untimed warm-up runs of both cores first, on an equivalent and a not-equivalent pair, so
+    the first pairs do not pay imports, jit compilation and the XLA client for one core only."""
+    forms = [f for f in os.environ.get("BENCH_CORES_FORMS", "shardy").split(",") if f]
+    d = ROOT / "testdata/sharded"
+    plans = json.loads((d / "manifest.json").read_text())
+    pairs = [(name, a, b, expect) for name, a, b, expect in rows()]
+    pairs += [(f"{e['name']}.{form}", d / e["ref"], d / e[form], e["expect"]) for e in plans for form in forms]
+    warm = {expect: (a, b) for _, a, b, expect in reversed(pairs)}  # the first pair of each expectation
+    for a, b in warm.values():
+        for core_name in ("z3", "own"):
+            verify(a, b, timeout_s=timeout, core=core_name, cache=False)
+    print(f"\n{'cores pair':<42} {'expect':<15} {'verdict z3':<15} {'verdict own':<15} {'total z3':>9} "
+          f"{'total own':>9} {'ratio':>7} {'sym z3':>8} {'sym own':>8} {'ratio':>7} {'core z3':>8} {'core own':>8} "
+          f"{'ratio':>7}")
+    ratios: dict[str, list[float]] = {"total": [], "symbolic": [], "core": []}
+    for name, a, b, expect in pairs:
+        (v_z3, t_z3), (v_own, t_own) = (_timed_verify(a, b, timeout, c) for c in ("z3", "own"))
+        cells = []
+        for k, key in enumerate(ratios):
+            r = _ratio(t_z3[k], t_own[k])
+            ratios[key] += [r] if r == r else []  # nan (no symbolic phase, or 0 s) is left out
+            w = 9 if k == 0 else 8
+            cells.append(f"{t_z3[k]:>{w}.2f} {t_own[k]:>{w}.2f} {r:>6.1f}x")
+        print(f"{name:<42} {expect:<15} {v_z3:<15} {v_own:<15} " + " ".join(cells) + _verdict_mark(expect, v_z3, v_own))
+    print(f"{len(pairs)} pairs; ratio z3 / own: " + "; ".join(
+        f"{key} median {_median(xs):.1f}x, geometric mean {_geomean(xs):.1f}x over {len(xs)}"
+        for key, xs in ratios.items()))
+    print("(total: the whole `verify`, parse, numeric runs and XLA replay of counterexamples included, which both "
+          "cores share; sym: stats['symbolic_s'], the symbolic execution the core changes; core: sym plus the "
+          "checks that follow it on the core's terms (counterexample_s, local_s, solve_s); "
+          f"per-query solver timeout {timeout:.0f} s (BENCH_TIMEOUT); {os.cpu_count()} cores)")
+
+
+def _timed_verify(a: Path, b: Path, timeout: float, core_name: str) -> tuple[str, tuple[float, float, float]]:
+    """(verdict, (wall-clock s, symbolic s, core s: symbolic and the checks after it)); a phase
+    the run never reached (a verdict before the symbolic execution) counts as nan."""
+    t = time.perf_counter()
+    v = verify(a, b, timeout_s=timeout, core=core_name, cache=False)
+    total = time.perf_counter() - t
+    s = v.stats
+    symbolic = float(s.get("symbolic_s", float("nan")))
+    after = sum(float(s.get(k, 0.0)) for k in ("counterexample_s", "local_s", "solve_s"))
+    return v.verdict, (total, symbolic, symbolic + after)
+
+
+def _ratio(old: float, new: float) -> float:
+    return old / new if new > 0 else float("nan")
+
+
+def _verdict_mark(expect: str, z3: str, own: str) -> str:
+    notes = []
+    if z3 != own:
+        notes.append("cores disagree")
+    notes += [f"{c} not expected" for c, v in (("z3", z3), ("own", own)) if v != expect]
+    return "  <- " + ", ".join(notes) if notes else ""
+
+
+def _median(xs: list[float]) -> float:
+    return statistics.median(xs) if xs else float("nan")
+
+
+def _geomean(xs: list[float]) -> float:
+    return statistics.geometric_mean(xs) if xs and min(xs) > 0 else float("nan")
 
 
 def _depth_child(ref: Path, other: Path, cache: str, jobs: str, timeout: float, limit: float) -> dict:
