@@ -207,7 +207,7 @@ def cores(timeout: float) -> None:
     forms = [f for f in os.environ.get("BENCH_CORES_FORMS", "shardy").split(",") if f]
     d = ROOT / "testdata/sharded"
     plans = json.loads((d / "manifest.json").read_text())
-    pairs = [(name, a, b, expect) for name, a, b, expect in rows()]
+    pairs = list(rows())
     pairs += [(f"{e['name']}.{form}", d / e["ref"], d / e[form], e["expect"]) for e in plans for form in forms]
     warm = {expect: (a, b) for _, a, b, expect in reversed(pairs)}  # the first pair of each expectation
     for a, b in warm.values():

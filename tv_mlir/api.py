@@ -118,7 +118,7 @@ def _exit_1_needs_confirmation(verdict: Verdict, options: Options) -> None:
     verdict stays, unconfirmed (README). A verdict without a counterexample is structural
     (output counts, shapes or element types differ; --strict-dtypes): no input to confirm.
     A pair verified at its own sizes keeps its exact witness where XLA cannot run or show it
-    (an unconfirmed approximation is `unknown` already, in the driver): the rule is about
+    (an unconfirmed approximation is `unknown` already, witness/settle.py): the rule is about
     witnesses of the shrunk programs."""
     c = verdict.counterexample
     if verdict.verdict != "not-equivalent" or not options.replay or c is None:
