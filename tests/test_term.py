@@ -420,3 +420,56 @@ def test_division_by_a_known_positive_is_finite_without_a_case_split() -> None:
     assert not any(t.kind == CMP for t in s.nodes[before:])  # no zero or sign tests built
     maybe_zero = FF(s.var("b", REAL), FIN)
     assert not isinstance(alg.f_div(a, maybe_zero).k, int)
+
+
+def test_a_bound_noted_after_a_comparison_still_decides_it() -> None:
+    """An input's own range constraints are built before its bounds are noted: the same
+    comparison asked afterwards must fold by the bounds, not come back from the memo as an
+    open atom (flax's embedding lookup tests `0 <= id <= V - 1` of assumed ids; left open,
+    the NaN fill made every later float's IEEE class symbolic)."""
+    s = TermStore()
+    x = s.var("ids", INT)
+    before = [s.le(s.int_(0), x), s.le(x, s.int_(63)), s.lt(x, s.int_(0))]
+    assert all(isinstance(c, Term) for c in before)
+    assert x.leaf is not None
+    s.bounds[x.leaf.id] = (0, 63)
+    assert s.le(s.int_(0), x) is True and s.le(x, s.int_(63)) is True and s.lt(x, s.int_(0)) is False
+    assert isinstance(s.le(s.int_(1), x), Term)  # not decided by [0, 63]
+
+
+def test_inputs_with_bounds_decide_their_range_tests() -> None:
+    """The own core's inputs with --assume bounds: in-range tests fold as built."""
+    from tv_mlir.algebra.base import Kind
+    from tv_mlir.algebra.fast import FastAlgebra
+
+    alg = FastAlgebra()
+    arr, _ = alg.inputs("ids", (2,), Kind.INT, False, 32, bounds=(0, 63))
+    x = arr[0]
+    assert alg._int_cmp("GE", x, 0) is True and alg._int_cmp("LE", x, 63) is True
+    assert alg._int_cmp("LT", x, 63) is not True
+
+
+def test_powers_and_roots_of_positives_are_positive() -> None:
+    """b^e for a known-positive b (RoPE's 1 / 10000^(2i/d)), sqrt/rsqrt of a positive
+    variance: known positive in both cores, so a division by one stays finite without a
+    case split; a power of a base of unknown sign is not."""
+    from tv_mlir.algebra import symbolic
+    from tv_mlir.algebra.fast import FF, FIN, NONNEG_SIGN, FastAlgebra, known_positive, known_sign
+
+    alg = FastAlgebra()
+    s = alg.store
+    x = s.var("x", REAL)
+    e = s.var("e", REAL)
+    base = s.add(s.mul(x, x), s.real(1))
+    assert known_positive(s.uf("power", [s.real(10000), s.real(Fraction(1, 4))]))
+    assert known_positive(s.uf("power", [base, e]))
+    assert known_positive(s.uf("rsqrt", [base])) and known_positive(s.uf("sqrt", [base]))
+    assert not known_positive(s.uf("power", [x, e]))
+    assert known_sign(s.uf("sqrt", [x])) == NONNEG_SIGN and not known_positive(s.uf("sqrt", [x]))
+    q = alg.f_div(FF(s.real(1), FIN), FF(s.uf("power", [s.real(10000), s.real(Fraction(1, 4))]), FIN))
+    assert q.k == FIN
+    assert not isinstance(alg.f_div(FF(s.real(1), FIN), FF(s.uf("power", [x, e]), FIN)).k, int)
+    power = z3.Function("power", z3.RealSort(), z3.RealSort(), z3.RealSort())
+    zx = z3.Real("x")
+    assert symbolic.known_positive(power(z3.RealVal(10000), z3.RealVal("1/4")))
+    assert not symbolic.known_positive(power(zx, z3.RealVal(2)))

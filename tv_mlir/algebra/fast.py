@@ -35,6 +35,9 @@ from tv_mlir.ir import TensorType
 
 FIN, POS, NEG, NAN = 0, 1, 2, 3  # IEEE classes of a float element (as in `symbolic`)
 POSITIVE_UFS = frozenset({"exponential", "logistic"})
+# Functions positive wherever their first argument is (b^e for b > 0: RoPE's inverse
+# frequencies 1 / 10000^(2i/d) divide by one; the square roots of a positive variance).
+POSITIVE_OF_POSITIVE_UFS = frozenset({"power", "sqrt", "rsqrt", "cbrt"})
 
 Cls = int | Term  # an IEEE class: known, or an int term
 
@@ -74,8 +77,9 @@ def known_sign(v: Term, depth: int = 8) -> int:
 def _poly_sign(v: Term, depth: int) -> int:
     s = v.store
     nodes = s.nodes
-    # The sign of a free constant or a function application does not depend on the depth
-    # (`_atom_sign`): worked out once per atom, not once per monomial it is in.
+    # The sign of a free constant or a function application that ignores its argument's
+    # sign does not depend on the depth (`_atom_sign`): worked out once per atom, not once
+    # per monomial it is in.
     leaf_signs: dict[int, int] = s.caches.setdefault("leaf_sign", {})
     strict = False
     for mono, coeff in s.terms_of(v):
@@ -87,8 +91,8 @@ def _poly_sign(v: Term, depth: int) -> int:
             if sign is None:
                 atom = nodes[atom_id]
                 sign = _atom_sign(atom, depth - 1)
-                if atom.kind in ("var", "uf"):
-                    leaf_signs[atom_id] = sign
+                if atom.kind == "var" or (atom.kind == "uf" and str(atom.data) not in POSITIVE_OF_POSITIVE_UFS):
+                    leaf_signs[atom_id] = sign  # not one that reads its argument's sign
             if sign == POS_SIGN:
                 continue
             if sign == 0 and e % 2:
@@ -100,7 +104,13 @@ def _poly_sign(v: Term, depth: int) -> int:
 
 def _atom_sign(atom: Term, depth: int) -> int:
     if atom.kind == "uf":
-        return POS_SIGN if str(atom.data) in POSITIVE_UFS else 0
+        name = str(atom.data)
+        if name in POSITIVE_UFS:
+            return POS_SIGN
+        if name in POSITIVE_OF_POSITIVE_UFS and atom.args and known_sign(atom.args[0], depth) == POS_SIGN:
+            return POS_SIGN
+        # sqrt's value counts only where its class is finite, that is at x >= 0.
+        return NONNEG_SIGN if name == "sqrt" else 0
     if atom.kind == "var":
         name = str(atom.data)
         return POS_SIGN if name.startswith(POSITIVE_CUT_PREFIX + "!") else \

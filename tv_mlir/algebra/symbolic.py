@@ -194,6 +194,7 @@ def _fold_cmp(v: z3.ArithRef, op: str, c: Any) -> Any:
 # Functions positive on every finite real (over the reals: no underflow to 0), and the
 # name prefix the sweep gives cut variables that stand for a known-positive term.
 POSITIVE_UFS = frozenset({"exponential", "logistic"})
+POSITIVE_OF_POSITIVE_UFS = frozenset({"power", "sqrt", "rsqrt", "cbrt"})  # f(x) > 0 where x > 0
 POSITIVE_CUT_PREFIX = "cpos"
 _POSITIVE_OPS = frozenset({z3.Z3_OP_ADD, z3.Z3_OP_MUL, z3.Z3_OP_DIV})
 
@@ -220,7 +221,11 @@ def _positive_ast(c: Any, a: Any, depth: int) -> bool:
     n = C.Z3_get_app_num_args(c, a)
     if kind == z3.Z3_OP_UNINTERPRETED:
         name = C.Z3_get_symbol_string(c, C.Z3_get_decl_name(c, decl))
-        return name.startswith(POSITIVE_CUT_PREFIX + "!") if n == 0 else name in POSITIVE_UFS
+        if n == 0:
+            return name.startswith(POSITIVE_CUT_PREFIX + "!")
+        if name in POSITIVE_OF_POSITIVE_UFS:  # as the own core's `fast._atom_sign`
+            return _positive_ast(c, C.Z3_get_app_arg(c, a, 0), depth - 1)
+        return name in POSITIVE_UFS
     if kind in _POSITIVE_OPS:
         return all(_positive_ast(c, C.Z3_get_app_arg(c, a, i), depth - 1) for i in range(n))
     if kind == z3.Z3_OP_ITE:

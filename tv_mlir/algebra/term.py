@@ -122,6 +122,7 @@ class TermStore:
     _negated: dict[int, Term] = field(default_factory=dict)
     _atom_polys: dict[int, Term] = field(default_factory=dict)  # atom id -> its polynomial 1 * atom
     _compared: dict[tuple[str, int, int], Bool] = field(default_factory=dict)
+    _compared_bounds: int = 0  # how many known bounds `_compared` was made with
     _cmps: dict[tuple[str, int], Bool] = field(default_factory=dict)  # (op, difference id) -> `_cmp`
     _cmps_bounds: int = 0  # how many known bounds `_cmps` was made with
     size: int = 0  # nodes made plus the monomials of the polynomials among them
@@ -497,6 +498,12 @@ class TermStore:
         return self._compare("eq0", a, b)
 
     def _compare(self, op: str, a: Term, b: Term) -> Bool:
+        # A bound noted after a comparison was memoised may decide it now (an input's own
+        # range constraints are built before its bounds are known): the memo is only good
+        # for the bounds it was made with, like `_cmp`'s.
+        if len(self.bounds) != self._compared_bounds:
+            self._compared.clear()
+            self._compared_bounds = len(self.bounds)
         key = (op, a.id, b.id)
         hit = self._compared.get(key)
         if hit is None:
