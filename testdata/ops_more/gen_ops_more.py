@@ -1,6 +1,8 @@
 """Lowers small JAX functions to StableHLO for tests/test_ops_xla_more.py: the forms jax
 really emits for the ops of issue 15 (exact gelu, jax.scipy.special, bit counts and
-bitcasts, pooling and its gradient, convolutions and their gradients). Run from the
+bitcasts, pooling and its gradient, convolutions and their gradients, and the CPU LAPACK
+custom calls of jnp.linalg: cholesky and triangular solves, which have semantics, and LU,
+QR, eigh and SVD, which end `unknown`). Run from the
 repository root:
 
     JAX_PLATFORMS=cpu .venv/bin/python testdata/ops_more/gen_ops_more.py
@@ -16,6 +18,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import jax
 import jax.numpy as jnp
+import jax.scipy.linalg as sl
 import jax.scipy.special as sp
 from jax import lax
 
@@ -57,6 +60,16 @@ CASES = {
                                                               feature_group_count=2,
                                                               dimension_numbers=("NCHW", "OIHW", "NCHW")),
                        [S((1, 2, 5, 5)), S((4, 1, 2, 3))]),
+    # LAPACK on CPU: potrf (jax masks a failed factor to NaN, keeps the lower triangle) and
+    # trsm, alone and as cho_solve's two solves; the gradient of a cholesky-based loss.
+    "linalg_cholesky": (lambda a, b: (jnp.linalg.cholesky(a), sl.cho_solve((jnp.linalg.cholesky(a), True), b),
+                                      sl.solve_triangular(a, b, lower=False, trans="T", unit_diagonal=True)),
+                        [S((2, 3, 3)), S((2, 3, 2))]),
+    "linalg_lu": (lambda a, b: jnp.linalg.solve(a, b), [S((3, 3)), S((3, 2))]),
+    "linalg_qr": (lambda a: jnp.linalg.qr(a, mode="r"), [S((3, 3))]),
+    "linalg_orgqr": (lambda a, taus: lax.linalg.householder_product(a, taus), [S((3, 3)), S((3,))]),
+    "linalg_eigh": (lambda a: jnp.linalg.eigh(a)[0], [S((3, 3))]),
+    "linalg_svd": (lambda a: jnp.linalg.svd(a, compute_uv=False), [S((3, 3))]),
 }
 
 

@@ -44,6 +44,8 @@ NON_OP_UNINTERPRETED = {
     **{f"next_after_{d}": 2 for d in _BIT_FLOATS},
     **{f"bits_of_{d}": 1 for d in _BIT_FLOATS},
     **{f"float_of_bits_{d}": 1 for d in _BIT_FLOATS},
+    # What a failed LAPACK factorisation leaves (tv_mlir/semantics/linalg.py `_failed`).
+    "lapack_args": 2, "lapack_failed": 2,
 }
 UNINTERPRETED.update(NON_OP_UNINTERPRETED)
 # Of those, the ones finite at every finite argument (the symbolic algebras' `_domain`).

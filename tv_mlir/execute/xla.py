@@ -318,6 +318,13 @@ def _jax() -> Any:
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # XLA's per-client INFO lines on stderr
     import jax
+
+    # jax's CPU LAPACK kernels (custom_call @lapack_*_ffi) find their LAPACK functions only
+    # after this call, which jax makes when it lowers a linalg op itself; a module read from
+    # text and run here would otherwise crash the process (SIGSEGV) on its first such call.
+    from jax._src.lib import lapack
+
+    lapack._lapack.initialize()
     return jax
 
 

@@ -6,6 +6,7 @@ import numpy as np
 from tv_mlir.algebra import Kind
 from tv_mlir.errors import Unsupported
 from tv_mlir.ir import Op
+from tv_mlir.semantics import linalg
 from tv_mlir.semantics.common import OpContext, Rule, concrete_bool, unsupported
 from tv_mlir.semantics.ops import CALLS, NOOP_CUSTOM_CALLS, VALUE_IDENTITIES
 
@@ -71,6 +72,9 @@ def _custom_call(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndar
     target = op.attrs.get("call_target_name", "?")
     if target in NOOP_CUSTOM_CALLS and len(args) == len(op.results):
         return list(args)
+    rule = linalg.lapack_rule(str(target))
+    if rule is not None:
+        return rule(ctx, op, args)
     raise unsupported(op, f"custom_call @{target} has no semantics")
 
 
