@@ -401,3 +401,139 @@ def test_k_count_degree_and_bound() -> None:
     # Linear in the sums (a relu-masked gradient): one position of each type, plus one.
     assert count_bound(1, 2, 2, 0)[0] == 3
     assert count_bound(3, 2, 2, 0)[0] == 7
+
+
+# The gaps left open after rules a-k (testdata/shrink_rules/gen_gaps.py,
+# manifest_gaps.json): ratios of a size (rule a, `constants.ratios`), positions moved by a
+# gather (rule b, `facts.moved_operands`), and a count whose predicate reads the mean (the
+# degree of a compare: rule k, no change).
+GAPS = json.loads((D / "manifest_gaps.json").read_text())
+GAP_RULES = {"ratio_scaled": "ratios", "ratio_above": "ratios", "pos_gather": "moves", "count_above_mean": "k"}
+
+
+def _gap_off(monkeypatch: pytest.MonkeyPatch, mechanism: str) -> None:
+    from tv_mlir.shrink import constants, facts, positions
+    from tv_mlir.shrink import plan as plan_module
+    from tv_mlir.shrink.constants import Order
+
+    if mechanism == "ratios":
+        monkeypatch.setattr(constants, "RATIOS", False)
+    elif mechanism == "moves":
+        monkeypatch.setattr(facts, "moved_operands", lambda op: ())
+        monkeypatch.setattr(positions, "moved_operands", lambda op: ())
+    elif mechanism == "k":
+        # The mean's divisor is a size value rule (a) keeps above the literal 6: both off.
+        monkeypatch.setattr(plan_module, "COUNTS", False)
+        monkeypatch.setattr(plan_module, "order", lambda *args: Order())
+        monkeypatch.setattr(constants, "NEAR", 1)
+
+
+def test_gaps_manifest_lists_every_pair_ran_on_xla() -> None:
+    assert {(e["pair"], e["variant"]) for e in GAPS} == {(p, v) for p in GAP_RULES for v in ("small", "big")}
+    for e in GAPS:
+        assert e["ran_on_xla"], e
+        for f in e["files"].values():
+            assert (D / f).exists(), f
+
+
+@pytest.mark.parametrize("pair", sorted(GAP_RULES))
+@pytest.mark.parametrize("variant", ["small", "big"])
+def test_gap_pairs_verdicts(pair: str, variant: str) -> None:
+    ok = _verify(pair, variant, "ok")
+    assert ok.verdict == "equivalent" and ok.shrink["applied"], ok.reason
+    bug = _verify(pair, variant, "bug")
+    assert bug.verdict == "not-equivalent", bug.reason
+    c = bug.counterexample
+    assert c is not None and c.confirmed_at == "original sizes", c
+
+
+@pytest.mark.parametrize("pair", ["ratio_scaled", "pos_gather", "count_above_mean"])
+def test_gap_without_its_mechanism_the_bug_hides(pair: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    _gap_off(monkeypatch, GAP_RULES[pair])
+    v = _verify(pair, "small", "bug")
+    assert v.verdict == "equivalent", v.reason
+
+
+@pytest.mark.parametrize("pair", ["ratio_above", "pos_gather"])
+def test_gap_without_its_mechanism_the_correct_twin_is_not_proved(pair: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The shrunk pair differs where the original does not (a literal 1 / 8192 kept while
+    # hidden shrinks; an id past the shrunk sequence clamped to its end by the reference
+    # only): the witness is not confirmed at the original sizes, the verdict is unknown.
+    _gap_off(monkeypatch, GAP_RULES[pair])
+    v = _verify(pair, "big", "ok")
+    assert v.verdict == "unknown" and "original sizes do not show" in v.reason, v.reason
+
+
+def test_a_ratio_scaled_size_value_does_not_meet_a_literal() -> None:
+    # mean * 2.0 divides by hidden / 2: at hidden' = 16 that is the bug's literal 8.
+    hidden, argument = _entry(_plan("ratio_scaled", "big", "bug"), 4096)
+    assert hidden / 2 != 8 and hidden > 16 and "rule a" in argument, (hidden, argument)
+    # The correct twin writes the same multiplier as sum * 2.0 / 4096: both rewritten.
+    assert _entry(_plan("ratio_scaled", "big", "ok"), 4096)[0] == 4
+
+
+def test_a_literal_ratio_of_a_size_pins() -> None:
+    # 0.5 / 4096 folded into the literal 1 / 8192 is mean * 0.5's multiplier: ambiguous.
+    p = _plan("ratio_above", "big", "ok")
+    entry = next(e for e in p.entries if e.original == 4096)
+    assert entry.verified == 4096 and "multiplier" in entry.reason, entry
+    assert _entry(p, 128)[0] == 1
+    # The bug twin's 1 / 4096 is a plain reciprocal of the size: tied, hidden shrinks.
+    assert _entry(_plan("ratio_above", "big", "bug"), 4096)[0] == 4
+
+
+def test_a_two_mean_divisors_told_apart_by_rule_i_are_not_ratios() -> None:
+    from tv_mlir.shrink.constants import Sites, ratios
+
+    # Chains of one rewritten constant each, equal at the original sizes (hidden 64 and
+    # heads x head_dim 64) and rewritten apart: rule (i) decided them, no pin.
+    where = Sites(chains=[("ref", (("%a", 64.0, -1),), "a"), ("ref", (("%b", 64.0, -1),), "b")])
+    a = _plan("ratio_scaled", "small", "ok").analysis
+    hidden = next(c for c, cls in enumerate(a.classes) if cls.size == 64)
+    other = next(c for c, cls in enumerate(a.classes) if cls.size == 12)  # stands for heads x head_dim
+    sizes = [cls.size for cls in a.classes]
+    sizes[hidden], sizes[other] = 4, 6
+    from tv_mlir.shrink.constants import Order
+
+    out = Order()
+    ratios(a, where, sizes, {("ref", "%a"): 4.0, ("ref", "%b"): 2.0}, {("ref", "%a"): (hidden,), ("ref", "%b"): (other,)},
+           out)
+    assert not out.pins, out
+    # The same two as chains of two factors (a literal 0.5 folded in one of them): pinned.
+    where = Sites(chains=[("ref", (("%a", 64.0, -1), ("%h", 2.0, 1)), "a"), ("ref", (("%b", 32.0, -1),), "b")])
+    out = Order()
+    ratios(a, where, sizes, {("ref", "%a"): 4.0}, {("ref", "%a"): (hidden,)}, out)
+    assert hidden in out.pins, out
+
+
+def test_b_positions_moved_by_a_gather_name_their_threshold() -> None:
+    # take(arange(S), ids) >= 1000: the gathered position names 1000 (2002 > 2048 / 2).
+    for variant, seq in (("small", 64), ("big", 2048)):
+        n, _ = _entry(_plan("pos_gather", variant, "bug"), seq)
+        assert n == seq, (variant, n)
+
+
+def test_b_moved_operands() -> None:
+    from tv_mlir.ir import Op
+    from tv_mlir.shrink.facts import moved_operands
+
+    assert moved_operands(Op("stablehlo.gather", ("%t", "%i"), ("%r",), ())) == (0,)
+    assert moved_operands(Op("stablehlo.dynamic_slice", ("%t", "%o"), ("%r",), ())) == (0,)
+    assert moved_operands(Op("stablehlo.dynamic_update_slice", ("%t", "%u", "%o"), ("%r",), ())) == (0, 1)
+    assert moved_operands(Op("stablehlo.scatter", ("%t", "%i", "%u"), ("%r",), ())) == (0, 2)
+    assert moved_operands(Op("stablehlo.add", ("%t", "%u"), ("%r",), ())) == ()
+
+
+def test_k_compare_degree_is_not_what_hides_the_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    # With rules (k) and (a) off the count-above-mean bug hides at 2 tokens. Counting a
+    # compare at its operands' degree (as max/min count theirs) does not find it: x_i and
+    # the mean have degree 1, the compare's result is a 0/1 count, not a free variable,
+    # and no degree makes Newton's argument hold for it (docs/shrinking.md, rule k).
+    from tv_mlir.shrink import degree
+
+    _gap_off(monkeypatch, "k")
+    monkeypatch.setattr(degree, "PIECEWISE", degree.PIECEWISE | {"stablehlo.compare"})
+    v = _verify("count_above_mean", "small", "bug")
+    assert v.verdict == "equivalent", v.reason
+    n, argument = _entry(_plan("count_above_mean", "small", "bug"), 64)
+    assert n == 2 and argument == "Newton (degree 2)", (n, argument)

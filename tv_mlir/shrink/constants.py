@@ -6,12 +6,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from tv_mlir.semantics.ops import DYNAMIC_SLICES
 from tv_mlir.shrink.dims import DimAnalysis
 from tv_mlir.shrink.facts import (
     Constant,
     ProgramFacts,
     block_offset_constants,
+    constant_behind,
     device_count,
     index_sources,
     only_device,
@@ -32,6 +35,9 @@ _ORDER_MAX = 1 << 16
 # (sum / c, or sum * c as a reciprocal), with c = |S| (1 / |S|), names S's element count
 # and nothing else. The switch is for the tests that show what the rule does.
 MEAN_DIVISORS = True
+# Rule (a), ratios (`ratios`): scaled size values map injectively too. The switch is for
+# the tests that show what the rule does.
+RATIOS = True
 
 
 @dataclass
@@ -50,6 +56,10 @@ class Sites:
     literals: list[tuple[str, str, float]] = field(default_factory=list)
     # Rule (b): constants combined with positions, per iota class.
     named: list[NamedPosition] = field(default_factory=list)
+    # Rule (a), ratios: the constant factors a value is multiplied or divided by along a
+    # chain of multiplies and divides by constants (`sum / 4096 * 2.0`), as (program,
+    # ((constant, value, +1 multiplies | -1 divides), ...), where).
+    chains: list[tuple[str, tuple[tuple[str, float, int], ...], str]] = field(default_factory=list)
 
 
 def sites(a: DimAnalysis, facts: list[ProgramFacts]) -> Sites:
@@ -57,6 +67,7 @@ def sites(a: DimAnalysis, facts: list[ProgramFacts]) -> Sites:
     for fa in facts:
         out.positions.extend((fa.program, name, v) for name, v in position_constants(fa))
         out.named.extend(named_positions(fa, a))
+        out.chains.extend(multiplier_chains(fa))
         for op in fa.ops():
             if op.name == "stablehlo.constant":
                 v = splat(op)
@@ -83,6 +94,105 @@ def sites(a: DimAnalysis, facts: list[ProgramFacts]) -> Sites:
                 for d in (g.start_index_map if g is not None and bad else ()):
                     out.offsets.append((a.class_of[(fa.program, op.operands[0], d)], f"gather at {op.loc}", bad, []))
     return out
+
+
+# Ops a multiplier chain passes through unchanged: the value is the same number times
+# the same factors (a broadcast of a scaled mean, its negation, a layout change).
+_CHAIN_MOVES = frozenset({"stablehlo.broadcast_in_dim", "stablehlo.convert", "stablehlo.reshape",
+                          "stablehlo.negate", "stablehlo.transpose"})
+
+
+def multiplier_chains(fa: ProgramFacts) -> list[tuple[str, tuple[tuple[str, float, int], ...], str]]:
+    """Rule (a), ratios: every value that is some other value times a product of splat
+    constants, `x * c1 / c2 ...` through multiplies and divides by constants (and
+    broadcasts, converts, reshapes, negations, transposes between them), with the factors
+    as (constant, value, +1 for a factor, -1 for a divisor). Device counts (rule f) and
+    mesh steps are not factors: a chain through one is left out."""
+    coef: dict[str, tuple[tuple[str, float, int], ...]] = {}
+    out: list[tuple[str, tuple[tuple[str, float, int], ...], str]] = []
+    for op in fa.ops():
+        if op.name in _CHAIN_MOVES and op.operands and op.operands[0] in coef:
+            for r in op.results:
+                coef[r] = coef[op.operands[0]]
+            continue
+        if op.name not in ("stablehlo.multiply", "stablehlo.divide") or len(op.operands) != 2:
+            continue
+        found = [constant_behind(fa, o) for o in op.operands]
+        if sum(f is not None for f in found) != 1:
+            continue
+        k = 0 if found[0] is not None else 1
+        if op.name == "stablehlo.divide" and k == 0:
+            continue  # c / x: a reciprocal of the value, no factor
+        cname, value = found[k]  # type: ignore[misc]
+        if not value or not math.isfinite(value) or only_device(fa, cname) \
+                or device_count(fa, op, k, value):
+            continue
+        step = 1 if op.name == "stablehlo.multiply" else -1
+        factors = coef.get(op.operands[1 - k], ()) + ((cname, float(value), step),)
+        coef[op.results[0]] = factors
+        out.append((fa.program, factors, f"{op.name} at {op.loc}"))
+    return out
+
+
+def ratios(a: DimAnalysis, where: Sites, sizes: list[int], tied: dict[tuple[str, str], float | int],
+           tied_classes: dict[tuple[str, str], tuple[int, ...]], out: Order) -> None:
+    """Rule (a), ratios: the numbers data is multiplied by map injectively. A *multiplier*
+    is the product of the constant factors of a chain (`multiplier_chains`), at the
+    original sizes and with the rewritten constants; it *shrinks* when one of its factors
+    is rewritten with a shrunk class. For every shrinking multiplier x and every other y
+    (either program, by magnitude):
+      - x and y equal at the original sizes but not after the rewrite (`mean * 0.5`
+        against `sum * (0.5 / 4096)`, a literal 1 / 8192 that is half a size's reciprocal
+        the rewrite cannot see): ambiguous, both classes are pinned; except for two
+        rewritten constants by themselves, which the tie rules have told apart (rule i);
+      - x and y different at the original sizes but equal after it (`mean * 2.0` at
+        hidden' = 16 against `sum / 8.0`): the smaller shrunk class grows.
+    A single rewritten constant is a chain of one factor, so this is rule (a)'s
+    injectivity for every scaled size value, not only for the constants themselves."""
+    by_o: dict[float, list[int]] = {}
+    by_n: dict[float, list[int]] = {}
+    mults: list[tuple[float, float, tuple[int, ...], str]] = []
+    lengths: list[int] = []
+    for program, factors, loc in where.chains:
+        o = n = 1.0
+        shrunk: set[int] = set()
+        for name, value, e in factors:
+            new = float(tied.get((program, name), value))
+            if not new:
+                break
+            o, n = o * value ** e, n * new ** e
+            shrunk.update(c for c in tied_classes.get((program, name), ()) if sizes[c] < a.classes[c].size)
+        else:
+            i = len(mults)
+            mults.append((abs(o), abs(n), tuple(sorted(shrunk)), loc))
+            lengths.append(len(factors))
+            by_o.setdefault(_key(o), []).append(i)
+            by_n.setdefault(_key(n), []).append(i)
+    for i, (o, n, classes, loc) in enumerate(mults):
+        if not classes:
+            continue
+        for j in by_o.get(_key(o), []):
+            # Two rewritten constants (chains of one factor each) that were equal are two
+            # sizes the tie rules told apart (rule i: each mean divisor names its sum).
+            told_apart = bool(mults[j][2]) and lengths[i] == lengths[j] == 1
+            if _key(mults[j][1]) != _key(n) and not told_apart:
+                why = f"the multiplier {_fmt(o)} ({loc}) is also {mults[j][3]}'s, which the rewrite changes " \
+                      "differently (a ratio of a size that is not rewritten with it)"
+                for c in classes + mults[j][2]:
+                    out.pins.setdefault(c, why)
+        for j in by_n.get(_key(n), []):
+            if _key(mults[j][0]) != _key(o):
+                # The one farther from 1 at the original sizes grows (as rule (a) grows
+                # the larger of two size values), or this one when the other is a literal.
+                other = mults[j]
+                mine = not other[2] or max(o, 1 / o) >= max(other[0], 1 / other[0])
+                out.grow.add(min(classes if mine else other[2], key=lambda c: sizes[c]))
+
+
+def _key(v: float) -> float:
+    """A multiplier's magnitude at float32 precision: program constants are float32, and
+    a product of them folded by the tracer (`0.5 / 4096`) is the same float32."""
+    return float(np.float32(abs(v)))
 
 
 def mean_classes(a: DimAnalysis, k: Constant) -> list[tuple[int, ...]] | None:
@@ -268,6 +378,8 @@ def order(a: DimAnalysis, where: Sites, sizes: list[int], constants: list[Consta
         for o2, n2, classes2, _, _ in values:
             if o > o2 and n <= n2 and not set(classes) & set(classes2):
                 out.grow.add(min(classes, key=lambda c: sizes[c]))
+    if RATIOS:
+        ratios(a, where, sizes, tied, tied_classes, out)
     return out
 
 
@@ -275,4 +387,5 @@ def _fmt(v: float | int) -> str:
     return str(int(v)) if float(v).is_integer() else repr(v)
 
 
-__all__ = ['MEAN_DIVISORS', 'NEAR', 'Order', 'Sites', 'mean_classes', 'order', 'sites', 'tie_constants']
+__all__ = ['MEAN_DIVISORS', 'NEAR', 'RATIOS', 'Order', 'Sites', 'mean_classes', 'multiplier_chains', 'order',
+           'ratios', 'sites', 'tie_constants']

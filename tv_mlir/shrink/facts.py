@@ -470,6 +470,41 @@ def _is_float(fa: ProgramFacts, value: str) -> bool:
     return False
 
 
+# Ops whose results are elements of some of their operands, moved or picked, never
+# combined: a position table gathered by token ids, a slice of it, a max of positions.
+# A position they carry is still a position (at the same scale), so a constant it meets
+# afterwards names a position as it would before the move (rule b, docs/shrinking.md).
+# -> the operands whose elements reach the results (a gather's indices, a dynamic slice's
+# offsets do not: they address, their values are not moved).
+_MOVED_FIRST = frozenset({"stablehlo.gather", "stablehlo.dynamic_slice", "stablehlo.slice", "stablehlo.reverse",
+                          "stablehlo.real_dynamic_slice"})
+_MOVED_ALL = frozenset({"stablehlo.concatenate", "stablehlo.sort", "stablehlo.all_gather", "stablehlo.all_to_all",
+                        "stablehlo.collective_permute", "stablehlo.collective_broadcast",
+                        "stablehlo.optimization_barrier"}) | VALUE_IDENTITIES
+
+
+def moved_operands(op: Op) -> tuple[int, ...]:
+    """The operand positions whose elements the op moves or picks into its results
+    (`_MOVED_FIRST`, `_MOVED_ALL`, a max/min `reduce`'s inputs, a dynamic update's operand
+    and update, a pad's operand and padding value, a scatter's operand and updates); ()
+    for any other op."""
+    n = len(op.operands)
+    if op.name in _MOVED_FIRST:
+        return (0,)
+    if op.name in _MOVED_ALL:
+        return tuple(range(n))
+    if op.name in ("stablehlo.dynamic_update_slice", "stablehlo.pad"):
+        return (0, 1)
+    if op.name == "stablehlo.scatter" and n % 2 == 1:
+        k = n // 2  # inputs..., indices, updates...
+        return tuple(range(k)) + tuple(range(k + 1, n))
+    if op.name in ("stablehlo.reduce", "stablehlo.reduce_window") and op.regions:
+        body = op.regions[0].ops
+        if body and all(b.name in ("stablehlo.maximum", "stablehlo.minimum") for b in body):
+            return tuple(range(n // 2))
+    return ()
+
+
 def position_constants(fa: ProgramFacts) -> list[tuple[str, int]]:
     """Constants (name, |value| rounded up) combined with values computed from an iota:
     window bounds, shifts. Non-integer floats and huge floats (mask fills) are not
@@ -479,6 +514,9 @@ def position_constants(fa: ProgramFacts) -> list[tuple[str, int]]:
     for op in fa.ops():
         if op.name == "stablehlo.iota":
             derived.update(op.results)
+            continue
+        if any(op.operands[k] in derived for k in moved_operands(op)):
+            derived.update(op.results)  # a moved position (a gather of a position table)
             continue
         if op.name not in POSITION_FLOW or not any(o in derived for o in op.operands):
             continue
@@ -498,6 +536,12 @@ def position_constants(fa: ProgramFacts) -> list[tuple[str, int]]:
     return out
 
 
+def constant_behind(fa: ProgramFacts, value: str) -> tuple[str, float | int] | None:
+    """(the constant's value name, its splat value) when `value` is a splat constant
+    through broadcasts, converts and reshapes; None otherwise."""
+    return _constant_behind(fa, value)
+
+
 def _constant_behind(fa: ProgramFacts, value: str) -> tuple[str, float | int] | None:
     while value in fa.defs:
         op, _ = fa.defs[value]
@@ -515,6 +559,6 @@ def only_device(fa: ProgramFacts, name: str) -> bool:
     return bool(uses) and all(fa.mesh_arithmetic(u, pos) for u, pos in uses)
 
 
-__all__ = ['Constant', 'ProgramFacts', 'arg_sources', 'block_offset_constants', 'device_count',
-           'group_size', 'index_sources', 'mean_uses', 'only_device', 'position_constants', 'role_constants', 'splat',
-           'sum_reduced', 'through_broadcasts']
+__all__ = ['Constant', 'ProgramFacts', 'arg_sources', 'block_offset_constants', 'constant_behind', 'device_count',
+           'group_size', 'index_sources', 'mean_uses', 'moved_operands', 'only_device', 'position_constants',
+           'role_constants', 'splat', 'sum_reduced', 'through_broadcasts']

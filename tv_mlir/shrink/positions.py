@@ -5,7 +5,9 @@ position step is (`pos * 0.001` has scale 0.001), so a constant c met at scale s
 position |c| / s: `pos * 0.001 >= 1` names 1000, as `pos >= 1000` does. A factor k that
 multiplies or divides a position names max(|k|, 1/|k|). Constants met through a
 partition offset (`axis_index * 511.0 + iota`: the constants of the offset's arithmetic
-over device ids) are named the same way."""
+over device ids) are named the same way. Positions also pass through ops that move or
+pick elements (`facts.moved_operands`: a gather of a position table by token ids, a
+slice, a max): `take(arange(S), ids) >= 1000` names 1000 as `arange(S) >= 1000` does."""
 from __future__ import annotations
 
 import math
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 from tv_mlir.ir import Op
 from tv_mlir.semantics.ops import DEVICE_IDS, POSITION_ARITH, POSITION_FLOW, SPLAT_PRESERVING
 from tv_mlir.shrink.dims import DimAnalysis
-from tv_mlir.shrink.facts import ProgramFacts, only_device, splat
+from tv_mlir.shrink.facts import ProgramFacts, moved_operands, only_device, splat
 
 # A named position past this is a mask fill or a scale, not a window (-1e9, 3.4e38).
 _MAX_NAMED = 1 << 16
@@ -70,6 +72,13 @@ def _pass(fa: ProgramFacts, a: DimAnalysis, ops: list[Op], derived: dict[str, tu
                 for r, ret in zip(op.results, callee.body.returns):
                     if ret in derived:
                         derived[r] = derived[ret]
+            continue
+        moved = [d for d in (ins[k] for k in moved_operands(op)) if d is not None]
+        if moved:
+            # Positions moved or picked (a gather of a position table by token ids): the
+            # same positions at the same scale, whatever addresses them.
+            for r in op.results:
+                derived[r] = (min(d[0] for d in moved), frozenset().union(*(d[1] for d in moved)))
             continue
         if op.name not in POSITION_FLOW or not any(ins):
             continue
