@@ -27,7 +27,7 @@ from tv_mlir.errors import ParseError, Unsupported
 from tv_mlir.frontend.read import parse_mlir, read_source
 from tv_mlir.semantics import TABLE
 from tv_mlir.semantics.linalg import lapack_rule
-from tv_mlir.semantics.ops import NOOP_CUSTOM_CALLS, SHARD_CALLS, SPMD_OPS
+from tv_mlir.semantics.ops import NOOP_CUSTOM_CALLS, ROUND_TRIP_CALLS, SHARD_CALLS, SPMD_OPS
 
 SEMANTICS, UNKNOWN_TESTED_STATUS, UNSUPPORTED = "semantics", "unknown-tested", "unsupported"
 
@@ -43,6 +43,10 @@ UNKNOWN_TESTED: dict[str, str] = {
        for r in ("getrf", "geqrf", "orgqr", "syevd", "gesdd")},
 }
 
+# Shardy's HLO round-trip form of sdy.manual_computation (and the ShardingGroup hint), which
+# the frontend reads as one manual computation (tests/test_sdy_round_trip.py); its tuples'
+# get_tuple_element is read only there.
+ROUND_TRIP = frozenset({*(f"stablehlo.custom_call @{t}" for t in ROUND_TRIP_CALLS), "stablehlo.get_tuple_element"})
 # Module structure: no values of their own.
 STRUCTURE = frozenset({"builtin.module", "func.func", "func.return", "stablehlo.return", "sdy.mesh", "sdy.return"})
 # Shape computations of shape-polymorphic exports: instantiating the module at concrete sizes
@@ -65,7 +69,7 @@ def op_key(op: Any) -> str:
 def status(key: str) -> str:
     if key in UNKNOWN_TESTED:
         return UNKNOWN_TESTED_STATUS
-    if key in SHAPE_REFINED:
+    if key in SHAPE_REFINED or key in ROUND_TRIP:
         return SEMANTICS
     name, _, target = key.partition(" @")
     if target:
@@ -136,6 +140,8 @@ def take(roots: Iterable[Path]) -> Census:
 def _note(key: str) -> str:
     if key in UNKNOWN_TESTED:
         return f" ({UNKNOWN_TESTED[key]})"
+    if key in ROUND_TRIP:
+        return " (Shardy's round-trip form, read as sdy.manual_computation)"
     return " (refined away by the frontend)" if key in SHAPE_REFINED else ""
 
 

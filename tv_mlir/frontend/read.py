@@ -307,6 +307,10 @@ class _Converter:
     names: dict[Any, str] = field(default_factory=dict)
     meshes: dict[str, tir.Mesh] = field(default_factory=dict)
     ops_read: int = 0  # against the op budget: a 64 MiB module has a million ops
+    # Shardy's HLO round-trip form (`_round_trip_kind`): the module's functions by name, and
+    # the manual-computation bodies read as a region (not kept as functions).
+    mlir_funcs: dict[str, Any] = field(default_factory=dict)
+    inlined: set[str] = field(default_factory=set)
 
     def name_of(self, value: Any) -> str:
         key = value
@@ -321,11 +325,16 @@ class _Converter:
             if o.name == "sdy.mesh":
                 name = str(o.attributes["sym_name"]).strip('"')
                 self.meshes[name] = self.mesh(o.attributes["mesh"], short_loc(o.location, self.source_name))
+        if not self.meshes:
+            self.round_trip_meshes(module)
         entry = func_name(entry_func(module, self.source_name))
+        self.mlir_funcs = {func_name(op.operation): op.operation for op in module.body.operations
+                           if op.operation.name == "func.func"}
         try:
-            for op in module.body.operations:
-                o = op.operation
-                if o.name == "func.func":
+            # Manual-computation bodies last: those the round-trip form calls become regions.
+            ordered = sorted(self.mlir_funcs.items(), key=lambda kv: kv[0].startswith(ROUND_TRIP_BODY))
+            for name, o in ordered:
+                if name not in self.inlined:
                     f = self.func(o)
                     funcs[f.name] = f
         except Unsupported as exc:
@@ -445,8 +454,168 @@ class _Converter:
             if o.name in ("func.return", "stablehlo.return", "sdy.return", "mhlo.return"):
                 returns = tuple(self.name_of(v) for v in o.operands)
                 continue
-            ops.append(self.op(o, depth))
+            kind = self._round_trip_kind(o)
+            if kind == "body":
+                ops.append(self.round_trip_manual_computation(o, depth))
+            elif kind is None:
+                ops.append(self.op(o, depth))
         return tir.Block(args, arg_types, ops, returns)
+
+    # -- Shardy's HLO round-trip form ---------------------------------------------
+    # XLA hands a Shardy module through HLO by writing `sdy.manual_computation` as
+    #   %l = custom_call @xla.sdy.GlobalToLocalShape(%globals...)   (a tuple for several)
+    #   %r = call @xla.sdy.manual_computation_body(get_tuple_element %l ...)
+    #   %g = custom_call @xla.sdy.LocalToGlobalShape(%r...)          (a tuple for several)
+    # with the in/out shardings and manual axes as strings in mhlo.frontend_attributes, and
+    # the meshes in the module's `xla.sdy.meshes`; XLA's own import rebuilds the
+    # manual_computation from exactly this pattern, and so does the reader. Anything else
+    # using these calls is refused. `xla.sdy.ShardingGroup` (no values: a propagation hint)
+    # is dropped; FuncResultSharding and PropagationBarrier are value identities
+    # (semantics.ops.NOOP_CUSTOM_CALLS).
+
+    def round_trip_meshes(self, module: Any) -> None:
+        from jaxlib.mlir import ir
+
+        attrs = module.operation.attributes
+        if "mhlo.frontend_attributes" not in attrs:
+            return
+        fa = ir.DictAttr(attrs["mhlo.frontend_attributes"])
+        if "xla.sdy.meshes" not in fa:
+            return
+        text = ir.StringAttr(fa["xla.sdy.meshes"]).value
+        try:
+            meshes = ir.DictAttr(ir.Attribute.parse(text))
+        except Exception as exc:
+            raise ParseError(f"{self.source_name}: xla.sdy.meshes = {text[:200]!r} is not a mesh dictionary "
+                             f"({' '.join(str(exc).split())[:200]})") from None
+        for named in named_attrs(meshes):
+            self.meshes[named.name] = sdy_mesh(named.attr)
+
+    def _round_trip_kind(self, o: Any) -> str | None:
+        """'body' for the call of a manual-computation body, 'skip' for the ops that call
+        reads with it (and a ShardingGroup), None for any other op."""
+        from jaxlib.mlir import ir
+
+        if o.name == "func.call":
+            callee = ir.FlatSymbolRefAttr(o.attributes["callee"]).value
+            if callee.startswith(ROUND_TRIP_PREFIX):
+                if not callee.startswith(ROUND_TRIP_BODY):
+                    raise Unsupported(f"call @{callee} (a Shardy round-trip body of a kind not modelled)",
+                                      short_loc(o.location, self.source_name), "func.call")
+                return "body"
+            return None
+        if o.name == "stablehlo.get_tuple_element":
+            owner = _owner(o.operands[0])
+            return "skip" if _call_target(owner) in (GLOBAL_TO_LOCAL, LOCAL_TO_GLOBAL) else None
+        target = _call_target(o)
+        if target == "xla.sdy.ShardingGroup" and all(isinstance(r.type, ir.TupleType) and r.type.num_types == 0
+                                                   for r in o.results):
+            return "skip"
+        if target == GLOBAL_TO_LOCAL:
+            # Every local value goes to a body call (which reads this op), nowhere else.
+            for local in _tuple_parts(o):
+                if any(not self._is_body_call(_owner_of_use(u)) for u in local.uses):
+                    raise self._not_round_trip(o, "a local value used outside a manual-computation body call")
+            return "skip"
+        if target == LOCAL_TO_GLOBAL:
+            if any(not self._is_body_call(_owner(v)) for v in o.operands):
+                raise self._not_round_trip(o, "an operand that no manual-computation body call made")
+            return "skip"
+        return None
+
+    def _is_body_call(self, o: Any) -> bool:
+        from jaxlib.mlir import ir
+
+        return (o is not None and o.name == "func.call"
+                and ir.FlatSymbolRefAttr(o.attributes["callee"]).value.startswith(ROUND_TRIP_BODY))
+
+    def _not_round_trip(self, o: Any, why: str) -> Unsupported:
+        return Unsupported(f"custom_call @{_call_target(o)} with {why} (not the round-trip form XLA writes for "
+                           "sdy.manual_computation)", short_loc(o.location, self.source_name), "stablehlo.custom_call")
+
+    def _frontend_attr(self, o: Any, name: str) -> str:
+        from jaxlib.mlir import ir
+
+        fa = ir.DictAttr(o.attributes["mhlo.frontend_attributes"]) if "mhlo.frontend_attributes" in o.attributes \
+            else None
+        if fa is None or name not in fa:
+            raise self._not_round_trip(o, f"no {name}")
+        return str(ir.StringAttr(fa[name]).value)
+
+    def _round_trip_shardings(self, o: Any, name: str, loc: str) -> tuple[tir.Sharding, ...]:
+        from jaxlib.mlir import ir
+        from jaxlib.mlir.dialects import sdy
+
+        text = self._frontend_attr(o, name)
+        try:
+            per_value = sdy.TensorShardingPerValueAttr(ir.Attribute.parse(text))
+        except Exception:
+            raise self._not_round_trip(o, f"{name} = {text[:200]!r}, not a sharding per value") from None
+        return tuple(self.sdy_sharding(x, loc) for x in per_value.shardings)
+
+    def round_trip_manual_computation(self, call: Any, depth: int) -> tir.Op:
+        """The body call with its GlobalToLocalShape and LocalToGlobalShape as one
+        `sdy.manual_computation` op: the globals in, the body function's block as its region,
+        the globals out."""
+        from jaxlib.mlir import ir
+
+        loc = short_loc(call.location, self.source_name)
+        callee = ir.FlatSymbolRefAttr(call.attributes["callee"]).value
+        where = f"call @{callee}"
+        # In: each operand is part `index` of one GlobalToLocalShape.
+        g2l = [_tuple_source(v) for v in call.operands]
+        if not call.operands or any(op is None or _call_target(op) != GLOBAL_TO_LOCAL for op, _ in g2l) \
+                or len({_op_key(op) for op, _ in g2l}) != 1:
+            raise Unsupported(f"{where}: its operands do not all come from one xla.sdy.GlobalToLocalShape", loc,
+                              "func.call")
+        enter = g2l[0][0]
+        in_all = self._round_trip_shardings(enter, "xla.sdy.in_shardings", loc)
+        manual = tuple(re.findall(r'"([^"]+)"', self._frontend_attr(enter, "xla.sdy.manual_axes")))
+        if len(in_all) != len(list(enter.operands)):
+            raise self._not_round_trip(enter, "in_shardings that do not match its operands")
+        operands = tuple(self.name_of(enter.operands[i]) for _, i in g2l)
+        in_shardings = tuple(in_all[i] for _, i in g2l)
+        # Out: each result is operand `k` of one LocalToGlobalShape, read there (or a
+        # get_tuple_element of it) as the global value.
+        exits = []
+        for r in call.results:
+            uses = [(_owner_of_use(u), u.operand_number) for u in r.uses]
+            if len(uses) != 1 or _call_target(uses[0][0]) != LOCAL_TO_GLOBAL:
+                raise Unsupported(f"{where}: result {r.result_number} is not used once, by an "
+                                  "xla.sdy.LocalToGlobalShape", loc, "func.call")
+            exits.append(uses[0])
+        if len({_op_key(op) for op, _ in exits}) > 1:
+            raise Unsupported(f"{where}: its results go to more than one xla.sdy.LocalToGlobalShape", loc, "func.call")
+        results: list[str] = []
+        rtypes: list[tir.TensorType] = []
+        out_shardings: tuple[tir.Sharding, ...] = ()
+        if exits:
+            leave = exits[0][0]
+            out_all = self._round_trip_shardings(leave, "xla.sdy.out_shardings", loc)
+            if tuple(re.findall(r'"([^"]+)"', self._frontend_attr(leave, "xla.sdy.manual_axes"))) != manual:
+                raise self._not_round_trip(leave, "manual axes other than its GlobalToLocalShape's")
+            if len(out_all) != len(list(leave.operands)) or len(list(leave.operands)) != len(exits):
+                raise self._not_round_trip(leave, "out_shardings or operands that do not match the body's results")
+            out_shardings = tuple(out_all[k] for _, k in exits)
+            parts = _tuple_parts(leave)
+            for _, k in exits:
+                value = parts[k]
+                results.append(self.name_of(value) if value is not None else f"%rt.{self.name_of(call.results[0])}.{k}")
+                rtypes.append(self.tensor_type(_part_type(leave, k), loc, "stablehlo.custom_call"))
+        if callee in self.inlined:
+            raise Unsupported(f"{where}: the body is called twice (each call would need its own copy)", loc,
+                              "func.call")
+        body_fn = self.mlir_funcs.get(callee)
+        if body_fn is None or not body_fn.regions or not body_fn.regions[0].blocks:
+            raise ParseError(f"{self.source_name}: {where} names no function with a body", loc)
+        if depth + 1 > MAX_NESTING:
+            raise _too_deep(loc)
+        self.inlined.add(callee)
+        self.ops_read += 1
+        body = self.block(body_fn.regions[0].blocks[0], loc, depth + 1)
+        attrs = {"in_shardings": in_shardings, "out_shardings": out_shardings, "manual_axes": manual,
+                 "tv.round_trip": callee}
+        return tir.Op("sdy.manual_computation", operands, tuple(results), tuple(rtypes), attrs, (body,), loc)
 
     def op(self, o: Any, depth: int = 0) -> tir.Op:
         loc = short_loc(o.location, self.source_name)
@@ -497,6 +666,76 @@ class _Converter:
                 raise Unsupported(f"element type {dtype} in {t}: {why}", loc, f"type {dtype}")
             return tir.TensorType(shape, dtype)
         raise Unsupported(f"type {t} (only ranked tensors are supported)", loc, op or str(t))
+
+
+ROUND_TRIP_PREFIX = "xla.sdy."
+ROUND_TRIP_BODY = "xla.sdy.manual_computation_body"
+GLOBAL_TO_LOCAL, LOCAL_TO_GLOBAL = "xla.sdy.GlobalToLocalShape", "xla.sdy.LocalToGlobalShape"
+
+
+def _owner(value: Any) -> Any:
+    """The op that defines an MLIR value (None for a block argument)."""
+    from jaxlib.mlir import ir
+
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        return None
+    return getattr(owner, "operation", owner)
+
+
+def _owner_of_use(use: Any) -> Any:
+    owner = use.owner
+    return getattr(owner, "operation", owner)
+
+
+def _op_key(o: Any) -> Any:
+    """An MLIR op's identity (its first result, or itself): Python wrappers of one op differ."""
+    return o.results[0] if len(o.results) else o
+
+
+def _call_target(o: Any) -> str | None:
+    from jaxlib.mlir import ir
+
+    if o is None or o.name != "stablehlo.custom_call":
+        return None
+    return ir.StringAttr(o.attributes["call_target_name"]).value
+
+
+def _tuple_parts(o: Any) -> list[Any]:
+    """The values an op's one result holds: the result itself, or for a tuple the
+    get_tuple_element of each part (None where no get_tuple_element reads the part)."""
+    from jaxlib.mlir import ir
+
+    r = o.results[0]
+    if not isinstance(r.type, ir.TupleType):
+        return [r]
+    parts: list[Any] = [None] * r.type.num_types
+    for u in r.uses:
+        user = _owner_of_use(u)
+        if user.name != "stablehlo.get_tuple_element":
+            raise Unsupported(f"a tuple read by {user.name} (only get_tuple_element reads tuples)", None, user.name)
+        index = ir.IntegerAttr(user.attributes["index"]).value
+        if parts[index] is not None:
+            raise Unsupported("a tuple part read twice", None, user.name)
+        parts[index] = user.results[0]
+    return parts
+
+
+def _part_type(o: Any, k: int) -> Any:
+    from jaxlib.mlir import ir
+
+    t = o.results[0].type
+    return ir.TupleType(t).get_type(k) if isinstance(t, ir.TupleType) else t
+
+
+def _tuple_source(value: Any) -> tuple[Any, int]:
+    """(the op, the part index) a value comes from, looking through a get_tuple_element."""
+    from jaxlib.mlir import ir
+
+    o = _owner(value)
+    if o is not None and o.name == "stablehlo.get_tuple_element":
+        return _owner(o.operands[0]), ir.IntegerAttr(o.attributes["index"]).value
+    return o, 0
 
 
 def _arg_name(loc: Any, index: int) -> str:

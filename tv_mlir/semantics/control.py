@@ -78,6 +78,14 @@ def _custom_call(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndar
     raise unsupported(op, f"custom_call @{target} has no semantics")
 
 
+def _hint(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    """An op with no results that only guides sharding propagation (sdy.sharding_group:
+    its operands are to be sharded alike): nothing to compute."""
+    if op.results:
+        raise unsupported(op, f"{op.name} with results")
+    return []
+
+
 RULES: dict[str, Rule] = {
     "stablehlo.while": _while,
     "stablehlo.case": _case,
@@ -85,4 +93,5 @@ RULES: dict[str, Rule] = {
     **{name: _call for name in CALLS},
     **{name: _identity for name in VALUE_IDENTITIES},
     "stablehlo.custom_call": _custom_call,
+    "sdy.sharding_group": _hint,
 }

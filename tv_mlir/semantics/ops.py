@@ -40,8 +40,14 @@ TRANSCENDENTAL_OPS = _hlo(*(n for n in UNINTERPRETED if n not in NON_OP_UNINTERP
 VALUE_IDENTITIES = frozenset({"stablehlo.optimization_barrier", "mhlo.copy", "sdy.sharding_constraint",
                               "sdy.reshard"})
 # custom_call targets jax emits that do not change values on one device.
+# xla.sdy.FuncResultSharding (a function result's sharding) and xla.sdy.PropagationBarrier
+# are Shardy's HLO round-trip spellings of annotations (frontend/read.py reads the rest of
+# that form).
 NOOP_CUSTOM_CALLS = frozenset({"Sharding", "annotate_device_placement", "MoveToHost", "MoveToDevice",
-                               "LayoutConstraint"})
+                               "LayoutConstraint", "xla.sdy.FuncResultSharding", "xla.sdy.PropagationBarrier"})
+# Shardy's round-trip form of sdy.manual_computation: the reader makes one manual_computation
+# of them (frontend/read.py), and drops the value-less ShardingGroup hint.
+ROUND_TRIP_CALLS = frozenset({"xla.sdy.GlobalToLocalShape", "xla.sdy.LocalToGlobalShape", "xla.sdy.ShardingGroup"})
 # Reducer bodies the semantics folds in one step: commutative and associative, so a reduce
 # with one of them does not depend on the order of the positions it combines.
 ASSOCIATIVE_REDUCERS = frozenset(reduction.FAST_REDUCERS)
@@ -90,6 +96,6 @@ POSITION_FLOW = POSITION_ARITH | _hlo("convert", "broadcast_in_dim", "reshape", 
 __all__ = ["ASSOCIATIVE_REDUCERS", "BRANCHES", "BROADCASTING_ELEMENTWISE", "CALLS", "CHANNEL_PARTITION_COLLECTIVES",
            "COLLECTIVES", "CONTROL", "DEGREE_ADDING", "DEGREE_PRESERVING", "DEVICE_IDS", "DIVISIONS", "DOTS",
            "DYNAMIC_SLICES", "ELEMENTWISE", "MESH_ARITHMETIC", "MESH_STEPS", "MULTIPLYING_REDUCERS",
-           "NOOP_CUSTOM_CALLS", "POSITION_ARITH", "POSITION_FLOW", "REDUCING_COLLECTIVES", "SAME_SHAPE_COLLECTIVES",
-           "SELECTING_REDUCERS", "SHARD_CALLS", "SPLAT_PRESERVING", "SPMD_OPS", "TRANSCENDENTAL_OPS",
-           "VALUE_IDENTITIES"]
+           "NOOP_CUSTOM_CALLS", "POSITION_ARITH", "POSITION_FLOW", "REDUCING_COLLECTIVES", "ROUND_TRIP_CALLS",
+           "SAME_SHAPE_COLLECTIVES", "SELECTING_REDUCERS", "SHARD_CALLS", "SPLAT_PRESERVING", "SPMD_OPS",
+           "TRANSCENDENTAL_OPS", "VALUE_IDENTITIES"]

@@ -393,6 +393,7 @@ RULES: dict[str, DimRule] = {
     "stablehlo.gather": _gather,
     "stablehlo.custom_call": _custom_call,
     "sdy.manual_computation": _manual_computation,
+    "sdy.sharding_group": _no_dims,  # no results: a propagation hint relates no dims
     "stablehlo.while": _while,
     **{name: _branches for name in BRANCHES},
     "func.call": _call,
