@@ -454,6 +454,14 @@ case("lapack_dtrsm", M(_F64, "\n".join([_trsm_call(0, True, False, False, "T", p
      lambda r: [r.normal(size=(2, 3, 3)) + np.eye(3) * 2.5, nice(r, (2, 3, 2), lim=3), nice(r, (2, 2, 3), lim=3)],
      rtol=1e-9, atol=1e-9)
 
+_D3 = "tensor<2x3x3xf64>"
+case("lapack_dpotrf", M(f"(%a: {_D3}) -> ({_D3}, tensor<2xi32>, {_D3}, tensor<2xi32>)", "\n".join([
+    lapack_call("%0:2", "lapack_dpotrf_ffi", [("%a", _D3)], [_D3, "tensor<2xi32>"], {"uplo": "L"}),
+    lapack_call("%1:2", "lapack_dpotrf_ffi", [("%a", _D3)], [_D3, "tensor<2xi32>"], {"uplo": "U"}),
+    f"return %0#0, %0#1, %1#0, %1#1 : {_D3}, tensor<2xi32>, {_D3}, tensor<2xi32>"])),
+    # Symmetric positive definite: both triangles factor.
+    lambda r: [np.stack([_spd(r, 3), _spd(r, 3, 0.5)])], rtol=1e-9, atol=1e-9)
+
 # A singular triangle (a zero on the diagonal read) with zero and non-zero right-hand sides:
 # the infinities and NaNs LAPACK's substitution makes.
 case("lapack_trsm_singular", M(
@@ -920,6 +928,21 @@ def test_mutation_trsm_unit_diagonal_read(xla, monkeypatch) -> None:
     orig = linalg._lapack_char
     monkeypatch.setattr(linalg, "_lapack_char", lambda op, name, allowed: "N" if name == "diag" else orig(op, name, allowed))
     assert "output 1" in _must_fail(xla, "lapack_trsm")
+
+
+def test_sharded_cholesky_solve_verdicts() -> None:
+    # jnp.linalg.cholesky and two solve_triangular, batch-sharded with shard_map
+    # (testdata/ops_more/gen_linalg_sharded.py): the LAPACK calls run per device. The bug
+    # twin's second solve drops the transpose; XLA confirms the witness.
+    from tv_mlir.api import verify
+
+    ref = (OPS_MORE / "linalg_sharded.ref.mlir").read_text()
+    v = verify(ref, (OPS_MORE / "linalg_sharded.sharded.mlir").read_text())
+    assert v.verdict == "equivalent", v.reason
+    assert {"lapack_failed", "sqrt"} <= set(v.approximations)
+    v = verify(ref, (OPS_MORE / "linalg_sharded.bug.mlir").read_text())
+    assert v.verdict == "not-equivalent", v.reason
+    assert any(r.backend == "xla" and r.confirmed for r in v.counterexample.replay), v.counterexample.replay
 
 
 _ROW_MAJOR = M("(%a: tensor<3x3xf32>, %b: tensor<3x2xf32>) -> tensor<3x2xf32>", """
