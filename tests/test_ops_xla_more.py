@@ -474,6 +474,14 @@ case("lapack_trsm_singular", M(
                f32([[[1, 0, 2], [0, 0, 1]], [[0, 1, 1], [2, 0, 0]]])],
     rtol=1e-5, atol=1e-6)
 
+# sdy.sharding_group (jax's shard_alike): a propagation hint without results.
+case("sdy_sharding_group", M("(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32>", """
+    %0 = stablehlo.add %a, %b : tensor<4xf32>
+    sdy.sharding_group %0 group_id=0 : tensor<4xf32>
+    sdy.sharding_group %a group_id=0 : tensor<4xf32>
+    return %0 : tensor<4xf32>
+    """), lambda r: [nice(r, (4,)), nice(r, (4,))], raw=True)
+
 # XLA's partitioned module writes erf as mhlo.erf (HLO's own erf instruction); XLA itself
 # runs the chlo.erf form.
 _ERF = "(%a: tensor<8xf32>) -> tensor<8xf32>", "%0 = {} %a : tensor<8xf32>\nreturn %0 : tensor<8xf32>"
@@ -979,7 +987,61 @@ def test_other_lapack_calls_are_unknown_naming_the_target(name: str, target: str
     assert f"@{target}" in v.reason and f":{line}:" in v.unsupported[0]["loc"], (v.reason, v.unsupported)
 
 
-# -- rng_bit_generator: not modelled yet (its state is ui64, which the reader refuses)
+# -- rng and rng_bit_generator: unknown, and why (issue 15 asked for uninterpreted functions
+# with equal-argument sharing, only if sound).
+#
+# stablehlo.rng has no seed operand: XLA draws from a hidden state that every rng op and
+# every run advances. Two rng ops with equal operands in one program draw different numbers,
+# so "equal arguments give equal values" would prove x - y = 0 for two draws; the test below
+# shows it on XLA. A model that numbers the draws in execution order (a shared initial state)
+# is not sound here either: a staged proof cuts a program into stages that would number their
+# draws from 0 again, and a per-device draw in a sharded program is its own draw on every
+# device, never the reference's single draw. A fresh value per execution is sound but proves
+# nothing that depends on the numbers; so rng stays `unknown` (tests/test_verify.py).
+#
+# stablehlo.rng_bit_generator is a function of its state operand (the second test: equal
+# states give equal bits, in one run and across runs), so an uninterpreted function of the
+# state and the output shape would be sound, per device too (every device with the same key
+# draws the same bits, as XLA does). It is not built: the state is ui64 (the spec's only
+# type), which the reader refuses because the numeric replay is int64, and an XLA-checked
+# numeric value needs XLA's own generator reproduced bit for bit.
+
+_RNG_TWICE = M("(%a: tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>)", """
+    %lo = stablehlo.constant dense<0.0> : tensor<f32>
+    %hi = stablehlo.constant dense<1.0> : tensor<f32>
+    %shape = stablehlo.constant dense<[4]> : tensor<1xi64>
+    %0 = stablehlo.rng %lo, %hi, %shape, distribution = UNIFORM : (tensor<f32>, tensor<f32>, tensor<1xi64>) -> tensor<4xf32>
+    %1 = stablehlo.rng %lo, %hi, %shape, distribution = UNIFORM : (tensor<f32>, tensor<f32>, tensor<1xi64>) -> tensor<4xf32>
+    return %0, %1 : tensor<4xf32>, tensor<4xf32>
+    """)
+
+
+def test_rng_with_equal_operands_draws_different_numbers(xla) -> None:
+    from tv_mlir.api import verify
+
+    first, second = xla.run(_RNG_TWICE, [f32(0)])
+    again, _ = xla.run(_RNG_TWICE, [f32(0)])
+    assert not np.array_equal(first, second)  # two ops, equal operands
+    assert not np.array_equal(first, again)  # one op, two runs
+    v = verify(_RNG_TWICE, _RNG_TWICE)
+    assert v.verdict == "unknown", v.reason
+    assert v.unsupported[0]["op"] == "stablehlo.rng", v.unsupported
+
+
+_RBG_TWICE = M("(%k: tensor<2xui64>) -> (tensor<4xui32>, tensor<4xui32>)", """
+    %s0, %b0 = stablehlo.rng_bit_generator %k, algorithm = DEFAULT : (tensor<2xui64>) -> (tensor<2xui64>, tensor<4xui32>)
+    %s1, %b1 = stablehlo.rng_bit_generator %k, algorithm = DEFAULT : (tensor<2xui64>) -> (tensor<2xui64>, tensor<4xui32>)
+    return %b0, %b1 : tensor<4xui32>, tensor<4xui32>
+    """)
+
+
+def test_rng_bit_generator_is_a_function_of_its_state(xla) -> None:
+    first, second = xla.run(_RBG_TWICE, [np.array([1, 2], dtype=np.uint64)])
+    again, _ = xla.run(_RBG_TWICE, [np.array([1, 2], dtype=np.uint64)])
+    other, _ = xla.run(_RBG_TWICE, [np.array([1, 3], dtype=np.uint64)])
+    assert np.array_equal(first, second) and np.array_equal(first, again)
+    assert not np.array_equal(first, other)
+
 
 # The form jax emits for jax.random under jax_default_prng_impl="rbg": a ui32 key bitcast
 # to the ui64 state.

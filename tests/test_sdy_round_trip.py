@@ -97,6 +97,16 @@ def test_hand_written_round_trip_is_read() -> None:
     assert v.verdict == "equivalent", v.reason
 
 
+def test_hand_written_round_trip_with_an_unread_tuple_part() -> None:
+    # Two globals enter, the body reads one (the other part of the tuple has no reader).
+    enter = _ENTER.replace("(%a)", "(%a, %a)").replace("[<@mesh, [{\\22x\\22}]>]", "[<@mesh, [{\\22x\\22}]>, <@mesh, [{}]>]") \
+        .replace("(tensor<4xf32>) -> tensor<2xf32>", "(tensor<4xf32>, tensor<4xf32>) -> tuple<tensor<2xf32>, tensor<4xf32>>")
+    assert "<@mesh, [{}]>" in enter and "(%a, %a)" in enter and "tuple<" in enter
+    part = "%p = stablehlo.get_tuple_element %0[0] : (tuple<tensor<2xf32>, tensor<4xf32>>) -> tensor<2xf32>"
+    v = verify(_NEG, _module(enter, part, _CALL.replace("(%0)", "(%p)"), _LEAVE))
+    assert v.verdict == "equivalent", v.reason
+
+
 @pytest.mark.parametrize("lines,result,names", [
     # A local value used outside the body call.
     ((_ENTER, _CALL, _LEAVE, "%3 = stablehlo.negate %0 : tensor<2xf32>"), "%2", "xla.sdy.GlobalToLocalShape"),

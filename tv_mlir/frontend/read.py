@@ -514,7 +514,7 @@ class _Converter:
         if target == GLOBAL_TO_LOCAL:
             # Every local value goes to a body call (which reads this op), nowhere else.
             for local in _tuple_parts(o):
-                if any(not self._is_body_call(_owner_of_use(u)) for u in local.uses):
+                if local is not None and any(not self._is_body_call(_owner_of_use(u)) for u in local.uses):
                     raise self._not_round_trip(o, "a local value used outside a manual-computation body call")
             return "skip"
         if target == LOCAL_TO_GLOBAL:
