@@ -107,6 +107,18 @@ def test_hand_written_round_trip_with_an_unread_tuple_part() -> None:
     assert v.verdict == "equivalent", v.reason
 
 
+@pytest.mark.parametrize("target", ["xla.sdy.FuncResultSharding", "xla.sdy.Sharding", "xla.sdy.PropagationBarrier",
+                                    "InspectSharding"])
+def test_annotation_calls_are_identities(target: str) -> None:
+    # Shardy's round-trip annotations and jax.debug.inspect_array_sharding's call (which XLA
+    # removes, forwarding its operand) do not change values.
+    text = ("module @m {\n  func.func public @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+            f"    %0 = stablehlo.custom_call @{target}(%a) {{has_side_effect = true}} : (tensor<4xf32>) -> tensor<4xf32>\n"
+            "    %1 = stablehlo.negate %0 : tensor<4xf32>\n    return %1 : tensor<4xf32>\n  }\n}\n")
+    v = verify(_NEG, text)
+    assert v.verdict == "equivalent", v.reason
+
+
 @pytest.mark.parametrize("lines,result,names", [
     # A local value used outside the body call.
     ((_ENTER, _CALL, _LEAVE, "%3 = stablehlo.negate %0 : tensor<2xf32>"), "%2", "xla.sdy.GlobalToLocalShape"),

@@ -40,11 +40,13 @@ TRANSCENDENTAL_OPS = _hlo(*(n for n in UNINTERPRETED if n not in NON_OP_UNINTERP
 VALUE_IDENTITIES = frozenset({"stablehlo.optimization_barrier", "mhlo.copy", "sdy.sharding_constraint",
                               "sdy.reshard"})
 # custom_call targets jax emits that do not change values on one device.
-# xla.sdy.FuncResultSharding (a function result's sharding) and xla.sdy.PropagationBarrier
-# are Shardy's HLO round-trip spellings of annotations (frontend/read.py reads the rest of
-# that form).
+# xla.sdy.FuncResultSharding (a function result's sharding), xla.sdy.Sharding (a sharding
+# constraint) and xla.sdy.PropagationBarrier are Shardy's HLO round-trip spellings of
+# annotations (frontend/read.py reads the rest of that form); InspectSharding is
+# jax.debug.inspect_array_sharding, which XLA removes, forwarding its operand.
 NOOP_CUSTOM_CALLS = frozenset({"Sharding", "annotate_device_placement", "MoveToHost", "MoveToDevice",
-                               "LayoutConstraint", "xla.sdy.FuncResultSharding", "xla.sdy.PropagationBarrier"})
+                               "LayoutConstraint", "InspectSharding", "xla.sdy.FuncResultSharding",
+                               "xla.sdy.Sharding", "xla.sdy.PropagationBarrier"})
 # Shardy's round-trip form of sdy.manual_computation: the reader makes one manual_computation
 # of them (frontend/read.py), and drops the value-less ShardingGroup hint.
 ROUND_TRIP_CALLS = frozenset({"xla.sdy.GlobalToLocalShape", "xla.sdy.LocalToGlobalShape", "xla.sdy.ShardingGroup"})
