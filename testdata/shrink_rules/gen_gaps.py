@@ -17,6 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from gen_shrink_rules import I32, OUT, RUN_LIMIT, Arg, Pair, _max_diff, write_twins  # noqa: E402
@@ -89,6 +90,33 @@ def pos_gather(t: int, s: int, h: int, thr: int, variant: str) -> Pair:
                 f"the mask of tokens at position >= {thr} (a gather of an iota compared with {thr}) is missing")
 
 
+# (b, positions picked by a one-hot) The same lookup written as TPU code writes it: a
+# one-hot matrix of the ids times the table, and times the positions (one_hot(ids, S) @
+# arange(S) is the id's position). A sum, not a move: the reference's mask reads a
+# position through a dot. An id outside [0, S) has a zero one-hot row (a zero token,
+# unmasked either way), so the correct twin agrees at every int32 input and every size.
+def pos_onehot(t: int, s: int, h: int, thr: int, variant: str) -> Pair:
+    def rows(x, ids):
+        pos = jnp.arange(s, dtype=F32)
+        oh = jax.nn.one_hot(ids, s, dtype=F32)
+        return oh @ pos, oh @ (x + pos[:, None])
+
+    def ref(x, ids):
+        p, g = rows(x, ids)
+        return jnp.where((p >= float(thr))[:, None], 0.0, g)
+
+    def ok(x, ids):
+        _, g = rows(x, ids)
+        return jnp.where((ids.astype(F32) >= float(thr))[:, None], 0.0, g)
+
+    def bug(x, ids):
+        return rows(x, ids)[1]
+
+    return Pair("pos_onehot", "b", variant, {"tokens": t, "seq": s, "hidden": h, "threshold": thr},
+                [Arg((s, h)), Arg((t,), I32, s)], ref, ok, bug,
+                f"the mask of tokens at position >= {thr} (one_hot(ids) @ arange(S) compared with {thr}) is missing")
+
+
 # (k, a compare of the degree) C(k, 3) for k the number of tokens above the mean: a
 # predicate that reads every position. The bug divides by 3 instead of 3! (equal for
 # k = 0, 1, 2). The compare counts as degree 1 in the summand; what keeps the bug visible
@@ -116,6 +144,7 @@ def pairs() -> list[Pair]:
         ratio_scaled(12, 64, "small"), ratio_scaled(128, 4096, "big"),
         ratio_above(12, 64, "small"), ratio_above(128, 4096, "big"),
         pos_gather(8, 64, 4, 40, "small"), pos_gather(64, 2048, 4096, 1000, "big"),
+        pos_onehot(8, 64, 4, 40, "small"), pos_onehot(64, 2048, 4096, 1000, "big"),
         count_above_mean(64, "small"), count_above_mean(32768, "big"),
     ]
 
