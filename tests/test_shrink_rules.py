@@ -551,3 +551,26 @@ def test_k_positions_picked_by_a_one_hot_are_counts() -> None:
     # sequence shrinks to 4 and the missing mask hides (test_gap_without_its_mechanism_...).
     n, argument = _entry(_plan("pos_onehot", "big", "bug"), 2048)
     assert n >= 1001 and "rule k" in argument, (n, argument)
+
+
+def test_gap_mechanisms_leave_the_realistic_plans_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The ratio rule and the moved positions change no realistic plan (Shardy form of
+    # testdata/sharded_big): nothing there collides, is ambiguous or gathers positions.
+    from tv_mlir.frontend.classify import check_signatures
+
+    big = TESTDATA / "sharded_big"
+
+    def plans() -> list[tuple[list[tuple[int, int, str]], dict]]:
+        out = []
+        for e in json.loads((big / "manifest.json").read_text()):
+            ref, other = str(big / e["ref"]), str(big / e["shardy"])
+            r, o = prepare(ref, Options()), prepare(other, Options())
+            check_signatures(r, o)
+            p = plan(_raw(ref, r).module, _raw(other, o).module)
+            out.append(([(x.original, x.verified, x.where) for x in p.entries], p.constants))
+        return out
+
+    on = plans()
+    _gap_off(monkeypatch, "ratios")
+    _gap_off(monkeypatch, "moves")
+    assert plans() == on
