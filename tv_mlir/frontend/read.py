@@ -613,8 +613,7 @@ class _Converter:
         self.inlined.add(callee)
         self.ops_read += 1
         body = self.block(body_fn.regions[0].blocks[0], loc, depth + 1)
-        attrs = {"in_shardings": in_shardings, "out_shardings": out_shardings, "manual_axes": manual,
-                 "tv.round_trip": callee}
+        attrs = {"in_shardings": in_shardings, "out_shardings": out_shardings, "manual_axes": manual}
         return tir.Op("sdy.manual_computation", operands, tuple(results), tuple(rtypes), attrs, (body,), loc)
 
     def op(self, o: Any, depth: int = 0) -> tir.Op:

@@ -214,12 +214,14 @@ def _failed(alg: Algebra, tri: list[tuple[int, int]], mats: np.ndarray) -> np.nd
     for every interpretation, an injective pairing included), and a proof that needs their
     values fails instead of guessing. [B, len(tri)]."""
     b = mats.shape[0]
+    if not tri:  # 0x0 matrices: nothing is left
+        return alg.full((b, 0), 0, F)
     elems = [np.array(mats[:, i, j]) for i, j in tri]
     chain = elems[0]
     for e in elems[1:]:
         chain = alg.uf(ARGS_UF, [chain, e])
     out = [alg.uf(FAILED_UF, [alg.full((b,), float(k), F), chain]) for k in range(len(tri))]
-    return np.stack(out, axis=1) if out else alg.full((b, 0), 0, F)
+    return np.stack(out, axis=1)
 
 
 def _pivot_fails(alg: Algebra, pivot: np.ndarray) -> np.ndarray:
