@@ -498,12 +498,10 @@ class _Converter:
 
         if o.name == "func.call":
             callee = ir.FlatSymbolRefAttr(o.attributes["callee"]).value
-            if callee.startswith(ROUND_TRIP_PREFIX):
-                if not callee.startswith(ROUND_TRIP_BODY):
-                    raise Unsupported(f"call @{callee} (a Shardy round-trip body of a kind not modelled)",
-                                      short_loc(o.location, self.source_name), "func.call")
-                return "body"
-            return None
+            # Only a manual-computation body is read with the shape calls around it; any
+            # other function under the prefix (XLA's partitioned modules keep per-device code
+            # in @xla.sdy.inlinable_manual_computation_body.N_spmd) is an ordinary call.
+            return "body" if callee.startswith(ROUND_TRIP_BODY) else None
         if o.name == "stablehlo.get_tuple_element":
             owner = _owner(o.operands[0])
             return "skip" if _call_target(owner) in (GLOBAL_TO_LOCAL, LOCAL_TO_GLOBAL) else None
@@ -667,7 +665,6 @@ class _Converter:
         raise Unsupported(f"type {t} (only ranked tensors are supported)", loc, op or str(t))
 
 
-ROUND_TRIP_PREFIX = "xla.sdy."
 ROUND_TRIP_BODY = "xla.sdy.manual_computation_body"
 GLOBAL_TO_LOCAL, LOCAL_TO_GLOBAL = "xla.sdy.GlobalToLocalShape", "xla.sdy.LocalToGlobalShape"
 
