@@ -505,7 +505,8 @@ class FastAlgebra:
                 else:
                     out[idx] = FF(s.var(label, REAL), FIN)
             elif kind is Kind.BOOL:
-                out[idx] = s.var(label, BOOL)
+                # Bounds of one value (a stage input the reference decides): that constant.
+                out[idx] = bool(bounds[0]) if bounds is not None and bounds[0] == bounds[1] else s.var(label, BOOL)
             else:
                 x = s.var(label, INT)
                 out[idx] = x

@@ -561,7 +561,8 @@ class SymbolicAlgebra:
                 else:
                     out[idx] = SF(z3.Real(label), FIN)
             elif kind is Kind.BOOL:
-                out[idx] = z3.Bool(label)
+                # Bounds of one value (a stage input the reference decides): that constant.
+                out[idx] = bool(bounds[0]) if bounds is not None and bounds[0] == bounds[1] else z3.Bool(label)
             else:
                 x = out[idx] = z3.Int(label)
                 constraints += [x >= lo, x <= hi]
