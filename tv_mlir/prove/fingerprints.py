@@ -43,9 +43,9 @@ def random_inputs(types: Sequence[TensorType], seed: int = 0,
         for t in types:
             kind = Kind.of(t)
             if kind is Kind.BOOL:
-                x = rng.integers(0, 2, size=t.shape).astype(np.bool_)  # drawn always: the other draws stay
+                coin = rng.integers(0, 2, size=t.shape).astype(np.bool_)  # drawn always: the other draws stay
                 b = bounds[len(arrays)] if len(arrays) < len(bounds) else None
-                arrays.append(np.full(t.shape, bool(b[0])) if b is not None and b[0] == b[1] else x)
+                arrays.append(np.full(t.shape, bool(b[0])) if b is not None and b[0] == b[1] else coin)
             elif kind is Kind.INT:
                 lo, hi = (-4, 5) if run < 2 else (-(span // 4) - 1, span + span // 4 + 2)
                 lo = max(lo, 0) if t.is_unsigned else lo
