@@ -384,6 +384,10 @@ def input_bindings(sym: Any, value: Any, kind: Kind) -> list[Binding]:
         return out
     if isinstance(sym, Term):
         return [(sym, (bool(value) if kind is Kind.BOOL else sym.store.int_(int(value))))]
+    if isinstance(sym, bool):  # an input bounded to one value (a decided stage input): no free constant
+        if sym != bool(value):
+            raise ValueError(f"input value {value} outside the input domain ({sym})")
+        return []
     if kind is Kind.BOOL:
         return [(sym, z3.BoolVal(bool(value)))]
     return [(sym, z3.IntVal(int(value)))]
@@ -400,6 +404,8 @@ def differs_from(sym: Any, value: Any, kind: Kind) -> Any:
             differ.append(z3.Not(formula(same)))
         else:
             differ.append(term != literal_)
+    if not differ:  # an input element that is a constant takes no other value
+        return z3.BoolVal(False)
     return differ[0] if len(differ) == 1 else z3.Or(*differ)
 
 
