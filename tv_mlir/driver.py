@@ -17,7 +17,7 @@ from tv_mlir.algebra import terms as T
 from tv_mlir.algebra.checks import difference_is_zero, trivially_equal
 from tv_mlir.algebra.fast import FastAlgebra
 from tv_mlir.assume import resolve as resolve_bounds
-from tv_mlir.errors import Unsupported
+from tv_mlir.errors import Unsupported, UsageError
 from tv_mlir.execute.interp import Interpreter, SharedValues
 from tv_mlir.ir import Module, Op, TensorType
 from tv_mlir.options import Options
@@ -167,6 +167,12 @@ def _prove_pair(ref: Module, other: Module, options: Options, sizes: Mapping[int
         return Verdict("unknown", too_big, stats=stats)
     p = _Proof(ref, other, options, stats, alg=FastAlgebra() if options.core == "own" else SymbolicAlgebra())
     p.bounds = resolve_bounds(options.assume, p.names, p.types, sizes)
+    for k, lo, hi in options.input_bounds:  # a stage's inputs: the reference's value ranges
+        b = p.bounds[k] or (lo, hi)
+        lo, hi = max(lo, b[0]), min(hi, b[1])
+        if lo > hi:
+            raise UsageError(f"option input_bounds: input {k} has no value within them and its --assume bounds")
+        p.bounds[k] = (lo, hi)
     try:
         _numeric_runs(p)
         ref_out, other_out, ref_checks, other_checks = _symbolic_runs(p)

@@ -110,6 +110,10 @@ class Options:
     # positive by construction (a softmax denominator; stages/finite.py).
     positive_inputs: tuple[int, ...] = ()
     nonnegative_inputs: tuple[int, ...] = ()
+    # Closed bounds (position, lo, hi) on integer and i1 inputs, on top of `assume`'s: a
+    # stage's inputs that the reference's values lie within (stages/ranges.py); an i1 input
+    # with lo == hi is that constant.
+    input_bounds: tuple[tuple[int, int, int], ...] = ()
     # Staged proofs (tv_mlir/stages): the pair cut at matched values, each stage pair proved
     # once per structural hash. Off: the pair is one proof.
     stages: bool = True

@@ -6,9 +6,15 @@ value in the stage proof (`Options.ieee_inputs`), which costs the proof a class 
 A small lattice over the reals, per value: finite or not, and its sign (positive,
 non-negative, any). Every rule is a fact of real arithmetic (x * x >= 0, exp(x) > 0, a sum
 of squares plus a positive constant is positive, rsqrt of a positive value is finite), so
-"finite" here is true of the program's real semantics whatever the solver can show."""
+"finite" here is true of the program's real semantics whatever the solver can show.
+
+A select whose condition is decided (`decided`: i1 values every element of which is one
+truth value for every program input within its bounds, stages/ranges.py) is its chosen
+branch: flax's embedding lookup select(ok, gather(E, idx), NaN) with the ids bounded is
+as finite as E."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,7 +45,7 @@ FINITE_FUNCS = {"stablehlo.exponential": POS, "stablehlo.logistic": POS, "stable
                 "stablehlo.cbrt": ANY, "stablehlo.atan2": ANY, "chlo.erf": ANY, "stablehlo.exponential_minus_one": ANY,
                 **{f"chlo.{n}": ANY for n in FINITE_UFS}}
 NO_FLOAT = frozenset(f"stablehlo.{n}" for n in (
-    "compare", "and", "or", "not", "xor", "iota", "partition_id", "replica_id", "shift_left",
+    "compare", "is_finite", "and", "or", "not", "xor", "iota", "partition_id", "replica_id", "shift_left",
     "shift_right_logical", "shift_right_arithmetic", "popcnt", "count_leading_zeros"))
 
 
@@ -65,11 +71,14 @@ def _reducer(block: Block) -> str:
             "stablehlo.multiply": "mul"}.get(block.ops[0].name, "")
 
 
-def _fact(op: Op, f: list[Fact], nonempty: bool = True) -> Fact:
+def _fact(op: Op, f: list[Fact], nonempty: bool = True, decided: Mapping[str, bool] | None = None) -> Fact:
     name = op.name
     fin = all(x.finite for x in f)
     if name == "stablehlo.constant":
         return _constant(op)
+    if name == "stablehlo.select" and decided and op.operands[0] in decided:
+        # The other branch is never taken (its NaN fill included): only the chosen one counts.
+        return f[1] if decided[op.operands[0]] else f[2]
     if name in NO_FLOAT:
         return Fact(True)
     if name in MOVES:
@@ -88,8 +97,9 @@ def _fact(op: Op, f: list[Fact], nonempty: bool = True) -> Fact:
         return Fact(True, POS if min(signs) >= NONNEG and max(signs) == POS else min(signs))
     if name in ("stablehlo.subtract", "stablehlo.negate", "stablehlo.dot_general", "stablehlo.dot"):
         return Fact(True, NONNEG if name.endswith("dot_general") and min(signs) >= NONNEG else ANY)
-    if name == "stablehlo.abs":
-        return Fact(True, NONNEG)
+    if name in ("stablehlo.abs", "chlo.square"):  # flax's RMSNorm squares by chlo.square
+        # |s| of a positive s is positive: log(|sum exp|) in jax's logsumexp.
+        return Fact(True, POS if signs[0] == POS else NONNEG)
     if name == "stablehlo.maximum":
         return Fact(True, max(signs))
     if name in ("stablehlo.minimum",):
@@ -104,10 +114,19 @@ def _fact(op: Op, f: list[Fact], nonempty: bool = True) -> Fact:
         return Fact(True, POS) if signs[0] == POS else UNKNOWN
     if name == "stablehlo.sqrt":
         return Fact(True, NONNEG) if signs[0] >= NONNEG else UNKNOWN
+    if name == "stablehlo.power":  # b ** e = exp(e * log b) for b > 0 (RoPE's frequencies)
+        return Fact(True, POS) if signs[0] == POS else UNKNOWN
     if name == "stablehlo.log":
         return Fact(True, ANY) if signs[0] == POS else UNKNOWN
     if name in ("stablehlo.reduce", "stablehlo.all_reduce", "stablehlo.reduce_scatter"):
         return _reduce(op, f, nonempty)
+    if name == "stablehlo.scatter" and len(op.regions) == 1:
+        # Each element is the operand's, combined with finite updates by one op or replaced
+        # by one (an embedding's gradient: a scatter-add of the rows' cotangents).
+        body = op.regions[0]
+        keeps = not body.ops and all(r in body.args for r in body.returns)
+        combines = bool(_reducer(body)) and all(v in body.args for v in body.ops[0].operands)
+        return Fact(True) if keeps or combines else UNKNOWN
     return UNKNOWN
 
 
@@ -135,8 +154,10 @@ def _meet(a: Fact, b: Fact) -> Fact:
     return Fact(a.finite and b.finite, min(a.sign, b.sign), (a.finite or a.below) and (b.finite or b.below))
 
 
-def block_facts(block: Block, args: list[Fact], outer: dict[str, Fact], sizes: dict[str, int]) -> dict[str, Fact]:
-    """Facts of every value of `block` given its arguments' (values from outside: `outer`)."""
+def block_facts(block: Block, args: list[Fact], outer: dict[str, Fact], sizes: dict[str, int],
+                decided: Mapping[str, bool] | None = None) -> dict[str, Fact]:
+    """Facts of every value of `block` given its arguments' (values from outside: `outer`;
+    decided select conditions: `decided`)."""
     facts = dict(outer)
     facts.update(zip(block.args, args))
     sizes = dict(sizes)
@@ -145,23 +166,24 @@ def block_facts(block: Block, args: list[Fact], outer: dict[str, Fact], sizes: d
         # A reduction over no element is its init (-inf for max): every operand must have one.
         nonempty = all(sizes.get(v, 0) > 0 for v in op.operands)
         if op.name == "stablehlo.while":
-            out = _loop(op, [facts.get(v, UNKNOWN) for v in op.operands], facts, sizes)
+            out = _loop(op, [facts.get(v, UNKNOWN) for v in op.operands], facts, sizes, decided)
         else:
-            fact = _fact(op, [facts.get(v, UNKNOWN) for v in op.operands], nonempty)
+            fact = _fact(op, [facts.get(v, UNKNOWN) for v in op.operands], nonempty, decided)
             out = [fact] * len(op.results)
         facts.update(zip(op.results, out))
         sizes.update((r, t.size) for r, t in zip(op.results, op.result_types))
     return facts
 
 
-def _loop(op: Op, init: list[Fact], outer: dict[str, Fact], sizes: dict[str, int]) -> list[Fact]:
+def _loop(op: Op, init: list[Fact], outer: dict[str, Fact], sizes: dict[str, int],
+          decided: Mapping[str, bool] | None = None) -> list[Fact]:
     """Induction over the reals: a fact of the carried values that holds initially and that
     the body keeps holds after every trip. Start from the initial facts and weaken them
     until the body keeps them (the lattice is finite, so this ends)."""
     body = op.regions[1]
     carried = list(init)
     for _ in range(4 * len(carried) + 2):
-        facts = block_facts(body, carried, outer, sizes)
+        facts = block_facts(body, carried, outer, sizes, decided)
         nxt = [_meet(c, facts.get(r, UNKNOWN)) for c, r in zip(carried, body.returns)]
         if nxt == carried:
             return carried
@@ -169,27 +191,29 @@ def _loop(op: Op, init: list[Fact], outer: dict[str, Fact], sizes: dict[str, int
     return [UNKNOWN] * len(init)
 
 
-def finite_values(module: Module, finite_inputs: bool) -> set[str]:
+def finite_values(module: Module, finite_inputs: bool, decided: Mapping[str, bool] | None = None) -> set[str]:
     """The values of `module` (a global program) finite for every finite input: top-level
-    values, and the carried values of top-level loops as their body's arguments see them."""
-    return {v for v, fact in value_facts(module, finite_inputs).items() if fact.finite}
+    values, and the carried values of top-level loops as their body's arguments see them.
+    `decided`: top-level i1 values of one truth value (stages/ranges.py)."""
+    return {v for v, fact in value_facts(module, finite_inputs, decided).items() if fact.finite}
 
 
-def signed_values(module: Module, finite_inputs: bool) -> dict[str, int]:
+def signed_values(module: Module, finite_inputs: bool, decided: Mapping[str, bool] | None = None) -> dict[str, int]:
     """The finite values of `value_facts` known > 0 (POS) or >= 0 (NONNEG)."""
-    return {v: f.sign for v, f in value_facts(module, finite_inputs).items() if f.finite and f.sign != ANY}
+    return {v: f.sign for v, f in value_facts(module, finite_inputs, decided).items()
+            if f.finite and f.sign != ANY}
 
 
-def value_facts(module: Module, finite_inputs: bool) -> dict[str, Fact]:
+def value_facts(module: Module, finite_inputs: bool, decided: Mapping[str, bool] | None = None) -> dict[str, Fact]:
     """The lattice's fact of every value `finite_values` looks at."""
     body = module.main.body
     args = [Fact(finite_inputs or not t.is_float) for t in body.arg_types]
-    facts = block_facts(body, args, {}, {})
+    facts = block_facts(body, args, {}, {}, decided)
     for op in body.ops:
         if op.name == "stablehlo.while":
-            carried = _loop(op, [facts.get(v, UNKNOWN) for v in op.operands], facts, {})
+            carried = _loop(op, [facts.get(v, UNKNOWN) for v in op.operands], facts, {}, decided)
             for region in op.regions:
                 facts.update(zip(region.args, carried))
-                inner = block_facts(region, carried, facts, {})
+                inner = block_facts(region, carried, facts, {}, decided)
                 facts.update((k, v) for k, v in inner.items() if k not in facts)
     return facts

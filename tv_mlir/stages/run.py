@@ -46,6 +46,7 @@ from tv_mlir.stages.lift import numeric_witness
 from tv_mlir.stages.loops import induction, is_loop_stage
 from tv_mlir.stages.plan import Side, choose_cuts
 from tv_mlir.stages.pool import Executor, Job, run_jobs
+from tv_mlir.stages.ranges import Ranges, value_ranges
 from tv_mlir.verdict import OutputResult, Verdict
 
 # A pair cut into fewer stages than this is proved whole: cutting costs a numeric run and
@@ -123,9 +124,13 @@ def prove_staged(ref: Module, other: Module, options: Options, sizes: Mapping[in
             early["failed"] = {"stage": record.index, "name": record.name, "verdict": record.verdict,
                                "reason": record.reason, "locs": record.locs}
             return lifted
-    finite = finite_values(ref, options.inputs == "finite")
-    signs = signed_values(ref, options.inputs == "finite")  # CSE keeps first names: these name the stages' too
-    records, results = _prove_stages(stages, options, finite, signs)
+    # The reference's integer and i1 values within the program inputs' bounds: a stage input
+    # is narrowed to its interval, and a select on a decided condition is its branch.
+    ranges = value_ranges(ref, cut.bounds)
+    decided = ranges.decided()
+    finite = finite_values(ref, options.inputs == "finite", decided)
+    signs = signed_values(ref, options.inputs == "finite", decided)  # CSE keeps first names: these name the stages' too
+    records, results = _prove_stages(stages, options, finite, signs, ranges)
     summary = _summary(records, time.perf_counter() - t0)
     failed = _first_failure(records)
     if failed is None:
@@ -135,7 +140,7 @@ def prove_staged(ref: Module, other: Module, options: Options, sizes: Mapping[in
     lifted = _lift(ref, other, options, cut, failed, summary)
     if lifted is not None:
         return lifted
-    spans = _widen(cut, records, options, finite, signs, summary)
+    spans = _widen(cut, records, options, finite, signs, summary, ranges)
     if spans is not None:
         summary["time_s"] = round(time.perf_counter() - t0, 3)
         summary["covered"] = summary.pop("failed")
@@ -151,7 +156,7 @@ def prove_staged(ref: Module, other: Module, options: Options, sizes: Mapping[in
 
 
 def _widen(cut: Cut, records: list[StageRecord], options: Options, finite: set[str], signs: dict[str, int],
-           summary: dict[str, Any]) -> dict[str, dict] | None:
+           summary: dict[str, Any], ranges: Ranges | None = None) -> dict[str, dict] | None:
     """Stages that failed at free inputs, proved again as spans with the links before them
     (one more link per round, up to MAX_WIDEN): the values they took as any real (p = x*x + 1
     as any p) are then computed from the span's inputs.
@@ -193,7 +198,7 @@ def _widen(cut: Cut, records: list[StageRecord], options: Options, finite: set[s
             break
         progress(options, f"{len(open_)} stage(s) failed at free inputs: proving {len(pairs)} span(s) of "
                           f"{w + 1} stages")
-        recs, res = _prove_stages(pairs, options, finite, signs)
+        recs, res = _prove_stages(pairs, options, finite, signs, ranges)
         for span, rec in zip(built, recs):
             tried.append({"name": rec.name, "hash": rec.hash, "how": rec.how, "verdict": rec.verdict,
                           "reason": rec.reason, "time_s": rec.time_s})
@@ -395,7 +400,9 @@ def _ranks(side: Side) -> dict[str, float]:
 
 def stage_options(options: Options) -> Options:
     """What a stage proof runs with: no progress lines, no replay (a failed stage sends the
-    pair to the whole proof, which replays), one process."""
+    pair to the whole proof, which replays), one process. Its inputs are not the program's:
+    what --assume says of a program input reaches a stage through its value ranges
+    (`_bounded`, as `Options.input_bounds`)."""
     return replace(options, progress=False, replay=False, jobs=1, stages=False, assume=())
 
 
@@ -444,8 +451,19 @@ def _signed(stage: StagePair, signs: dict[str, int], sign: int) -> tuple[int, ..
                  if t.is_float and k not in stage.partial and signs.get(r) == sign)
 
 
-def _prove_stages(stages: list[StagePair], options: Options, finite: set[str], signs: dict[str, int] | None = None
-                  ) -> tuple[list[StageRecord], dict[str, dict]]:
+def _bounded(stage: StagePair, ranges: Ranges | None) -> tuple[tuple[int, int, int], ...]:
+    """The stage's integer and i1 inputs whose reference value lies in an interval narrower
+    than their type (stages/ranges.py), as (position, lo, hi). Partial-sum slots hold parts,
+    not the value (they are floats today; the check keeps it so)."""
+    if ranges is None:
+        return ()
+    types = stage.ref.main.arg_types
+    return tuple((k, iv.lo, iv.hi) for k, (r, t) in enumerate(zip(stage.slots, types))
+                 if k not in stage.partial and (iv := ranges.narrower(r, t)) is not None)
+
+
+def _prove_stages(stages: list[StagePair], options: Options, finite: set[str], signs: dict[str, int] | None = None,
+                  ranges: Ranges | None = None) -> tuple[list[StageRecord], dict[str, dict]]:
     sopts = stage_options(options)
     cache = ProofCache.open(options.cache_dir, enabled=options.cache)
     ofp = options_fingerprint(options)
@@ -453,8 +471,9 @@ def _prove_stages(stages: list[StagePair], options: Options, finite: set[str], s
     signs = signs or {}
     pos = [_signed(s, signs, POS) for s in stages]
     nonneg = [_signed(s, signs, NONNEG) for s in stages]
-    hashes = [stage_hash(s.ref, s.other, f"ieee {list(e)} pos {list(p)} nonneg {list(n)}")
-              for s, e, p, n in zip(stages, ieee, pos, nonneg)]
+    bounded = [_bounded(s, ranges) for s in stages]
+    hashes = [stage_hash(s.ref, s.other, f"ieee {list(e)} pos {list(p)} nonneg {list(n)} bounds {list(b)}")
+              for s, e, p, n, b in zip(stages, ieee, pos, nonneg, bounded)]
     results: dict[str, dict] = {}
     how: dict[int, str] = {}
     jobs: list[Job] = []
@@ -472,7 +491,7 @@ def _prove_stages(stages: list[StagePair], options: Options, finite: set[str], s
             how[k] = "proved"
             jobs.append(Job(h, prove_stage, (stages[k].ref, stages[k].other,
                                              replace(sopts, ieee_inputs=ieee[k], positive_inputs=pos[k],
-                                                     nonnegative_inputs=nonneg[k]))))
+                                                     nonnegative_inputs=nonneg[k], input_bounds=bounded[k]))))
     bar = StageBar(len(stages), force=options.progress,
                    reused=sum(1 for v in how.values() if v == "reused"),
                    cached=sum(1 for v in how.values() if v == "cached"))
