@@ -185,9 +185,22 @@ def _prove_pair(ref: Module, other: Module, options: Options, sizes: Mapping[int
     except _Stop as stop:
         return stop.verdict
     except T.TermBudget as exc:
-        return Verdict("unknown", f"the symbolic execution passed its budget: {exc}", stats=p.stats,
-                       approximations=sorted(p.alg.approximations))
+        return Verdict("unknown", f"the symbolic execution passed its budget: {exc}{_class_origin(p)}",
+                       stats=p.stats, approximations=sorted(p.alg.approximations))
     return _verdict(p)
+
+
+def _class_origin(p: _Proof) -> str:
+    """Where floats of an input-dependent IEEE class began, for a run past its term budget:
+    such a class (a divisor that may be 0, a lookup that may fill NaN) spreads to every value
+    computed from it, and an --assume bound or a finite divisor is often what removes it."""
+    store = p.sweeper.store if p.sweeper is not None else None
+    if store is None or store.first_symbolic_class is None:
+        return ""
+    o = store.first_symbolic_class
+    p.stats["symbolic_classes"] = store.symbolic_classes
+    return (f"; {store.symbolic_classes} float elements had an IEEE class that depends on the inputs "
+            f"(+-inf or NaN possible), the first from {o.op} at {o.loc or 'an unknown location'}")
 
 
 def _numeric_runs(p: _Proof) -> None:
@@ -237,6 +250,7 @@ def _symbolic_runs(p: _Proof) -> tuple[list[np.ndarray], list[np.ndarray], list[
         except Unsupported as exc:
             raise p.unsupported(exc) from None
     p.stats.update(merged=sweeper.merged, merged_by_position=sweeper.placed, cut_points=sweeper.store.count,
+                   symbolic_classes=sweeper.store.symbolic_classes,
                    failed_merges=sweeper.local.failed)
     # Throughput of the symbolic core: scalar operations (one per elementwise result, 2K - 1
     # per dot result, n - 1 per sum of n) per second of symbolic execution, sweep included.

@@ -63,6 +63,12 @@ class CutStore:
     cuts_by_id: dict[int, Cut] = field(default_factory=dict)
     count: int = 0
     origin: Origin | None = None  # the op whose results are being cut
+    # Own-core floats cut with an IEEE class that depends on the inputs (a term, not a
+    # known class), and the op result where the first one was cut: such classes spread to
+    # every value computed from them and cost a class term per element, so a run that
+    # passes its term budget names where they began (`driver`).
+    symbolic_classes: int = 0
+    first_symbolic_class: Origin | None = None
     _by_term: dict[int, Any] = field(default_factory=dict)  # defining term id -> variable
     _expanded: dict[int, Any] = field(default_factory=dict)  # cut id -> term over the inputs
 
@@ -79,6 +85,10 @@ class CutStore:
                 c = cut_term(x.v, i, shape)
                 flat[i] = x if c is x.v else FF(c, x.k)
                 continue
+            if type(x) is FF:  # an own-core float whose class depends on the inputs
+                self.symbolic_classes += 1
+                if self.first_symbolic_class is None:
+                    self.first_symbolic_class = self.origin
             terms = T.element_terms(x)
             if not terms:  # a folded Python value
                 flat[i] = x
