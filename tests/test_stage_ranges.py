@@ -472,3 +472,39 @@ def test_the_bounds_are_part_of_the_stage_hash() -> None:
     _, with_bounds = stages_run._prove_stages(bounded[:1], replace(opts, cache=False), finite, {}, rg)
     _, without = stages_run._prove_stages(bounded[:1], replace(opts, cache=False), finite, {}, None)
     assert set(with_bounds) != set(without)
+
+
+def test_finite_facts_flax_needs() -> None:
+    """The lattice facts flax's layers need (stages/finite.py): a decided select is its
+    branch; chlo.square (RMSNorm), a positive base's power (RoPE), is_finite and
+    log(|sum exp|) (logsumexp), a scatter-add of finite rows (the embedding gradient)."""
+    m = load_module("""
+func.func @main(%x: tensor<4xf32>, %p: tensor<4xi1>, %i: tensor<2x1xi32>, %u: tensor<2xf32>) -> (tensor<4xf32>,
+    tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %nan = stablehlo.constant dense<0x7FC00000> : tensor<4xf32>
+  %sel = stablehlo.select %p, %x, %nan : tensor<4xi1>, tensor<4xf32>
+  %sq = chlo.square %x : tensor<4xf32> -> tensor<4xf32>
+  %ten = stablehlo.constant dense<10000.0> : tensor<4xf32>
+  %pw = stablehlo.power %ten, %x : tensor<4xf32>
+  %e = stablehlo.exponential %x : tensor<4xf32>
+  %ab = stablehlo.abs %e : tensor<4xf32>
+  %lg = stablehlo.log %ab : tensor<4xf32>
+  %fin = stablehlo.is_finite %x : (tensor<4xf32>) -> tensor<4xi1>
+  %z = stablehlo.constant dense<0.0> : tensor<4xf32>
+  %g = stablehlo.select %fin, %x, %z : tensor<4xi1>, tensor<4xf32>
+  %sc = "stablehlo.scatter"(%x, %i, %u) <{scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0],
+      scatter_dims_to_operand_dims = [0], index_vector_dim = 1>, indices_are_sorted = false, unique_indices = false}> ({
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %s = stablehlo.add %a, %b : tensor<f32>
+      stablehlo.return %s : tensor<f32>
+  }) : (tensor<4xf32>, tensor<2x1xi32>, tensor<2xf32>) -> tensor<4xf32>
+  return %sel, %sq, %pw, %lg, %g, %sc, %e : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>,
+    tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}
+""")
+    ret = m.main.body.returns
+    always = value_ranges(m, [None, (1, 1)]).decided()
+    assert set(ret[1:]) <= finite_values(m, True, always)
+    assert ret[0] in finite_values(m, True, always)
+    assert ret[0] not in finite_values(m, True, value_ranges(m).decided())  # p free: NaN is possible
+    assert ret[0] not in finite_values(m, True)
