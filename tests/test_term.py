@@ -473,3 +473,27 @@ def test_powers_and_roots_of_positives_are_positive() -> None:
     zx = z3.Real("x")
     assert symbolic.known_positive(power(z3.RealVal(10000), z3.RealVal("1/4")))
     assert not symbolic.known_positive(power(zx, z3.RealVal(2)))
+
+
+def test_bias_correction_is_positive_once_the_step_count_is_at_least_one() -> None:
+    """Adam's 1 - beta^t (optax: t = count + 1 converted to a float) is >= 1 - beta > 0 over
+    the reals when t >= 1 (a bound on the count): a division by it stays finite without a
+    case split. With t unbounded (t = 0 divides by 0) it is not known positive, and
+    neither is beta^t - 1/2 or 1 - b^t for a base b >= 1."""
+    from tv_mlir.algebra.fast import FF, FIN, FastAlgebra, known_positive
+
+    alg = FastAlgebra()
+    s = alg.store
+    beta = s.real(Fraction(9, 10))
+    count = s.var("count", INT)
+    assert count.leaf is not None
+    s.bounds[count.leaf.id] = (1, 2**31 - 1)
+    t = s.to_real(count)
+    correction = s.sub(s.real(1), s.uf("power", [beta, t]))
+    assert known_positive(correction)
+    assert alg.f_div(FF(s.var("m", REAL), FIN), FF(correction, FIN)).k == FIN
+    free = s.to_real(s.var("free_count", INT))
+    assert not known_positive(s.sub(s.real(1), s.uf("power", [beta, free])))
+    assert not known_positive(s.sub(s.uf("power", [beta, t]), s.real(Fraction(1, 2))))
+    assert not known_positive(s.sub(s.real(1), s.uf("power", [s.real(2), t])))
+    assert not known_positive(s.sub(s.real(1), s.uf("power", [s.real(1), t])))

@@ -9,6 +9,7 @@ Python bool or a Boolean term. Constants fold as terms are built; the IEEE class
 and products of finite values is FIN without any term."""
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -29,7 +30,7 @@ from tv_mlir.algebra.base import (
     vec,
     wrap_int,
 )
-from tv_mlir.algebra.intervals import wrap
+from tv_mlir.algebra.intervals import interval, wrap
 from tv_mlir.algebra.term import BOOL, INT, REAL, Bool, Term, TermStore
 from tv_mlir.ir import TensorType
 
@@ -70,8 +71,44 @@ def known_sign(v: Term, depth: int = 8) -> int:
     memo: dict[tuple[int, int], int] = s.caches.setdefault("known_sign", {})
     hit = memo.get((v.id, depth))
     if hit is None:
-        hit = memo[(v.id, depth)] = _poly_sign(v, depth)
+        hit = _poly_sign(v, depth)
+        if hit == 0 and v.sort == REAL and _lower_bound(v) > 0:
+            hit = POS_SIGN
+        memo[(v.id, depth)] = hit
     return hit
+
+
+def _lower_bound(v: Term) -> Fraction | float:
+    """A lower bound of a real polynomial linear in atoms of known range (`_atom_range`),
+    else -inf: Adam's bias correction 1 - beta^t is at least 1 - beta > 0 once the step
+    count t >= 1 (an --assume bound on the optimizer's count), which no sum of positive
+    monomials shows."""
+    lo: Fraction | float = Fraction(0)
+    for mono, coeff in v.data:
+        if not mono:
+            lo += coeff
+            continue
+        if len(mono) != 1 or mono[0][1] != 1:
+            return -math.inf
+        a_lo, a_hi = _atom_range(v.store.nodes[mono[0][0]])
+        lo += coeff * (a_lo if coeff > 0 else a_hi)
+        if lo == -math.inf:
+            return lo
+    return lo
+
+
+def _atom_range(atom: Term) -> tuple[Fraction | float, Fraction | float]:
+    """Bounds of a real atom's values, (-inf, inf) where unknown: an int converted to a
+    real (its integer range, from the store's bounds), and b^e for a constant 0 < b < 1 and
+    e >= 1, which lies in (0, b] over the reals."""
+    if atom.kind == "to_real":
+        lo, hi = interval(atom.args[0])
+        return (Fraction(lo) if lo != -math.inf else lo), (Fraction(hi) if hi != math.inf else hi)
+    if atom.kind == "uf" and str(atom.data) == "power" and len(atom.args) == 2:
+        b, e = atom.args
+        if b.const is not None and 0 < b.const < 1 and e.kind == "poly" and _lower_bound(e) >= 1:
+            return Fraction(0), b.const
+    return -math.inf, math.inf
 
 
 def _poly_sign(v: Term, depth: int) -> int:
