@@ -497,3 +497,24 @@ def test_bias_correction_is_positive_once_the_step_count_is_at_least_one() -> No
     assert not known_positive(s.sub(s.uf("power", [beta, t]), s.real(Fraction(1, 2))))
     assert not known_positive(s.sub(s.real(1), s.uf("power", [s.real(2), t])))
     assert not known_positive(s.sub(s.real(1), s.uf("power", [s.real(1), t])))
+
+
+def test_bias_correction_over_a_cut_power_is_positive() -> None:
+    """The sweep cuts b^t into a variable of its own before 1 - b^t is formed: the cut keeps
+    its definition's bounds (terms.record_range), so 1 - (cut) is still known positive; a
+    cut of a long or unbounded definition keeps none."""
+    from tv_mlir.algebra.fast import known_positive
+    from tv_mlir.algebra.terms import fresh_cut, record_range
+
+    s = TermStore()
+    count = s.var("count", INT)
+    assert count.leaf is not None
+    s.bounds[count.leaf.id] = (1, 2**31 - 1)
+    power = s.uf("power", [s.real(Fraction(9, 10)), s.to_real(count)])
+    cut = fresh_cut(power)
+    record_range(cut, power, lambda v: None)
+    assert known_positive(s.sub(s.real(1), cut))
+    free = s.uf("power", [s.real(Fraction(9, 10)), s.to_real(s.var("n", INT))])
+    cut_free = fresh_cut(free)
+    record_range(cut_free, free, lambda v: None)
+    assert not known_positive(s.sub(s.real(1), cut_free))

@@ -83,24 +83,51 @@ def _lower_bound(v: Term) -> Fraction | float:
     else -inf: Adam's bias correction 1 - beta^t is at least 1 - beta > 0 once the step
     count t >= 1 (an --assume bound on the optimizer's count), which no sum of positive
     monomials shows."""
+    return _bounds(v)[0]
+
+
+def _bounds(v: Term) -> tuple[Fraction | float, Fraction | float]:
+    """Lower and upper bounds of a real polynomial linear in atoms of known range."""
     lo: Fraction | float = Fraction(0)
+    hi: Fraction | float = Fraction(0)
     for mono, coeff in v.data:
         if not mono:
-            lo += coeff
+            lo, hi = lo + coeff, hi + coeff
             continue
         if len(mono) != 1 or mono[0][1] != 1:
-            return -math.inf
+            return -math.inf, math.inf
         a_lo, a_hi = _atom_range(v.store.nodes[mono[0][0]])
-        lo += coeff * (a_lo if coeff > 0 else a_hi)
-        if lo == -math.inf:
-            return lo
-    return lo
+        if coeff > 0:
+            lo, hi = lo + coeff * a_lo, hi + coeff * a_hi
+        else:
+            lo, hi = lo + coeff * a_hi, hi + coeff * a_lo
+        if lo == -math.inf and hi == math.inf:
+            break
+    return lo, hi
+
+
+REAL_RANGES = "real_ranges"  # store cache: real cut variable's atom id -> its definition's bounds
+RANGE_MONOMIALS = 4  # definitions this short are bounded at their cut (most are long sums)
+
+
+def note_real_range(var: Term, definition: Term) -> None:
+    """Keep the bounds of a real cut variable's definition, so that polynomials over the
+    variable are bounded as over the definition: the sweep cuts Adam's b^t apart from the
+    1 - b^t its bias correction divides by."""
+    if definition.kind != "poly" or len(definition.data) > RANGE_MONOMIALS or var.leaf is None:
+        return
+    lo, hi = _bounds(definition)
+    if lo != -math.inf or hi != math.inf:
+        var.store.caches.setdefault(REAL_RANGES, {})[var.leaf.id] = (lo, hi)
 
 
 def _atom_range(atom: Term) -> tuple[Fraction | float, Fraction | float]:
     """Bounds of a real atom's values, (-inf, inf) where unknown: an int converted to a
     real (its integer range, from the store's bounds), and b^e for a constant 0 < b < 1 and
     e >= 1, which lies in (0, b] over the reals."""
+    if atom.kind == "var":
+        hit = atom.store.caches.get(REAL_RANGES, {}).get(atom.id)
+        return hit if hit is not None else (-math.inf, math.inf)
     if atom.kind == "to_real":
         lo, hi = interval(atom.args[0])
         return (Fraction(lo) if lo != -math.inf else lo), (Fraction(hi) if hi != math.inf else hi)

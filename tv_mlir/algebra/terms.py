@@ -149,6 +149,9 @@ def record_range(var: Any, definition_of: Any, definition: Any) -> None:
     """Note the bounds of an integer cut variable's definition (own core), so that
     comparisons they decide fold as they are built (an index clamped into range is in
     range: the NaN fill of a gather never happens)."""
+    if isinstance(var, Term) and var.sort == REAL and var.leaf is not None and isinstance(definition_of, Term):
+        fast.note_real_range(var, definition_of)
+        return
     if not isinstance(var, Term) or var.sort != INT or var.leaf is None:
         return
     if isinstance(definition_of, Term):
