@@ -200,8 +200,12 @@ def test_a_cut_value_that_may_be_infinite_is_an_ieee_input() -> None:
 
 def test_without_ieee_cut_inputs_the_chain_would_be_wrong(monkeypatch: pytest.MonkeyPatch) -> None:
     """The mutation the test above guards against: every cut value taken as finite."""
-    monkeypatch.setattr(stages_run, "finite_values",
-                        lambda m, f, decided=None: set(m.main.body.args) | {r for op in m.main.body.ops for r in op.results})
+    real = stages_run.finite_and_signed
+
+    def every_value_finite(m, f, decided=None):  # type: ignore[no-untyped-def]
+        return set(m.main.body.args) | {r for op in m.main.body.ops for r in op.results}, real(m, f, decided)[1]
+
+    monkeypatch.setattr(stages_run, "finite_and_signed", every_value_finite)
     v = verify(IEEE_REF, IEEE_OTHER, cache=False, **QUICK)
     assert v.verdict == "equivalent"  # wrong: what the IEEE inputs prevent
 

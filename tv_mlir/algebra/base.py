@@ -50,6 +50,12 @@ NON_OP_UNINTERPRETED = {
 UNINTERPRETED.update(NON_OP_UNINTERPRETED)
 # Of those, the ones finite at every finite argument (the symbolic algebras' `_domain`).
 FINITE_UFS = frozenset({"erfc", *(f"bits_of_{d}" for d in _BIT_FLOATS)})
+# Functions positive on every finite real (over the reals: no underflow to 0), and those
+# positive wherever their first argument is (b^e for b > 0: RoPE's inverse frequencies
+# 1 / 10000^(2i/d) divide by one; the square roots of a positive variance). Both cores'
+# positivity by construction reads these (`fast.known_sign`, `symbolic.known_positive`).
+POSITIVE_UFS = frozenset({"exponential", "logistic"})
+POSITIVE_OF_POSITIVE_UFS = frozenset({"power", "sqrt", "rsqrt", "cbrt"})
 
 
 class Algebra(Protocol):

@@ -19,6 +19,8 @@ import numpy as np
 
 from tv_mlir.algebra.base import (
     FINITE_UFS,
+    POSITIVE_OF_POSITIVE_UFS,
+    POSITIVE_UFS,
     UNINTERPRETED,
     Kind,
     dot_by_sums,
@@ -35,10 +37,6 @@ from tv_mlir.algebra.term import BOOL, INT, REAL, Bool, Term, TermStore
 from tv_mlir.ir import TensorType
 
 FIN, POS, NEG, NAN = 0, 1, 2, 3  # IEEE classes of a float element (as in `symbolic`)
-POSITIVE_UFS = frozenset({"exponential", "logistic"})
-# Functions positive wherever their first argument is (b^e for b > 0: RoPE's inverse
-# frequencies 1 / 10000^(2i/d) divide by one; the square roots of a positive variance).
-POSITIVE_OF_POSITIVE_UFS = frozenset({"power", "sqrt", "rsqrt", "cbrt"})
 
 Cls = int | Term  # an IEEE class: known, or an int term
 

@@ -22,6 +22,8 @@ import z3
 
 from tv_mlir.algebra.base import (
     FINITE_UFS,
+    POSITIVE_OF_POSITIVE_UFS,
+    POSITIVE_UFS,
     UNINTERPRETED,
     Kind,
     dot_by_sums,
@@ -191,10 +193,7 @@ def _fold_cmp(v: z3.ArithRef, op: str, c: Any) -> Any:
     return {"==": v == c, "<": v < c, "<=": v <= c, ">": v > c, ">=": v >= c}[op]
 
 
-# Functions positive on every finite real (over the reals: no underflow to 0), and the
-# name prefix the sweep gives cut variables that stand for a known-positive term.
-POSITIVE_UFS = frozenset({"exponential", "logistic"})
-POSITIVE_OF_POSITIVE_UFS = frozenset({"power", "sqrt", "rsqrt", "cbrt"})  # f(x) > 0 where x > 0
+# The name prefix the sweep gives cut variables that stand for a known-positive term.
 POSITIVE_CUT_PREFIX = "cpos"
 _POSITIVE_OPS = frozenset({z3.Z3_OP_ADD, z3.Z3_OP_MUL, z3.Z3_OP_DIV})
 

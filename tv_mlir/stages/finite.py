@@ -191,17 +191,24 @@ def _loop(op: Op, init: list[Fact], outer: dict[str, Fact], sizes: dict[str, int
     return [UNKNOWN] * len(init)
 
 
+def finite_and_signed(module: Module, finite_inputs: bool, decided: Mapping[str, bool] | None = None
+                      ) -> tuple[set[str], dict[str, int]]:
+    """`finite_values` and `signed_values` from one walk of the lattice."""
+    facts = value_facts(module, finite_inputs, decided)
+    return ({v for v, f in facts.items() if f.finite},
+            {v: f.sign for v, f in facts.items() if f.finite and f.sign != ANY})
+
+
 def finite_values(module: Module, finite_inputs: bool, decided: Mapping[str, bool] | None = None) -> set[str]:
     """The values of `module` (a global program) finite for every finite input: top-level
     values, and the carried values of top-level loops as their body's arguments see them.
     `decided`: top-level i1 values of one truth value (stages/ranges.py)."""
-    return {v for v, fact in value_facts(module, finite_inputs, decided).items() if fact.finite}
+    return finite_and_signed(module, finite_inputs, decided)[0]
 
 
 def signed_values(module: Module, finite_inputs: bool, decided: Mapping[str, bool] | None = None) -> dict[str, int]:
     """The finite values of `value_facts` known > 0 (POS) or >= 0 (NONNEG)."""
-    return {v: f.sign for v, f in value_facts(module, finite_inputs, decided).items()
-            if f.finite and f.sign != ANY}
+    return finite_and_signed(module, finite_inputs, decided)[1]
 
 
 def value_facts(module: Module, finite_inputs: bool, decided: Mapping[str, bool] | None = None) -> dict[str, Fact]:

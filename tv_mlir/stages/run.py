@@ -39,7 +39,7 @@ from tv_mlir.stages.bar import StageBar
 from tv_mlir.stages.cache import ProofCache, cache_key
 from tv_mlir.stages.chain import Chain, op_order
 from tv_mlir.stages.extract import NotFormed, StagePair, build
-from tv_mlir.stages.finite import NONNEG, POS, finite_values, signed_values
+from tv_mlir.stages.finite import NONNEG, POS, finite_and_signed
 from tv_mlir.stages.flat import flatten
 from tv_mlir.stages.hashing import stage_hash
 from tv_mlir.stages.lift import numeric_witness
@@ -128,8 +128,8 @@ def prove_staged(ref: Module, other: Module, options: Options, sizes: Mapping[in
     # is narrowed to its interval, and a select on a decided condition is its branch.
     ranges = value_ranges(ref, cut.bounds)
     decided = ranges.decided()
-    finite = finite_values(ref, options.inputs == "finite", decided)
-    signs = signed_values(ref, options.inputs == "finite", decided)  # CSE keeps first names: these name the stages' too
+    # CSE keeps first names: these name the stages' values too.
+    finite, signs = finite_and_signed(ref, options.inputs == "finite", decided)
     records, results = _prove_stages(stages, options, finite, signs, ranges)
     summary = _summary(records, time.perf_counter() - t0)
     failed = _first_failure(records)
@@ -443,7 +443,7 @@ def _ieee(stage: StagePair, finite: set[str]) -> tuple[int, ...]:
 
 def _signed(stage: StagePair, signs: dict[str, int], sign: int) -> tuple[int, ...]:
     """The stage's float inputs whose value is finite with `sign` by construction
-    (`finite.signed_values`; the parts of a partial sum are not: only their sum is the
+    (`finite.finite_and_signed`; the parts of a partial sum are not: only their sum is the
     value). A stage that divides by a softmax denominator it takes as input needs this:
     over every real divisor, zero included, the quotient has no IEEE class to share."""
     types = stage.ref.main.arg_types
