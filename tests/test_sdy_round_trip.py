@@ -138,3 +138,42 @@ def test_other_uses_are_unknown_naming_the_call(lines, result: str, names: str) 
     assert v.verdict == "unknown", v.reason
     assert names in v.reason, v.reason
     assert v.unsupported and v.unsupported[0]["loc"], v.unsupported
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_round_trip_mlir_is_made_the_manual_computation_it_reads_as(name: str) -> None:
+    # The MLIR kept for the passes that edit it (the shrink rewrite) is the sdy form the
+    # converter read: no tuple, no body call, the round-trip meshes declared; every SSA
+    # name's MLIR value has the type the converter gave it.
+    from tv_mlir.frontend.read import load_module_mlir
+
+    loaded = load_module_mlir(_text(name, "round_trip"), name)
+    loaded.mlir.operation.verify()
+    text = loaded.mlir.operation.get_asm()
+    assert "tuple<tensor" not in text and "xla.sdy.manual_computation_body" not in text  # ShardingGroup: tuple<>
+    assert "@xla.sdy.GlobalToLocalShape" not in text and "@xla.sdy.LocalToGlobalShape" not in text
+    assert "sdy.manual_computation(" in text and "sdy.mesh @mesh = " in text
+    types = {n: t for f in loaded.module.funcs.values() for op in f.body.walk()
+             for n, t in zip(op.results, op.result_types)}
+    for n, t in types.items():
+        if n in loaded.values:
+            assert tuple(loaded.values[n].type.shape) == t.shape, n
+    mc = next(op for op in loaded.module.funcs[loaded.module.entry].body.walk() if op.name == "sdy.manual_computation")
+    assert all(r in loaded.values for r in mc.results if not r.startswith("%rt."))
+
+
+def _scaled(text: str) -> str:
+    return text.replace("tensor<4xf32>", "tensor<4096xf32>").replace("tensor<2xf32>", "tensor<2048xf32>")
+
+
+def test_round_trip_form_shrinks() -> None:
+    # Before the MLIR was untupled, the shrink rewrite left the GlobalToLocalShape tuple
+    # and the body call at their old types ('func.call' op operand type mismatch): the pair
+    # was verified at its own sizes ("shrink: not applied").
+    enter = _ENTER.replace("(%a)", "(%a, %a)").replace("[<@mesh, [{\\22x\\22}]>]", "[<@mesh, [{\\22x\\22}]>, <@mesh, [{}]>]") \
+        .replace("(tensor<4xf32>) -> tensor<2xf32>", "(tensor<4xf32>, tensor<4xf32>) -> tuple<tensor<2xf32>, tensor<4xf32>>")
+    part = "%p = stablehlo.get_tuple_element %0[0] : (tuple<tensor<2xf32>, tensor<4xf32>>) -> tensor<2xf32>"
+    v = verify(_scaled(_NEG), _scaled(_module(enter, part, _CALL.replace("(%0)", "(%p)"), _LEAVE)))
+    assert v.verdict == "equivalent", v.reason
+    assert v.shrink and v.shrink["applied"], v.shrink
+    assert (4096, 2) in [(c["original"], c["verified"]) for c in v.shrink["shrunk"]], v.shrink

@@ -246,8 +246,90 @@ def load_module_mlir(spec: SourceSpec, name: str | None = None) -> Loaded:
     with ctx:
         conv = _Converter(source.name)
         converted = conv.module(module)
+        values = {n: v for v, n in conv.names.items()}
+        if conv.round_trips:
+            untuple_round_trips(module, conv, values)
     converted.text = source.data
-    return Loaded(converted, ctx, module, {n: v for v, n in conv.names.items()})
+    return Loaded(converted, ctx, module, values)
+
+
+@dataclass
+class _RoundTrip:
+    """One manual computation read from Shardy's HLO round-trip form: the body call, its
+    GlobalToLocalShape and LocalToGlobalShape (None when the body has no results), the
+    GlobalToLocalShape part each call operand is, the LocalToGlobalShape operand each call
+    result is, the names the converter gave the manual computation's results, and the
+    body function."""
+
+    call: Any
+    enter: Any
+    leave: Any
+    in_parts: list[int]
+    out_parts: list[int]
+    results: list[str]
+    body_fn: Any
+
+
+def _erase_with_parts(o: Any) -> None:
+    """Erase an op whose only users are get_tuple_elements of its tuple result, with them."""
+    from jaxlib.mlir import ir
+
+    if isinstance(o.results[0].type, ir.TupleType):
+        for u in list(o.results[0].uses):
+            _owner_of_use(u).erase()
+    o.erase()
+
+
+def untuple_round_trips(module: Any, conv: _Converter, values: dict[str, Any]) -> None:
+    """Make the MLIR what the converter read it as: each round-trip manual computation
+    (GlobalToLocalShape, get_tuple_element, the body call, LocalToGlobalShape) becomes the
+    `sdy.manual_computation` it encodes, the body function's block its region, and the
+    round-trip meshes `sdy.mesh` ops. Passes that edit the MLIR by the converter's value
+    names (the shrink rewrite) then see no tuples and no call whose types they would have
+    to follow; `values` is updated to the new op's results."""
+    from jaxlib.mlir import ir
+    from jaxlib.mlir.dialects import sdy
+
+    declared = {ir.StringAttr(op.operation.attributes["sym_name"]).value for op in module.body.operations
+                if op.operation.name == "sdy.mesh"}
+    first = module.body.operations[0] if len(module.body.operations) else None
+    for name, attr in conv.round_trip_mesh_attrs.items():
+        if name not in declared:
+            if first is None:
+                sdy.MeshOp(name, attr, loc=ir.Location.unknown(), ip=ir.InsertionPoint(module.body))
+            else:
+                sdy.MeshOp(name, attr, loc=ir.Location.unknown(), ip=ir.InsertionPoint(first))
+
+    def per_value(o: Any, attr: str, parts: list[int]) -> Any:
+        text = conv._frontend_attr(o, attr)
+        shardings = list(sdy.TensorShardingPerValueAttr(ir.Attribute.parse(text)).shardings)
+        return sdy.TensorShardingPerValueAttr.get([shardings[i] for i in parts])
+
+    for rt in conv.round_trips:
+        call, enter, leave = rt.call, rt.enter, rt.leave
+        manual = ir.Attribute.parse(conv._frontend_attr(enter, "xla.sdy.manual_axes"))
+        operands = [enter.operands[i] for i in rt.in_parts]
+        rtypes = [_part_type(leave, k) for k in rt.out_parts]
+        out_shardings = per_value(leave, "xla.sdy.out_shardings", rt.out_parts) if leave is not None \
+            else sdy.TensorShardingPerValueAttr.get([])
+        mc = sdy.ManualComputationOp(rtypes, operands, per_value(enter, "xla.sdy.in_shardings", rt.in_parts),
+                                     out_shardings, manual, loc=call.location, ip=ir.InsertionPoint(call))
+        block = rt.body_fn.regions[0].blocks[0]
+        block.append_to(mc.regions[0])
+        ret = list(block.operations)[-1]
+        sdy.ReturnOp(list(ret.operands), loc=ret.location, ip=ir.InsertionPoint(ret))
+        ret.operation.erase()
+        results = mc.operation.results
+        if leave is not None:
+            parts = _tuple_parts(leave)
+            for j, k in enumerate(rt.out_parts):
+                if parts[k] is not None:
+                    parts[k].replace_all_uses_with(results[j])
+                values[rt.results[j]] = results[j]
+            _erase_with_parts(leave)
+        call.erase()
+        _erase_with_parts(enter)
+        rt.body_fn.erase()
 
 
 def func_name(op: Any) -> str:
@@ -311,6 +393,10 @@ class _Converter:
     # the manual-computation bodies read as a region (not kept as functions).
     mlir_funcs: dict[str, Any] = field(default_factory=dict)
     inlined: set[str] = field(default_factory=set)
+    # Each round-trip manual computation read, for `untuple_round_trips` (the MLIR made the
+    # sdy.manual_computation it was read as).
+    round_trips: list[_RoundTrip] = field(default_factory=list)
+    round_trip_mesh_attrs: dict[str, Any] = field(default_factory=dict)
 
     def name_of(self, value: Any) -> str:
         key = value
@@ -490,6 +576,7 @@ class _Converter:
                              f"({' '.join(str(exc).split())[:200]})") from None
         for named in named_attrs(meshes):
             self.meshes[named.name] = sdy_mesh(named.attr)
+            self.round_trip_mesh_attrs[named.name] = named.attr
 
     def _round_trip_kind(self, o: Any) -> str | None:
         """'body' for the call of a manual-computation body, 'skip' for the ops that call
@@ -610,6 +697,8 @@ class _Converter:
             raise _too_deep(loc)
         self.inlined.add(callee)
         self.ops_read += 1
+        self.round_trips.append(_RoundTrip(call, enter, exits[0][0] if exits else None, [i for _, i in g2l],
+                                           [k for _, k in exits], list(results), body_fn))
         body = self.block(body_fn.regions[0].blocks[0], loc, depth + 1)
         attrs = {"in_shardings": in_shardings, "out_shardings": out_shardings, "manual_axes": manual}
         return tir.Op("sdy.manual_computation", operands, tuple(results), tuple(rtypes), attrs, (body,), loc)
