@@ -2,7 +2,13 @@
 global function of the stage's inputs, the other program's as a per-device (or global)
 function of the same global inputs laid out by their lineage, returning the values the
 later stages read under their lineage's sharding. Proving the pair equal proves: whenever
-the stage's inputs hold their reference values, so do its outputs."""
+the stage's inputs hold their reference values, so do its outputs.
+
+A stage input (a slot) is one reference value. When the other program reads it under
+several layouts (an FSDP weight as the sharded argument and as its all-gathered copy), the
+slot is the whole value on every device and each copy is sliced from it as its layout
+places it (`_derive`): the copies are then one value to the proof, as they are in the
+chain (each layout is the argument's own or what an earlier stage proved)."""
 from __future__ import annotations
 
 import math
@@ -29,7 +35,8 @@ class StagePair:
     ref_ops: int
     other_ops: int
     locs: tuple[str, ...]  # source locations of the other program's ops, in order (first ones)
-    slots: tuple[str, ...] = ()  # per input (both programs'): the reference value it holds
+    slots: tuple[str, ...] = ()  # per input (both programs'): the reference value it holds (once, but for
+    # partial sums: one slot per layout)
     loop: bool = False  # a loop's body or condition (stages/loops.py)
     partial: tuple[int, ...] = ()  # inputs that are parts of a partial sum (`_partial_slot`)
 
@@ -86,22 +93,39 @@ def build(name: str, ref: Side, other: Side, links: dict[str, Link], ref_ops: Se
     ref_body, ref_in = _closure(ref, ref_ops, ref_outputs, ref_given)
     ref_args = list(ref.module.main.body.args)
     other_args = list(other.module.main.body.args)
-    # A slot is one global input: a reference value under one layout.
-    slots: list[tuple[str, Sharding | None]] = []
-    other_slot: dict[str, int] = {}
+    # A slot is one global input: a reference value under one layout, or (`shared`) a
+    # reference value the other program reads under several layouts. Separate slots for
+    # those would be independent free inputs, and the stage could not know its copies of
+    # one weight (FSDP-sharded and all-gathered) equal; a shared slot is the whole value,
+    # from which each copy is sliced as its layout places it on the device (`_derive`).
+    keys: dict[str, tuple[str, Sharding | None]] = {}
     for v in other_in:
         if other.kind.get(v) == "arg":
             k = other_args.index(v)
             shard = other.module.arg_shardings[k] if other.module.per_device else None
-            key = (ref_args[k], shard)
+            keys[v] = (ref_args[k], shard)
         else:
             link = links.get(v)
             if link is None:
                 raise NotFormed(f"{v} of the other program has no reference value")
-            key = (link.ref, link.sharding)
+            keys[v] = (link.ref, link.sharding)
+    per_device = other.module.per_device
+    layouts: dict[str, list[Sharding | None]] = {}
+    for r, s in keys.values():
+        if s not in layouts.setdefault(r, []):
+            layouts[r].append(s)
+    # Partial sums stay one slot per layout: their parts are not a function of the value.
+    shared_refs = {r for r, ls in layouts.items()
+                   if per_device and len(ls) > 1 and not any(s is not None and s.unreduced for s in ls)}
+    slots: list[tuple[str, Sharding | None]] = []
+    other_slot: dict[str, int] = {}
+    for v in other_in:
+        r, s = keys[v]
+        key = (r, None) if r in shared_refs else (r, s)
         if key not in slots:
             slots.append(key)
         other_slot[v] = slots.index(key)
+    shared = {n for n, (r, _) in enumerate(slots) if r in shared_refs}
     ref_slot: dict[str, int] = {}
     for v in ref_in:
         hit = next((n for n, (r, _) in enumerate(slots) if r == v), None)
@@ -110,7 +134,6 @@ def build(name: str, ref: Side, other: Side, links: dict[str, Link], ref_ops: Se
             hit = len(slots) - 1
         ref_slot[v] = hit
     rtypes, otypes = _types(ref), _types(other)
-    per_device = other.module.per_device
     # Reference arguments: the slot's value under its own name once, fresh names for more layouts of it.
     r_names: list[str] = []
     r_types: list[TensorType] = []
@@ -118,19 +141,40 @@ def build(name: str, ref: Side, other: Side, links: dict[str, Link], ref_ops: Se
     o_types: list[TensorType] = []
     o_shard: list[Sharding | None] = []
     r_pre: list[Op] = []  # ops that make a partial slot's reference value from its parts
-    o_pre: list[Op] = []
+    o_pre: list[Op] = []  # ... its other value from its part; a shared slot's copies; extra names of a slot
     used_r: set[str] = set()
-    inverse_o = {n: v for v, n in other_slot.items()}
+    held: dict[int, list[str]] = {}
+    for v, n in other_slot.items():
+        held.setdefault(n, []).append(v)
+    device: list[str] = []  # the device id's name, once the first shared slot needs it
     for n, (r, s) in enumerate(slots):
         gt = rtypes[r]
         first = r in ref_slot and ref_slot[r] == n
         r_names.append(r if first and r not in used_r else f"{r}.slot{n}")
         used_r.add(r_names[-1])
         r_types.append(gt)
-        o_names.append(inverse_o.get(n, f"%slot{n}"))
+        if n in shared:
+            whole = f"{r}.whole{n}"
+            o_names.append(whole)
+            o_types.append(gt)
+            mesh = next(x.mesh for x in layouts[r] if x is not None)
+            o_shard.append(Sharding(mesh, ((),) * len(gt.shape)))
+            if not device:
+                device.append("%tv.device")
+                o_pre.extend(_device_id(other.module, device[0]))
+            for v in held[n]:
+                o_pre.extend(_derive(whole, v, keys[v][1], gt, device[0], other.module.num_devices))
+            continue
+        names = held.get(n, [])
+        o_names.append(names[0] if names else f"%slot{n}")
+        # One layout held under several names (CSE leaves few): the others are copies.
+        local = s.local_type(gt) if per_device and s is not None else gt
+        copies = [_copy(names[0], v, local) for v in names[1:]]
         if per_device and s is not None and s.unreduced:
             _partial_slot(n, s, gt, r_names, r_types, o_names, o_types, o_shard, r_pre, o_pre)
+            o_pre.extend(copies)
             continue
+        o_pre.extend(copies)
         if per_device and s is not None:
             if any(d % s.shards(i) for i, d in enumerate(gt.shape)) or len(s.dims) != len(gt.shape):
                 raise NotFormed(f"{r} does not split under {s.describe()}")
@@ -141,6 +185,9 @@ def build(name: str, ref: Side, other: Side, links: dict[str, Link], ref_ops: Se
     partial = {n for n, (_, s) in enumerate(slots) if per_device and s is not None and s.unreduced}
     for v, n in other_slot.items():
         want = TensorType(o_types[n].shape[1:], o_types[n].dtype) if n in partial else o_types[n]
+        if n in shared:
+            lay = keys[v][1]
+            want = lay.local_type(o_types[n]) if lay is not None else o_types[n]
         if otypes.get(v) is not None and otypes[v] != want:
             raise NotFormed(f"{v}: {otypes[v]} is not the {want} of its layout")
     ref_m = _module(ref.module, r_names, r_types, r_pre + ref_body, list(ref_outputs), rtypes, False, (), ())
@@ -149,6 +196,61 @@ def build(name: str, ref: Side, other: Side, links: dict[str, Link], ref_ops: Se
     locs = tuple(op.loc for op in other_ops if source_loc(op.loc))
     return StagePair(name, ref_m, other_m, len(ref_ops), len(other_ops), locs, tuple(r for r, _ in slots),
                      partial=tuple(sorted(partial)))
+
+
+def _device_id(module: Module, name: str) -> list[Op]:
+    """Ops that make `name` the device's flattened id (replica_id * num_partitions +
+    partition_id, the id shardings place blocks by), as a ui32 scalar."""
+    u32 = TensorType((), "ui32")
+    if module.num_replicas == 1:
+        return [Op("stablehlo.partition_id", (), (name,), (u32,))]
+    if module.num_partitions == 1:
+        return [Op("stablehlo.replica_id", (), (name,), (u32,))]
+    rep, part, p, scaled = f"{name}.replica", f"{name}.partition", f"{name}.p", f"{name}.scaled"
+    return [Op("stablehlo.replica_id", (), (rep,), (u32,)),
+            Op("stablehlo.partition_id", (), (part,), (u32,)),
+            Op("stablehlo.constant", (), (p,), (u32,), {"value": np.array(module.num_partitions, np.uint32)}),
+            Op("stablehlo.multiply", (rep, p), (scaled,), (u32,)),
+            Op("stablehlo.add", (scaled, part), (name,), (u32,))]
+
+
+def _derive(whole: str, name: str, s: Sharding | None, gt: TensorType, device: str, n: int) -> list[Op]:
+    """Ops that make `name` the block of the global value `whole` (every device holds all
+    of it) that layout `s` places on this device: a dynamic_slice at offsets looked up by
+    the device id in a constant table per split dim, the table read off the layout's mesh
+    as `execute.spmd.scatter` places blocks (None: the value whole, as a copy)."""
+    if s is None or not any(s.dims):
+        return [_copy(whole, name, gt)]
+    if s.mesh.size != n or set(s.mesh.coords()) != set(range(n)) or len(s.dims) != len(gt.shape):
+        raise NotFormed(f"{name}'s layout {s.describe()} does not place a {gt} on {n} devices")
+    if any(d % s.shards(i) for i, d in enumerate(gt.shape)):
+        raise NotFormed(f"a {gt} does not split under {s.describe()}")
+    local = s.local_type(gt)
+    coords = s.mesh.coords()
+    i32 = TensorType((), "i32")
+    ops: list[Op] = []
+    starts: list[str] = []
+    zero = f"{name}.zero"
+    for i, size in enumerate(local.shape):
+        if not s.dims[i]:
+            if zero not in starts:
+                ops.append(Op("stablehlo.constant", (), (zero,), (i32,), {"value": np.zeros((), np.int32)}))
+            starts.append(zero)
+            continue
+        table, row, start = f"{name}.table{i}", f"{name}.row{i}", f"{name}.start{i}"
+        offsets = np.array([s.shard_index(coords[d], i) * size for d in range(n)], np.int32)
+        ops += [Op("stablehlo.constant", (), (table,), (TensorType((n,), "i32"),), {"value": offsets}),
+                Op("stablehlo.dynamic_slice", (table, device), (row,), (TensorType((1,), "i32"),),
+                   {"slice_sizes": (1,)}),
+                Op("stablehlo.reshape", (row,), (start,), (i32,))]
+        starts.append(start)
+    ops.append(Op("stablehlo.dynamic_slice", (whole, *starts), (name,), (local,), {"slice_sizes": local.shape}))
+    return ops
+
+
+def _copy(src: str, name: str, t: TensorType) -> Op:
+    """`name` as a copy of `src` (a reshape to its own type is the identity)."""
+    return Op("stablehlo.reshape", (src,), (name,), (t,))
 
 
 def _partial_slot(n: int, s: Sharding, gt: TensorType, r_names: list[str], r_types: list[TensorType],

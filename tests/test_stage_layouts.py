@@ -1,0 +1,111 @@
+"""A reference value the sharded program reads under two layouts in one stage (XLA's FSDP
+weight, sharded and all-gathered) is one stage input: its copies are sliced from it by
+their layouts, so the stage proof knows them equal (stages/extract.py, shared slots).
+The pair is testdata/layouts (testdata/gen_layouts.py)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from tv_mlir.api import prepare, verify
+from tv_mlir.execute.spmd import scatter
+from tv_mlir.frontend.classify import check_signatures
+from tv_mlir.ir import Module
+from tv_mlir.options import Options
+from tv_mlir.prove.fingerprints import random_inputs
+from tv_mlir.stages import lineage
+from tv_mlir.stages import run as stages_run
+from tv_mlir.stages.extract import StagePair
+from tv_mlir.stages.hashing import stage_hash
+
+LAYOUTS = Path(__file__).resolve().parents[1] / "testdata" / "layouts"
+REF = LAYOUTS / "two_layouts.ref.mlir"
+QUICK = dict(full_size_check="off", second_witness=False, stage_min_elements=0)
+
+
+def _cut() -> tuple[stages_run.Cut, Module]:
+    options = Options(stage_min_elements=0)
+    ref, other = prepare(str(REF), options), prepare(str(LAYOUTS / "two_layouts.partitioned.mlir"), options)
+    check_signatures(ref, other)
+    cut = stages_run._cut(ref, other, options, None)
+    assert cut.chain is not None, cut.why
+    return cut, ref
+
+
+def _shared(stage: StagePair) -> list[int]:
+    """The stage's inputs that are shared slots (a reference value's whole)."""
+    return [k for k, a in enumerate(stage.other.main.body.args) if ".whole" in a]
+
+
+def test_two_layouts_of_a_weight_are_one_stage_input() -> None:
+    """The stage that reads w sharded and all-gathered takes w once, and every stage holds
+    on its own: no stage fails, no span is widened, the pair is not proved whole. (Before
+    shared slots the two copies were independent inputs, the stage ended unknown with a
+    spurious counterexample, and the whole proof closed the pair.)"""
+    v = verify(REF, LAYOUTS / "two_layouts.partitioned.mlir", cache=False, **QUICK)
+    assert v.verdict == "equivalent", v.reason
+    st = v.stages
+    assert st["used"] and "failed" not in st and "whole" not in st and "widened" not in st, st.get("failed")
+    assert all(r["verdict"] == "equivalent" for r in st["list"])
+    cut, _ = _cut()
+    shared = [s for s in cut.stages if _shared(s)]
+    assert shared, [s.other.main.body.args for s in cut.stages]
+    for s in shared:
+        assert len(set(s.slots)) == len(s.slots), s.slots  # one slot per reference value
+
+
+def test_each_copy_is_its_layouts_block_of_the_shared_input() -> None:
+    """Run the stage's sharded program: every value it takes from a shared slot holds, on
+    every device, the block that value's lineage layout places there (as the executor
+    scatters a global input), and the lineage's layouts differ (two copies, two layouts)."""
+    cut, _ = _cut()
+    assert cut.chain is not None
+    links = cut.chain.links
+    stage = next(s for s in cut.stages if _shared(s))
+    other = stage.other
+    n = other.num_devices
+    inputs = random_inputs(other.global_arg_types())[1:2]
+    values = lineage.trace(other, inputs, max_unroll=16, max_elements=10**6)
+    for k in _shared(stage):
+        ref_value = stage.slots[k]
+        copies = [v for v, link in links.items() if link.ref == ref_value and v in values]
+        layouts = {links[v].sharding for v in copies}
+        assert len(layouts) >= 2, layouts
+        for v in copies:
+            want = scatter(inputs[0][k], links[v].sharding, n, "").parts
+            got = values[v][0]
+            for d in range(n):
+                np.testing.assert_array_equal(np.asarray(got[d]), want[d], err_msg=f"{v} on device {d}")
+
+
+def test_the_hash_sees_how_a_copy_derives() -> None:
+    """Two stages that differ only in the offsets a copy is sliced at are different proofs."""
+    cut, _ = _cut()
+    stage = next(s for s in cut.stages if _shared(s))
+    body = stage.other.main.body
+    tables = [op for op in body.ops if op.name == "stablehlo.constant" and ".table" in op.results[0]]
+    assert tables
+    op = tables[0]
+    swapped = np.asarray(op.attrs["value"])[::-1].copy()
+    assert not np.array_equal(swapped, op.attrs["value"])
+    ops = [type(op)(op.name, op.operands, op.results, op.result_types, {**op.attrs, "value": swapped})
+           if o is op else o for o in body.ops]
+    other = _with_ops(stage.other, ops)
+    assert stage_hash(stage.ref, stage.other) != stage_hash(stage.ref, other)
+
+
+def _with_ops(m: Module, ops: list) -> Module:
+    from dataclasses import replace
+
+    body = replace(m.main.body, ops=ops)
+    return replace(m, funcs={**m.funcs, m.entry: replace(m.main, body=body)})
+
+
+def test_a_wrong_copy_stays_not_equivalent() -> None:
+    """The all-gathered copy holds w's dp halves swapped (the sharded copy is right): the
+    verdict is not-equivalent, with a counterexample XLA confirms at the original sizes."""
+    v = verify(REF, LAYOUTS / "two_layouts_bug_swapped_copy.partitioned.mlir", cache=False, **QUICK)
+    assert v.verdict == "not-equivalent", v.reason
+    c = v.counterexample
+    assert c is not None and c.confirmed
