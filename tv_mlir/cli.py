@@ -359,7 +359,11 @@ class _SignalGuard:
     def _watch(self) -> None:
         assert self._sockets is not None
         with self._sockets[0] as r:
+            # The wakeup fd hears every signal with a Python handler: the SIGALRM of an
+            # in-process stage's time limit (stages/pool.py) is not an interruption.
             first = _next_byte(r, None)
+            while first and first not in self.SIGNALS:
+                first = _next_byte(r, None)
             if not first:
                 return
             _interrupt_z3()
