@@ -30,7 +30,7 @@ def rows() -> list[tuple[str, Path, Path, str]]:
 
 def main() -> int:
     timeout = float(os.environ.get("BENCH_TIMEOUT", "60"))
-    sections = os.environ.get("BENCH_SECTIONS", "big,sharded,realistic,core,depth,cores").split(",")
+    sections = os.environ.get("BENCH_SECTIONS", "big,sharded,realistic,core,depth,cores,flax8b").split(",")
     if "big" in sections:
         big(timeout)
     if "sharded" in sections:
@@ -43,6 +43,8 @@ def main() -> int:
         depth(timeout)
     if "cores" in sections:
         cores(timeout)
+    if "flax8b" in sections:
+        flax8b(timeout)
     return 0
 
 
@@ -233,6 +235,28 @@ def cores(timeout: float) -> None:
           "cores share; sym: stats['symbolic_s'], the symbolic execution the core changes; core: sym plus the "
           "checks that follow it on the core's terms (counterexample_s, local_s, solve_s); "
           f"per-query solver timeout {timeout:.0f} s (BENCH_TIMEOUT); {os.cpu_count()} cores)")
+
+
+def flax8b(timeout: float) -> None:
+    """Issue 14's measure: the flax Llama (testdata/gen_flax.py) at Llama-3-8B widths given as
+    ShapeDtypeStructs through tv_mlir.jax.check's export and verify, one process per row
+    (`gen_flax.py --measure-8b`): verdict, export and verify times, peak memory."""
+    print(f"{'pair':<24} {'verdict':<15} {'export s':>8} {'verify s':>8} {'rss MB':>7}  kept classes")
+    for variant in ("fwd", "fwdbwd", "step"):
+        for form in ("partitioned", "shardy"):
+            try:
+                p = subprocess.run([sys.executable, str(ROOT / "testdata/gen_flax.py"), "--measure-8b", variant, form],
+                                   capture_output=True, text=True, timeout=max(600.0, 10 * timeout), cwd=ROOT)
+                m = json.loads(p.stdout.strip().splitlines()[-1]) if p.returncode == 0 and p.stdout.strip() else None
+            except subprocess.TimeoutExpired:
+                m = None
+            if m is None:
+                print(f"{'8b ' + variant + ' ' + form:<24} no verdict")
+                continue
+            kept = ", ".join(sorted({str(k[0]) for k in m["kept"]}, key=int))
+            print(f"{m['pair']:<24} {m['verdict']:<15} {m['export_s']:>8.1f} {m['verify_s']:>8.1f} "
+                  f"{m['max_rss_mb']:>7}  {len(m['kept'])}: sizes {kept}")
+    print()
 
 
 def _timed_verify(a: Path, b: Path, timeout: float, core_name: str) -> tuple[str, tuple[float, float, float]]:

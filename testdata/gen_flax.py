@@ -571,7 +571,48 @@ def check_mutants_on_xla(prefix: str) -> None:
         assert rel(loss) > 1e-5, f"{prefix}mut_{name} does not change the loss on XLA ({loss} vs {want})"
 
 
+# Llama-3-8B widths (issue 14's measure): one layer, batch 4 (2 sequences per dp shard; with
+# batch 2 the loss's token count 2 x 2048 equals the hidden width 4096 and XLA folds the two
+# divisors into one constant).
+LLAMA_8B = Config(vocab=32000, hidden=4096, heads=32, kv_heads=8, ffn=14336, seq=2048, batch=4, layers=1)
+
+
+def measure_8b(variant: str, form: str = "partitioned") -> dict[str, Any]:
+    """`.venv/bin/python testdata/gen_flax.py --measure-8b [fwd|fwdbwd|step] [partitioned|shardy]`:
+    `tv_mlir.jax.check`'s two phases on the model at Llama-3-8B widths, given as
+    ShapeDtypeStructs: the export (tracing both sides, XLA's compile up to the partitioner)
+    and the verification. Returns the verdict, its reason, the kept (pinned) classes, the
+    times and this process's peak resident memory (nothing of the model's size may be
+    allocated: the embedding alone is 0.5 GB)."""
+    import resource
+    import time
+
+    from tv_mlir.api import verify
+
+    cfg = LLAMA_8B
+    v = next(v for v in variants(cfg) if v.name == variant)
+    bounds = {**assume(cfg), **({"count": (0, 2**31 - 1)} if variant == "step" else {})}
+    t0 = time.perf_counter()
+    ref, other = tj._pair(v.fn, v.args, v.in_shardings, v.out_shardings, None, form)
+    t1 = time.perf_counter()
+    verdict = verify(tj._named(ref, f"{variant}.ref.mlir"), tj._named(other, f"{variant}.{form}.mlir"),
+                     assume=bounds)
+    t2 = time.perf_counter()
+    shrink = verdict.shrink or {}
+    return {"pair": f"8b {variant} {form}", "verdict": verdict.verdict, "reason": verdict.reason,
+            "export_s": round(t1 - t0, 2), "verify_s": round(t2 - t1, 2), "total_s": round(t2 - t0, 2),
+            "max_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+            "kept": [(c["original"], c["where"], c.get("reason", "")) for c in shrink.get("kept", [])],
+            "shrunk": [(c["original"], c["verified"], c["where"]) for c in shrink.get("shrunk", [])]}
+
+
 def main() -> None:
+    if "--measure-8b" in sys.argv:
+        import json
+
+        args = sys.argv[sys.argv.index("--measure-8b") + 1:]
+        print(json.dumps(measure_8b(*(args[:2] or ["fwd"]))))
+        return
     if "--measure" in sys.argv:
         args = sys.argv[sys.argv.index("--measure") + 1:]
         only = next((a for a in args if not a.startswith("--")), "")
