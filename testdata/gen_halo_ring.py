@@ -118,7 +118,7 @@ def ring(t: int, h: int, f: int, variant: str) -> Pair:
 
 def pairs() -> list[Pair]:
     return [halo(64, 4, 3, "small"), halo(2048, 4096, 4, "big"),
-            ring(64, 8, 32, "small"), ring(2048, 4096, 4096, "big")]
+            ring(64, 8, 32, "small"), ring(2048, 4096, 4096, "big")] + swa_pairs()
 
 
 def _max_diff(p: Pair, g: Callable[..., Any]) -> float:
@@ -152,6 +152,54 @@ def main() -> int:
                          "files": {k: f"{stem}.{k}.mlir" for k in ("ref", *p.twins)}})
     (OUT / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
     return 0
+
+
+# Below main, so that the source locations of the other plans' files stay as they were.
+def swa(s: int, heads: int, head_dim: int, window: int, variant: str) -> Pair:
+    k = window - 1  # the halo width: a query sees itself and the window - 1 keys before it
+    scale = np.float32(1 / np.sqrt(head_dim))
+
+    def attend(q, kk, vv, mask):
+        scores = jnp.einsum("qhd,khd->hqk", q, kk) * scale
+        # -inf, not finfo.min: the reference masks s - window keys per query, a shard
+        # fewer, and exp(finfo.min - max) is a (tiny) real number, not 0
+        scores = jnp.where(mask[None], scores, -jnp.inf)
+        return jnp.einsum("hqk,khd->qhd", jax.nn.softmax(scores, axis=-1), vv)
+
+    def ref(q, kx, v):
+        d = jnp.arange(s)[:, None] - jnp.arange(s)[None, :]
+        return attend(q, kx, v, (d >= 0) & (d < window))
+
+    def body(perm, mask_padding):
+        def f(q, kx, v):
+            n = q.shape[0]
+            kk = jnp.concatenate([lax.ppermute(kx[n - k:], "tp", perm), kx], axis=0)
+            vv = jnp.concatenate([lax.ppermute(v[n - k:], "tp", perm), v], axis=0)
+            j = jnp.arange(n + k)[None, :]  # key j of the halo + rows is query position j - k
+            d = jnp.arange(n)[:, None] + k - j
+            mask = (d >= 0) & (d < window)
+            if mask_padding:  # device 0 received zeros: no keys before the sequence's start
+                mask = mask & ((j >= k) | (lax.axis_index("tp") > 0))
+            return attend(q, kk, vv, mask)
+        spec = P("tp", None, None)
+        return _smap(f, (spec, spec, spec), spec)
+
+    shape = (s, heads, head_dim)
+    return Pair("swa", variant, {"seq": s, "heads": heads, "head_dim": head_dim, "window": window},
+                [shape, shape, shape], ref,
+                {"ok": body(RIGHT, True), "bug": body(LEFT, True), "bug_padding": body(RIGHT, False)},
+                {"bug": "the keys and values of the halo come from the right neighbour instead of the left",
+                 "bug_padding": "device 0 attends to the zero keys it received as its halo (the sequence's "
+                                "start is not masked)"})
+
+
+def swa_pairs() -> list[Pair]:
+    """The sliding-window attention plan (issue 15: a sliding-window pair at Llama-3-8B
+    widths whose sequence a halo exchange used to pin): the sequence split over 4 devices
+    (context parallelism), each query attends to itself and the window - 1 keys before it,
+    and each device receives the last window - 1 keys and values of its left neighbour by
+    `ppermute`; 32 heads of 128 at seq 2048 (hidden 4096), window 8."""
+    return [swa(64, 2, 4, 4, "small"), swa(2048, 32, 128, 8, "big")]
 
 
 if __name__ == "__main__":

@@ -46,7 +46,7 @@ module @jit_f attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 :
 } loc(#loc)
 #loc = loc(unknown)
 #loc3 = loc("testdata/gen_halo_ring.py":148:19 to :62)
-#loc4 = loc("testdata/gen_halo_ring.py":158:21 to :27)
+#loc4 = loc("testdata/gen_halo_ring.py":206:21 to :27)
 #loc6 = loc("testdata/gen_halo_ring.py":82:42 to :47)
 #loc7 = loc("testdata/gen_halo_ring.py":83:18 to :48)
 #loc8 = loc("testdata/gen_halo_ring.py":84:17 to :50)

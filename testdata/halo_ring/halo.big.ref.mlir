@@ -44,7 +44,7 @@ module @jit_ref attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1
   } loc(#loc34)
 } loc(#loc)
 #loc3 = loc("testdata/gen_halo_ring.py":148:19 to :62)
-#loc4 = loc("testdata/gen_halo_ring.py":158:21 to :27)
+#loc4 = loc("testdata/gen_halo_ring.py":206:21 to :27)
 #loc5 = loc("testdata/gen_halo_ring.py":76:13 to :41)
 #loc6 = loc("testdata/gen_halo_ring.py":77:19 to :23)
 #loc7 = loc("testdata/gen_halo_ring.py":77:15 to :67)

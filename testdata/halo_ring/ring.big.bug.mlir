@@ -58,7 +58,7 @@ module @jit_g attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 :
   } loc(#loc54)
 } loc(#loc)
 #loc3 = loc("testdata/gen_halo_ring.py":148:19 to :62)
-#loc4 = loc("testdata/gen_halo_ring.py":158:21 to :27)
+#loc4 = loc("testdata/gen_halo_ring.py":206:21 to :27)
 #loc6 = loc("testdata/gen_halo_ring.py":100:16 to :36)
 #loc7 = loc("testdata/gen_halo_ring.py":102:18 to :61)
 #loc8 = loc("testdata/gen_halo_ring.py":110:21 to :57)

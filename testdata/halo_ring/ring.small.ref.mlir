@@ -9,7 +9,7 @@ module @jit_ref attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1
 #loc = loc(unknown)
 #loc3 = loc("testdata/gen_halo_ring.py":96:15 to :20)
 #loc4 = loc("testdata/gen_halo_ring.py":148:19 to :62)
-#loc5 = loc("testdata/gen_halo_ring.py":158:21 to :27)
+#loc5 = loc("testdata/gen_halo_ring.py":206:21 to :27)
 #loc6 = loc("ring.<locals>.ref"(#loc3))
 #loc7 = loc("main"(#loc4))
 #loc8 = loc("<module>"(#loc5))
