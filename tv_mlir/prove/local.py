@@ -5,7 +5,8 @@ result. Common cut points stay free constants, a sound abstraction: an identity 
 their values holds for the values they take."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +19,12 @@ from tv_mlir.prove.cuts import CutStore
 
 SWEEP_BLOWUP = 1000  # local proofs are small; a blow-up means the match is a coincidence
 UNFOLD_TERMS = 300_000  # new own terms one local proof may make
+# Failed unfoldings in one group (see `prove_pairs`) before the group's other pairs are left
+# unproved: a partial sum that the random runs cannot tell from the full one (a scatter-add
+# over sparse token ids: each shard's rows match the reference's wherever the other shards'
+# tokens missed that row in every run) fails for every element, each failure unfolding
+# hundreds of cut variables.
+GROUP_FAILURES = 3
 
 
 @dataclass
@@ -55,7 +62,8 @@ class LocalProver:
 
     def prove_pairs(self, pairs: Sequence[tuple[Any, Any]], kind: Kind, timeout_s: float,
                     steps: int | None = None, max_unfold: int | None = None,
-                    deep: int | None = None, solve_inputs_only: bool = True) -> list[str | None]:
+                    deep: int | None = None, solve_inputs_only: bool = True,
+                    groups: Sequence[Hashable] | None = None) -> list[str | None]:
         """For each (a, b): how a == b was proved ("simplified", "lattice", "solver"), or None.
 
         Per element: newest-first unfolding with the simplifier (`_unfold`), then min/max
@@ -64,17 +72,28 @@ class LocalProver:
         dropped. Elements whose sides met but did not prove equal are tried once more with
         up to `deep` common cut points unfolded as well (E[(x - m)^2] = E[x^2] - m^2 holds
         only because m is the mean). solve_inputs_only=False leaves elements whose sides
-        met only at the inputs (no cut point left: the full problem) to the caller's solver."""
+        met only at the inputs (no cut point left: the full problem) to the caller's solver.
+
+        `groups` (one key per pair, None for no group) names pairs that stand or fall
+        together, such as the elements of one value against the elements of one reference
+        value: once GROUP_FAILURES pairs of a group failed to unfold into anything provable
+        and none of it was proved, the rest of the group is left unproved without trying.
+        Leaving a pair unproved is always sound; it costs only a merge."""
         self._memos.clear()
         steps = steps or self.unfold_steps
         max_unfold = max_unfold or self.max_unfold
         deep = self.deep if deep is None else deep
         status: list[str | None] = [None] * len(pairs)
         todo = list(range(len(pairs)))
+        failures: Counter[Hashable] = Counter()
+        proved_groups: set[Hashable] = set()
         for common in (0, deep) if deep else (0,):
             attempts: dict[int, _Attempt] = {}
             for i in todo:
                 a, b = pairs[i]
+                group = groups[i] if groups is not None else None
+                if group is not None and group not in proved_groups and failures[group] >= GROUP_FAILURES:
+                    continue
                 try:
                     with T.term_budget((a, b), UNFOLD_TERMS):
                         att = self._unfold(a, b, kind, steps, max_unfold, common)
@@ -82,8 +101,11 @@ class LocalProver:
                     att = _Attempt(False)
                 if att.result is True:
                     status[i] = "simplified"
+                    proved_groups.add(group)
                 elif att.result is not False:
                     attempts[i] = att
+                elif not common:
+                    failures[group] += 1
             networks = [(i, att.value_pair) for i, att in attempts.items() if att.value_pair is not None]
             for (i, _), ok in zip(networks, lattice_equal([pair for _, pair in networks])):
                 if ok:

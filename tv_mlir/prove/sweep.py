@@ -31,7 +31,7 @@ import numpy as np
 from tv_mlir.algebra import Kind, Symbolic
 from tv_mlir.algebra import terms as T
 from tv_mlir.ir import Op, TensorType
-from tv_mlir.prove.cuts import CutStore, origin_of
+from tv_mlir.prove.cuts import CutStore, Origin, origin_of
 from tv_mlir.prove.fingerprints import Trace, fingerprints
 from tv_mlir.prove.local import LocalProver
 
@@ -157,7 +157,8 @@ class Sweeper:
         while todo and self._proof_terms < self.budget_terms:
             pairs = [(c[0], x) for _, c, x in todo]
             size0 = T.work_size(pairs)
-            proved = self.local.prove_pairs(pairs, kind, self.timeout_s)
+            groups = [self._value_of(c[0]) for _, c, _ in todo]
+            proved = self.local.prove_pairs(pairs, kind, self.timeout_s, groups=groups)
             # The z3 core counts a proof attempt as a fixed amount of work.
             self._proof_terms += (T.work_size(pairs) - size0) or PAIR_WORK * len(pairs)
             retry = []
@@ -171,6 +172,13 @@ class Sweeper:
                 elif len(cands) > 1:
                     retry.append((i, cands[1:], x))
             todo = retry
+
+    def _value_of(self, ref_element: Any) -> Origin | None:
+        """The reference op result an element was cut from (None for an input or a
+        literal): this op result's elements against it stand or fall together."""
+        terms = T.element_terms(ref_element)
+        cut = self.store.cuts_by_id.get(T.term_id(terms[0])) if terms else None
+        return None if cut is None else cut.site
 
     def _by_placement(self, flat: np.ndarray, shape: tuple[int, ...], keys: Sequence[bytes | None]
                       ) -> list[tuple[int, list[Any], Any]]:
