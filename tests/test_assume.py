@@ -93,7 +93,7 @@ def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["verify", str(ref), str(other), "--assume", f"%arg1=0:{V}", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["assume"] == {"%arg1": [0, V]}
     # Refused: a float input, an unknown name, a malformed or empty bound (usage errors, exit 3).
-    for bad, message in [("logits=0:4", "only integer inputs can be bounded"),
+    for bad, message in [("logits=0:4", "a float input takes only logits=0:inf"),
                          ("tokens=0:4", "no input is called tokens"),
                          ("labels=0", "--assume takes NAME=LO:HI"),
                          ("labels=4:4", "is empty")]:
@@ -103,7 +103,7 @@ def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_python_refusals() -> None:
-    with pytest.raises(UsageError, match="only integer inputs can be bounded"):
+    with pytest.raises(UsageError, match="a float input takes only logits=0:inf"):
         _check(assume={"logits": (0, 4)})
     with pytest.raises(UsageError, match="no input is called tokens"):
         _check(assume={"tokens": (0, 4)})
@@ -147,3 +147,54 @@ def test_the_bound_follows_the_shrunk_vocabulary() -> None:
     v = tj.check(_one_hot_pick, *args, reference=label_logit, form="shardy", assume={"labels": (0, 64)})
     assert v.verdict == "equivalent", v.reason
     assert v.shrink is not None and v.shrink["applied"] and not v.retries, (v.shrink, v.retries)
+
+
+def _abs(v):
+    return jnp.abs(v) * 2.0
+
+
+def _plain(v):
+    return v + v
+
+
+def _negated(v):
+    return -(v + v)
+
+
+V_ARG = (jax.ShapeDtypeStruct((4,), jnp.float32),)
+
+
+@pytest.mark.parametrize("core", ["own", "z3"])
+def test_a_float_input_assumed_non_negative(core: str) -> None:
+    """|v| * 2 against v + v: equal exactly for v >= 0. Without the assumption the witness
+    has a negative element; with `v=0:inf` both cores prove it; a real difference under
+    the assumption keeps its witness non-negative."""
+    without = tj.check(_plain, *V_ARG, reference=_abs, form="shardy", core=core)
+    assert without.verdict == "not-equivalent", without.reason
+    assert without.counterexample is not None
+    assert (np.array(without.counterexample.inputs["v"]) < 0).any()
+    v = tj.check(_plain, *V_ARG, reference=_abs, form="shardy", core=core, assume={"v": (0, float("inf"))})
+    assert v.verdict == "equivalent", v.reason
+    bug = tj.check(_negated, *V_ARG, reference=_abs, form="shardy", core=core, assume={"v": (0, float("inf"))})
+    assert bug.verdict == "not-equivalent", bug.reason
+    c = bug.counterexample
+    assert c is not None and c.confirmed and (np.array(c.inputs["v"]) >= 0).all(), c.inputs
+
+
+def test_float_signs_resolve_and_parse(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    types = [TensorType((4,), "f32"), TensorType((1,), "i32")]
+    names = ["nu", "count"]
+    inf = float("inf")
+    assert parse_cli("nu=0:inf") == ("nu", 0, inf)
+    got = resolve(normalize({"nu": (0, inf), "count": (0, inf)}), names, types)
+    assert got == [(0, inf), (0, 2**31 - 1)]  # an int bound without a top: the type's largest value
+    from tv_mlir.assume import signs
+    assert signs(got) == [1, 0]
+    with pytest.raises(UsageError, match="a float input takes only nu=0:inf"):
+        resolve(normalize({"nu": (1, inf)}), names, types)
+    # The random runs draw the assumed input non-negative, the others as before.
+    sets = random_inputs([TensorType((64,), "f32")] * 2, signs=[1, 0])
+    assert all(s[0].min() >= 0 for s in sets) and any(s[1].min() < 0 for s in sets)
+    ref, other = tj.export_pair(_plain, *V_ARG, reference=_abs, form="shardy", directory=tmp_path, name="absv")
+    assert cli.main(["verify", str(ref), str(other), "--assume", "v=0:inf", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["assume"] == {"v": [0, "inf"]}

@@ -139,9 +139,10 @@ def _check_assume(ref: Module, options: Options) -> None:
     resolve_bounds(options.assume, names, ref.global_arg_types())
 
 
-def assumed(options: Options) -> dict[str, list[int]]:
-    """The verdict's record of Options.assume: name -> [lo, hi), as given."""
-    return {name: [lo, hi] for name, lo, hi in options.assume}
+def assumed(options: Options) -> dict[str, list[int | str]]:
+    """The verdict's record of Options.assume: name -> [lo, hi), as given (an unbounded hi
+    as "inf": JSON has no infinity)."""
+    return {name: [lo, hi if hi != float("inf") else "inf"] for name, lo, hi in options.assume}
 
 
 @dataclass

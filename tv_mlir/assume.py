@@ -1,12 +1,17 @@
 """Input assumptions: bounds on integer inputs (`assume={"labels": (0, vocab)}`,
 `--assume labels=0:VOCAB`), so that token ids outside the vocabulary are not reported as
-differences.
+differences; and the sign of float inputs (`assume={"nu": (0, inf)}`, `--assume nu=0:inf`),
+so that an optimizer state that is never negative (Adam's second moment under a `sqrt`) is
+not reported as a NaN difference.
 
 A bound is half-open, as Python's `range(lo, hi)` and slices: `(0, vocab)` means
-0 <= labels < vocab. It applies to every element of the input, everywhere the verifier
-chooses input values: the symbolic inputs of both cores (their constraints and the own
-core's per-symbol bounds), the random runs, the witness search and minimisation, the
-full-size check; the verdict lists it.
+0 <= labels < vocab; `hi` may be `inf` (no upper bound: the type's largest value for an
+integer input). A float input takes only `(0, inf)`: x >= 0 (a sign is what the proof can
+use; a narrower interval would also need every witness search to keep to it). It applies
+to every element of the input, everywhere the verifier chooses input values: the symbolic
+inputs of both cores (their constraints, the own core's per-symbol bounds and signs), the
+random runs, the witness search and minimisation, the full-size check; the verdict lists
+it.
 
 Names: an input's name as the reader exposes it (jax's `loc("labels")` debug names, as
 `lowered.as_text(debug_info=True)` writes them; a pytree leaf such as `batch['labels']`
@@ -18,14 +23,17 @@ class's size at the shrunk sizes (`(0, vocab)` follows the vocabulary dimension 
 any other bound stays as it is."""
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from tv_mlir.errors import UsageError
 
-# (name, lo, hi): lo <= x < hi.
-Bound = tuple[str, int, int]
+# (name, lo, hi): lo <= x < hi; hi may be math.inf.
+Bound = tuple[str, int, int | float]
+# A float input assumed >= 0: its entry in `resolve`'s list.
+NONNEGATIVE: tuple[int, float] = (0, math.inf)
 
 
 def normalize(value: object) -> tuple[Bound, ...]:
@@ -54,13 +62,18 @@ def normalize(value: object) -> tuple[Bound, ...]:
     return tuple(out)
 
 
-def _pair(name: object, b: object) -> tuple[int, int]:
+def _pair(name: object, b: object) -> tuple[int, int | float]:
     if not (isinstance(b, tuple | list) and len(b) == 2):
         raise UsageError(f"option assume: the bound of {name} must be (lo, hi), got {b!r}")
     lo, hi = b
-    if not all(isinstance(x, int) and not isinstance(x, bool) or _is_np_int(x) for x in (lo, hi)):
-        raise UsageError(f"option assume: the bound of {name} must be two integers (lo, hi), got {b!r}")
-    lo, hi = int(lo), int(hi)
+    if isinstance(hi, float) and hi == math.inf:
+        hi_ok = True
+    else:
+        hi_ok = isinstance(hi, int) and not isinstance(hi, bool) or _is_np_int(hi)
+    if not (hi_ok and (isinstance(lo, int) and not isinstance(lo, bool) or _is_np_int(lo))):
+        raise UsageError(f"option assume: the bound of {name} must be two integers (lo, hi) (hi may be inf), "
+                         f"got {b!r}")
+    lo, hi = int(lo), (hi if hi == math.inf else int(hi))
     if lo >= hi:
         raise UsageError(f"option assume: the bound of {name} is empty: [{lo}, {hi}) (hi is excluded)")
     return lo, hi
@@ -72,15 +85,16 @@ def _is_np_int(x: object) -> bool:
     return isinstance(x, np.integer)
 
 
-CLI_FORM = re.compile(r"(.+)=(-?\d+):(-?\d+)")
+CLI_FORM = re.compile(r"(.+)=(-?\d+):(-?\d+|inf)")
 
 
 def parse_cli(text: str) -> Bound:
-    """`NAME=LO:HI` (HI excluded, as in a Python slice)."""
+    """`NAME=LO:HI` (HI excluded, as in a Python slice; `inf` for no upper bound)."""
     m = CLI_FORM.fullmatch(text.strip())
     if not m:
-        raise UsageError(f"--assume takes NAME=LO:HI (integers, HI excluded), got '{text}'")
-    return normalize([(m.group(1), int(m.group(2)), int(m.group(3)))])[0]
+        raise UsageError(f"--assume takes NAME=LO:HI (integers, HI excluded, or inf), got '{text}'")
+    hi = math.inf if m.group(3) == "inf" else int(m.group(3))
+    return normalize([(m.group(1), int(m.group(2)), hi)])[0]
 
 
 def describe(bounds: Sequence[Bound]) -> list[str]:
@@ -88,12 +102,19 @@ def describe(bounds: Sequence[Bound]) -> list[str]:
     return [f"{name} in [{lo}, {hi})" for name, lo, hi in bounds]
 
 
+def signs(bounds: Sequence[tuple[int, int | float] | None]) -> list[int]:
+    """Per input of `resolve`'s list: 1 for a float input assumed >= 0, else 0 (the sign
+    code of `Options.nonnegative_inputs`)."""
+    return [1 if b == NONNEGATIVE else 0 for b in bounds]
+
+
 def resolve(bounds: Sequence[Bound], names: Sequence[str], types: Sequence[Any],
             sizes: Mapping[int, int] | None = None) -> list[tuple[int, int] | None]:
     """Per program input (in order): its closed bounds (lo, hi - 1) within its type's
-    range, or None. `sizes`: original size -> shrunk size of the shrunk dimension classes
-    (a bound equal to an original size becomes the shrunk one). UsageError for a name no
-    input has, a float or Boolean input, or a bound outside the type's range."""
+    range, NONNEGATIVE for a float input assumed >= 0 (`signs`), or None. `sizes`: original
+    size -> shrunk size of the shrunk dimension classes (a bound equal to an original size
+    becomes the shrunk one). UsageError for a name no input has, a Boolean input, a float
+    input bounded otherwise than (0, inf), or a bound outside the type's range."""
     from tv_mlir.algebra.base import type_range
     from tv_mlir.semantics.fixed_width import int_width
 
@@ -101,13 +122,20 @@ def resolve(bounds: Sequence[Bound], names: Sequence[str], types: Sequence[Any],
     for name, lo, hi in bounds:
         k = _index(name, names)
         t = types[k]
+        if getattr(t, "is_float", False):
+            if (lo, hi) != NONNEGATIVE:
+                raise UsageError(f"--assume {name}: input {names[k]} is {t}: a float input takes only "
+                                 f"{name}=0:inf (>= 0), got [{lo}, {hi})")
+            out[k] = NONNEGATIVE  # type: ignore[assignment]  # a sign, read by `signs`
+            continue
         width = int_width(t)
         if width is None:
-            raise UsageError(f"--assume {name}: input {names[k]} is {t}: only integer inputs can be bounded")
+            raise UsageError(f"--assume {name}: input {names[k]} is {t}: only integer and float inputs can be "
+                             f"bounded")
         tlo, thi = type_range(width, not t.is_unsigned)
         if sizes:
-            lo, hi = sizes.get(lo, lo), sizes.get(hi, hi)
-        lo, hi = max(lo, tlo), min(hi - 1, thi)
+            lo, hi = sizes.get(lo, lo), (hi if hi == math.inf else sizes.get(hi, hi))
+        lo, hi = max(lo, tlo), (thi if hi == math.inf else min(hi - 1, thi))
         if lo > hi:
             raise UsageError(f"--assume {name}: [{lo}, {hi + 1}) holds no value of input {names[k]}'s type {t}")
         out[k] = (lo, hi)

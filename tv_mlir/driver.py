@@ -17,6 +17,7 @@ from tv_mlir.algebra import terms as T
 from tv_mlir.algebra.checks import difference_is_zero, trivially_equal
 from tv_mlir.algebra.fast import FastAlgebra
 from tv_mlir.assume import resolve as resolve_bounds
+from tv_mlir.assume import signs as assume_signs
 from tv_mlir.errors import Unsupported, UsageError
 from tv_mlir.execute.interp import Interpreter, SharedValues
 from tv_mlir.ir import Module, Op, TensorType
@@ -207,9 +208,7 @@ def _numeric_runs(p: _Proof) -> None:
     """Both programs on random inputs: fingerprints for sweeping, and a cheap first search
     for a counterexample."""
     with _timed(p, "numeric_s"):
-        o = p.options
-        signs = [2 if k in o.positive_inputs else 1 if k in o.nonnegative_inputs else 0 for k in range(len(p.types))]
-        p.input_sets = random_inputs(p.types, bounds=p.bounds, signs=signs)
+        p.input_sets = random_inputs(p.types, bounds=p.bounds, signs=_signs(p))
         try:
             p.ref_trace = numeric_trace(p.ref, p.input_sets, p.options.max_unroll)
             p.other_trace = numeric_trace(p.other, p.input_sets, p.options.max_unroll)
@@ -218,14 +217,22 @@ def _numeric_runs(p: _Proof) -> None:
     progress(p.options, f"numeric runs on {len(p.input_sets)} random inputs: {p.stats['numeric_s']:.2f} s")
 
 
+def _signs(p: _Proof) -> list[int]:
+    """Per input: 2 for a float known > 0, 1 for one known >= 0 (a stage's cut values by
+    construction, or --assume NAME=0:inf), else 0."""
+    o = p.options
+    assumed = assume_signs(p.bounds)
+    return [2 if k in o.positive_inputs else 1 if k in o.nonnegative_inputs or assumed[k] else 0
+            for k in range(len(p.types))]
+
+
 def _symbolic_runs(p: _Proof) -> tuple[list[np.ndarray], list[np.ndarray], list[Any], list[Any]]:
     """Both programs on symbolic inputs, the other program's values merged into the
     reference's where they are proved equal (the sweep)."""
-    for k, (name, t, bounds) in enumerate(zip(p.names, p.types, p.bounds)):
+    for k, (name, t, bounds, sign) in enumerate(zip(p.names, p.types, p.bounds, _signs(p))):
         arr, cons = p.alg.inputs(name, t.shape, Kind.of(t), t.is_unsigned, int_width(t) or 64,
-                                 ieee=p.options.inputs == "ieee" or k in p.options.ieee_inputs, bounds=bounds,
-                                 sign=2 if k in p.options.positive_inputs else 1 if k in p.options.nonnegative_inputs
-                                 else 0)
+                                 ieee=p.options.inputs == "ieee" or k in p.options.ieee_inputs,
+                                 bounds=None if t.is_float else bounds, sign=sign)
         p.inputs.append(arr)
         p.constraints += cons
     assert p.ref_trace is not None and p.other_trace is not None

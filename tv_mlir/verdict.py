@@ -98,8 +98,8 @@ class Verdict:
     shrink: dict[str, Any] | None = None
     # The float inputs the verdict is about (Options.inputs): "finite" or "ieee".
     inputs: str = "finite"
-    # Bounds on integer inputs the verdict assumes (Options.assume): name -> [lo, hi), hi excluded.
-    assume: dict[str, list[int]] = field(default_factory=dict)
+    # Bounds on inputs the verdict assumes (Options.assume): name -> [lo, hi), hi excluded ("inf": none).
+    assume: dict[str, list[int | str]] = field(default_factory=dict)
     # The numeric check at the original sizes (Options.full_size_check), or None when the
     # run ended before it could be considered (an unsupported form).
     full_size_check: FullSizeCheck | None = None

@@ -558,7 +558,10 @@ class SymbolicAlgebra:
                     constraints += [k >= FIN, k <= NAN]
                     out[idx] = SF(z3.Real(label), k)
                 else:
-                    out[idx] = SF(z3.Real(label), FIN)
+                    v = z3.Real(label)
+                    if sign:  # known > 0 (2) or >= 0 (1): a stage's cut value, or --assume NAME=0:inf
+                        constraints.append(v > 0 if sign == 2 else v >= 0)
+                    out[idx] = SF(v, FIN)
             elif kind is Kind.BOOL:
                 # Bounds of one value (a stage input the reference decides): that constant.
                 out[idx] = bool(bounds[0]) if bounds is not None and bounds[0] == bounds[1] else z3.Bool(label)

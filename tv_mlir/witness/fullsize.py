@@ -90,7 +90,8 @@ def _mib(n: int) -> str:
 def input_sets(types: Sequence[TensorType], seed: int = 0,
                bounds: Sequence[tuple[int, int] | None] = ()) -> list[tuple[str, list[np.ndarray]]]:
     """One set per kind in KINDS, in the style of prove/fingerprints.random_inputs; integer
-    inputs with `bounds` (closed, --assume) clipped into them."""
+    inputs with `bounds` (closed, --assume) clipped into them, float inputs with one (assumed
+    >= 0) made non-negative."""
     rng = np.random.default_rng(seed)
     span = max((d for t in types for d in t.shape), default=4)
     boundary = _boundary_values(span)
@@ -106,12 +107,15 @@ def input_sets(types: Sequence[TensorType], seed: int = 0,
                 b = bounds[len(arrays)] if len(arrays) < len(bounds) else None
                 ints = _ints(rng, t, kind, span, boundary)
                 arrays.append(ints if b is None else np.clip(ints, b[0], b[1]))
-            elif kind == "random small integers":
-                arrays.append(rng.integers(-3, 4, size=t.shape).astype(np.float64))
-            elif kind == "one-hot rows":
-                arrays.append(_one_hot(rng, t.shape))
             else:
-                arrays.append(np.round(rng.normal(size=t.shape), 3))
+                if kind == "random small integers":
+                    x = rng.integers(-3, 4, size=t.shape).astype(np.float64)
+                elif kind == "one-hot rows":
+                    x = _one_hot(rng, t.shape)
+                else:
+                    x = np.round(rng.normal(size=t.shape), 3)
+                b = bounds[len(arrays)] if len(arrays) < len(bounds) else None
+                arrays.append(x if b is None else np.abs(x))  # a float's bound is --assume NAME=0:inf
         sets.append((kind, arrays))
     return sets
 
