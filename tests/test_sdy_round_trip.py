@@ -153,6 +153,10 @@ def test_round_trip_mlir_is_made_the_manual_computation_it_reads_as(name: str) -
     assert "tuple<tensor" not in text and "xla.sdy.manual_computation_body" not in text  # ShardingGroup: tuple<>
     assert "@xla.sdy.GlobalToLocalShape" not in text and "@xla.sdy.LocalToGlobalShape" not in text
     assert "sdy.manual_computation(" in text and "sdy.mesh @mesh = " in text
+    # The annotations without a value of their own are gone (XLA's import of the form makes
+    # them attributes; its partitioner refuses them), and XLA runs this form too.
+    assert "@xla.sdy.FuncResultSharding" not in text and "@xla.sdy.ShardingGroup" not in text
+    assert loaded.module.text == loaded.mlir.operation.get_asm(enable_debug_info=True).encode()
     types = {n: t for f in loaded.module.funcs.values() for op in f.body.walk()
              for n, t in zip(op.results, op.result_types)}
     for n, t in types.items():
@@ -164,6 +168,21 @@ def test_round_trip_mlir_is_made_the_manual_computation_it_reads_as(name: str) -
 
 def _scaled(text: str) -> str:
     return text.replace("tensor<4xf32>", "tensor<4096xf32>").replace("tensor<2xf32>", "tensor<2048xf32>")
+
+
+def test_round_trip_form_shrinks_whole() -> None:
+    # With the result's FuncResultSharding (which XLA writes on every result of the form):
+    # before it was dropped at read time it pinned every class it touched; and the full-size
+    # check runs on XLA (its partitioner refuses xla.sdy custom calls).
+    leave = _LEAVE
+    result = ('%3 = stablehlo.custom_call @xla.sdy.FuncResultSharding(%2) {has_side_effect = true, '
+              'mhlo.frontend_attributes = {xla.sdy.sharding = "#sdy.sharding_per_value<[<@mesh, [{\\22x\\22}]>]>"}} '
+              ': (tensor<4xf32>) -> tensor<4xf32>')
+    v = verify(_scaled(_NEG), _scaled(_module(_ENTER, _CALL, leave, result, result="%3")))
+    assert v.verdict == "equivalent", v.reason
+    assert v.shrink and v.shrink["applied"] and not v.shrink["kept"], v.shrink
+    fsc = v.full_size_check
+    assert fsc is not None and fsc.ran and fsc.outcome == "agree", fsc
 
 
 def test_round_trip_form_shrinks() -> None:

@@ -244,11 +244,17 @@ def load_module_mlir(spec: SourceSpec, name: str | None = None) -> Loaded:
     source = read_source(spec, name)
     ctx, module = parse_mlir(source)
     with ctx:
+        dropped = drop_round_trip_annotations(module)
         conv = _Converter(source.name)
         converted = conv.module(module)
         values = {n: v for v, n in conv.names.items()}
         if conv.round_trips:
             untuple_round_trips(module, conv, values)
+        if dropped or conv.round_trips:
+            # What XLA runs too (the full-size check, replays at the original sizes): XLA's
+            # partitioner refuses the xla.sdy calls it would meet reading the text as given.
+            converted.text = module.operation.get_asm(enable_debug_info=True).encode()
+            return Loaded(converted, ctx, module, values)
     converted.text = source.data
     return Loaded(converted, ctx, module, values)
 
@@ -268,6 +274,47 @@ class _RoundTrip:
     out_parts: list[int]
     results: list[str]
     body_fn: Any
+
+
+# Shardy's round-trip annotations that carry no value of their own: a value identity each
+# (the result sharding of @main, a sharding constraint, a propagation barrier) or, for
+# ShardingGroup, no result at all. XLA's import of the round-trip form turns them into
+# attributes and sdy ops; its partitioner refuses them as custom calls.
+ROUND_TRIP_IDENTITIES = ("xla.sdy.FuncResultSharding", "xla.sdy.Sharding", "xla.sdy.PropagationBarrier")
+
+
+def drop_round_trip_annotations(module: Any) -> int:
+    """In a module in Shardy's round-trip form (it has `xla.sdy.meshes`), remove the
+    annotation calls that do not change values: each identity's uses read its operand, and a
+    ShardingGroup without results is erased. Returns how many were removed."""
+    from jaxlib.mlir import ir
+
+    attrs = module.operation.attributes
+    front = attrs["mhlo.frontend_attributes"] if "mhlo.frontend_attributes" in attrs else None
+    if front is None or "xla.sdy.meshes" not in ir.DictAttr(front):
+        return 0
+    found: list[Any] = []
+
+    def visit(block: Any) -> None:
+        for op in block.operations:
+            o = op.operation
+            for region in o.regions:
+                for b in region.blocks:
+                    visit(b)
+            target = _call_target(o)
+            if target in ROUND_TRIP_IDENTITIES and len(o.operands) == 1 and len(o.results) == 1 \
+                    and o.operands[0].type == o.results[0].type:
+                found.append(o)
+            elif target == "xla.sdy.ShardingGroup" and all(
+                    isinstance(r.type, ir.TupleType) and r.type.num_types == 0 and not list(r.uses) for r in o.results):
+                found.append(o)
+
+    visit(module.body)
+    for o in found:
+        if len(o.results) == 1 and len(o.operands) == 1 and not isinstance(o.results[0].type, ir.TupleType):
+            o.results[0].replace_all_uses_with(o.operands[0])
+        o.erase()
+    return len(found)
 
 
 def _erase_with_parts(o: Any) -> None:
