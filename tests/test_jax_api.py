@@ -95,3 +95,17 @@ def test_export_pair_then_verify(tmp_path: Path) -> None:
 def test_unknown_form_is_refused() -> None:
     with pytest.raises(ValueError, match="form="):
         tj.check(mlp, PARAMS, X, in_shardings=IN, out_shardings=OUT, form="auto")
+
+
+def test_fast_backend_options_leave_the_partitioned_module_as_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The export compiles with backend code generation unoptimised (tj._FAST_BACKEND): the
+    # module after XLA's SPMD partitioner, which is all that is read, is the same. A fresh
+    # function object per compile (a compiled one may not dump again), made on one line.
+    def fresh():
+        return jax.jit(lambda params, x: mlp(params, x), in_shardings=IN, out_shardings=OUT)
+
+    texts = []
+    for options in (tj._FAST_BACKEND, {}):  # one call site: the locations are the same too
+        monkeypatch.setattr(tj, "_FAST_BACKEND", options)
+        texts.append(tj.partitioned_text(fresh(), [PARAMS, X]))
+    assert texts[0] == texts[1]
