@@ -18,6 +18,12 @@ holds w's two dp halves swapped. The other copy (the sharded argument) is right;
 verdict must be not-equivalent with a counterexample XLA confirms. The generator checks on
 XLA that the unmutated module gives the reference's outputs and the mutant other ones.
 
+`partial_and_sum` (Shardy, a shard_map): `p = x @ w` with the contraction split over tp is
+a partial sum; the program all-reduces it (`s`) and later reads both, `psum(s * p)`: one
+stage takes the reference's `x @ w` as parts and whole, and proves only when the whole is
+the parts' sum (stages/extract.py, `_shared_parts`). `partial_and_sum_bug_dp`: that last
+all-reduce over dp instead of tp.
+
 (A copy wrong only where an element of w is 0.3125, which no random run draws, was tried
 too: its stage and the whole proof both end at the solver's timeout, 300 s and more.)
 """
@@ -25,6 +31,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
@@ -100,6 +107,38 @@ def check_on_xla(ref_path: Path, good_path: Path, bug_path: Path) -> None:
         assert (gap > 1e-3) == differs, f"{path.name}: outputs differ from the reference's by {gap}"
 
 
+def partial_ref(x: jax.Array, w: jax.Array) -> jax.Array:
+    p = x @ w
+    a = jnp.tanh(p)
+    b = jnp.tanh(a * p)
+    return jnp.tanh(b + p * p)
+
+
+def partial_body(axis: str) -> Callable[[jax.Array, jax.Array], jax.Array]:
+    def body(x: jax.Array, w: jax.Array) -> jax.Array:
+        p = x @ w  # this device's part of the sum over the tp-split contraction
+        s = jax.lax.psum(p, "tp")
+        a = jnp.tanh(s)
+        c = jnp.tanh(a * s)
+        return jnp.tanh(c + jax.lax.psum(s * p, axis))
+    return body
+
+
+def write_partial_pair() -> None:
+    """The partial_and_sum pair and its twin (Shardy text), checked numerically."""
+    args = (jax.ShapeDtypeStruct((4, 16), jnp.float32), jax.ShapeDtypeStruct((16, 8), jnp.float32))
+    x = np.random.default_rng(3).normal(size=(4, 16)).astype(np.float32)
+    w = np.random.default_rng(4).normal(size=(16, 8)).astype(np.float32) * 0.3
+    want = np.asarray(jax.jit(partial_ref)(x, w))
+    (OUT / "partial_and_sum.ref.mlir").write_text(jax.jit(partial_ref).lower(*args).as_text())
+    for name, axis, same in (("partial_and_sum", "tp", True), ("partial_and_sum_bug_dp", "dp", False)):
+        fn = jax.jit(jax.shard_map(partial_body(axis), mesh=MESH, in_specs=(P("dp", "tp"), P("tp", None)),
+                                   out_specs=P("dp", None), check_vma=False))
+        got = np.asarray(fn(x, w))
+        assert np.allclose(got, want, rtol=1e-5, atol=1e-5) == same, f"{name}: {np.max(np.abs(got - want))}"
+        (OUT / f"{name}.shardy.mlir").write_text(fn.lower(*args).as_text())
+
+
 def main() -> int:
     x = np.random.default_rng(1).normal(size=(4, 16)).astype(np.float32)
     w = np.random.default_rng(2).normal(size=(16, 16)).astype(np.float32)
@@ -112,6 +151,7 @@ def main() -> int:
     bug_path = OUT / "two_layouts_bug_swapped_copy.partitioned.mlir"
     bug_path.write_text(swapped_copy(good_path.read_text()))
     check_on_xla(ref_path, good_path, bug_path)
+    write_partial_pair()
     print(f"wrote {ref_path.name}, {good_path.name}, {bug_path.name} in {OUT}")
     return 0
 

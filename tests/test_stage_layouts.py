@@ -7,11 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from tv_mlir.api import prepare, verify
 from tv_mlir.execute.spmd import scatter
 from tv_mlir.frontend.classify import check_signatures
-from tv_mlir.ir import Module
+from tv_mlir.ir import Module, Sharding
 from tv_mlir.options import Options
 from tv_mlir.prove.fingerprints import random_inputs
 from tv_mlir.stages import lineage
@@ -24,9 +25,13 @@ REF = LAYOUTS / "two_layouts.ref.mlir"
 QUICK = dict(full_size_check="off", second_witness=False, stage_min_elements=0)
 
 
-def _cut() -> tuple[stages_run.Cut, Module]:
+PAIRS = {"two_layouts": "two_layouts.partitioned.mlir", "partial_and_sum": "partial_and_sum.shardy.mlir"}
+
+
+def _cut(pair: str = "two_layouts") -> tuple[stages_run.Cut, Module]:
     options = Options(stage_min_elements=0)
-    ref, other = prepare(str(REF), options), prepare(str(LAYOUTS / "two_layouts.partitioned.mlir"), options)
+    ref = prepare(str(LAYOUTS / f"{pair}.ref.mlir"), options)
+    other = prepare(str(LAYOUTS / PAIRS[pair]), options)
     check_signatures(ref, other)
     cut = stages_run._cut(ref, other, options, None)
     assert cut.chain is not None, cut.why
@@ -55,11 +60,14 @@ def test_two_layouts_of_a_weight_are_one_stage_input() -> None:
         assert len(set(s.slots)) == len(s.slots), s.slots  # one slot per reference value
 
 
-def test_each_copy_is_its_layouts_block_of_the_shared_input() -> None:
+@pytest.mark.parametrize("pair", sorted(PAIRS))
+def test_each_copy_is_its_layouts_block_of_the_shared_input(pair: str) -> None:
     """Run the stage's sharded program: every value it takes from a shared slot holds, on
     every device, the block that value's lineage layout places there (as the executor
-    scatters a global input), and the lineage's layouts differ (two copies, two layouts)."""
-    cut, _ = _cut()
+    scatters a global input), and the lineage's layouts differ (two copies, two layouts).
+    A slot shared through parts (its input one more dim, a part per device group): the
+    partial copy holds its group's part, the other copies blocks of the parts' sum."""
+    cut, _ = _cut(pair)
     assert cut.chain is not None
     links = cut.chain.links
     stage = next(s for s in cut.stages if _shared(s))
@@ -72,8 +80,16 @@ def test_each_copy_is_its_layouts_block_of_the_shared_input() -> None:
         copies = [v for v, link in links.items() if link.ref == ref_value and v in values]
         layouts = {links[v].sharding for v in copies}
         assert len(layouts) >= 2, layouts
+        x = inputs[0][k]
         for v in copies:
-            want = scatter(inputs[0][k], links[v].sharding, n, "").parts
+            lay = links[v].sharding
+            assert lay is not None
+            if lay.unreduced:
+                by_group = Sharding(lay.mesh, (lay.unreduced, *lay.dims))
+                want = [b[0] for b in scatter(x, by_group, n, "").parts]
+            else:
+                whole = x.sum(axis=0) if x.ndim > len(lay.dims) else x  # parts: their sum
+                want = scatter(whole, lay, n, "").parts
             got = values[v][0]
             for d in range(n):
                 np.testing.assert_array_equal(np.asarray(got[d]), want[d], err_msg=f"{v} on device {d}")
@@ -109,3 +125,24 @@ def test_a_wrong_copy_stays_not_equivalent() -> None:
     assert v.verdict == "not-equivalent", v.reason
     c = v.counterexample
     assert c is not None and c.confirmed
+
+
+def test_a_value_read_as_parts_and_as_their_sum_is_one_stage_input() -> None:
+    """psum(s * p) reads p = x @ w as this device's part and s as the all-reduced whole:
+    one stage takes x @ w as parts and their sum, and holds on its own (before, s was a
+    free input of its own, the stage failed and a span of four stages proved it)."""
+    v = verify(LAYOUTS / "partial_and_sum.ref.mlir", LAYOUTS / "partial_and_sum.shardy.mlir", cache=False, **QUICK)
+    assert v.verdict == "equivalent", v.reason
+    st = v.stages
+    assert st["used"] and "failed" not in st and "whole" not in st and "widened" not in st, st.get("widened")
+    cut, _ = _cut("partial_and_sum")
+    stage = next(s for s in cut.stages if _shared(s))
+    k = _shared(stage)[0]
+    assert k in stage.partial  # parts: no sign or range facts of the value apply to them
+
+
+def test_the_sum_all_reduced_over_the_wrong_axis_stays_not_equivalent() -> None:
+    v = verify(LAYOUTS / "partial_and_sum.ref.mlir", LAYOUTS / "partial_and_sum_bug_dp.shardy.mlir", cache=False,
+               **QUICK)
+    assert v.verdict == "not-equivalent", v.reason
+    assert v.counterexample is not None and v.counterexample.confirmed

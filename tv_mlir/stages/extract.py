@@ -114,9 +114,11 @@ def build(name: str, ref: Side, other: Side, links: dict[str, Link], ref_ops: Se
     for r, s in keys.values():
         if s not in layouts.setdefault(r, []):
             layouts[r].append(s)
-    # Partial sums stay one slot per layout: their parts are not a function of the value.
+    # A value also held as partial sums is shared through its parts (`_shared_parts`): the
+    # parts are no function of the value, but the value is theirs. Two partial layouts of
+    # one value stay one slot each (two sets of parts, each only known to sum to it).
     shared_refs = {r for r, ls in layouts.items()
-                   if per_device and len(ls) > 1 and not any(s is not None and s.unreduced for s in ls)}
+                   if per_device and len(ls) > 1 and sum(1 for s in ls if s is not None and s.unreduced) <= 1}
     slots: list[tuple[str, Sharding | None]] = []
     other_slot: dict[str, int] = {}
     for v in other_in:
@@ -156,14 +158,19 @@ def build(name: str, ref: Side, other: Side, links: dict[str, Link], ref_ops: Se
         if n in shared:
             whole = f"{r}.whole{n}"
             o_names.append(whole)
-            o_types.append(gt)
             mesh = next(x.mesh for x in layouts[r] if x is not None)
-            o_shard.append(Sharding(mesh, ((),) * len(gt.shape)))
             if not device:
                 device.append("%tv.device")
                 o_pre.extend(_device_id(other.module, device[0]))
-            for v in held[n]:
-                o_pre.extend(_derive(whole, v, keys[v][1], gt, device[0], other.module.num_devices))
+            part = next((x for x in layouts[r] if x is not None and x.unreduced), None)
+            if part is not None:
+                _shared_parts(n, part, gt, held[n], keys, device[0], other.module.num_devices, r_names, r_types,
+                              o_types, r_pre, o_pre)
+            else:
+                o_types.append(gt)
+                for v in held[n]:
+                    o_pre.extend(_derive(whole, v, keys[v][1], gt, device[0], other.module.num_devices))
+            o_shard.append(Sharding(mesh, ((),) * len(o_types[-1].shape)))
             continue
         names = held.get(n, [])
         o_names.append(names[0] if names else f"%slot{n}")
@@ -183,11 +190,13 @@ def build(name: str, ref: Side, other: Side, links: dict[str, Link], ref_ops: Se
             o_types.append(gt)
         o_shard.append(s if per_device else None)
     partial = {n for n, (_, s) in enumerate(slots) if per_device and s is not None and s.unreduced}
+    partial |= {n for n in shared if r_types[n] != rtypes[slots[n][0]]}  # shared through its parts
     for v, n in other_slot.items():
         want = TensorType(o_types[n].shape[1:], o_types[n].dtype) if n in partial else o_types[n]
         if n in shared:
             lay = keys[v][1]
-            want = lay.local_type(o_types[n]) if lay is not None else o_types[n]
+            gt = rtypes[slots[n][0]]
+            want = lay.local_type(gt) if lay is not None else gt
         if otypes.get(v) is not None and otypes[v] != want:
             raise NotFormed(f"{v}: {otypes[v]} is not the {want} of its layout")
     ref_m = _module(ref.module, r_names, r_types, r_pre + ref_body, list(ref_outputs), rtypes, False, (), ())
@@ -274,12 +283,50 @@ def _partial_slot(n: int, s: Sharding, gt: TensorType, r_names: list[str], r_typ
     r_names[n], r_types[n], o_names[n] = parts_r, whole, parts_o
     o_types.append(TensorType((1, *local.shape), gt.dtype))
     o_shard.append(Sharding(s.mesh, (s.unreduced, *s.dims)))
-    scalar = TensorType((), gt.dtype)
-    zero, a, b, c = f"{r}.zero{n}", f"{r}.a{n}", f"{r}.b{n}", f"{r}.c{n}"
-    body = Block((a, b), (scalar, scalar), [Op("stablehlo.add", (a, b), (c,), (scalar,))], (c,))
-    r_pre.append(Op("stablehlo.constant", (), (zero,), (scalar,), {"value": np.zeros((), np_dtype(gt.dtype))}))
-    r_pre.append(Op("stablehlo.reduce", (parts_r, zero), (r,), (gt,), {"dimensions": (0,)}, (body,)))
+    r_pre.extend(_sum_parts(parts_r, r, gt, f"{r}.", n))
     o_pre.append(Op("stablehlo.reshape", (parts_o,), (v,), (local,)))
+
+
+def _sum_parts(parts: str, out: str, gt: TensorType, prefix: str, n: int) -> list[Op]:
+    """Ops that make `out` the sum of `parts` over its first dim."""
+    scalar = TensorType((), gt.dtype)
+    zero, a, b, c = f"{prefix}zero{n}", f"{prefix}a{n}", f"{prefix}b{n}", f"{prefix}c{n}"
+    body = Block((a, b), (scalar, scalar), [Op("stablehlo.add", (a, b), (c,), (scalar,))], (c,))
+    return [Op("stablehlo.constant", (), (zero,), (scalar,), {"value": np.zeros((), np_dtype(gt.dtype))}),
+            Op("stablehlo.reduce", (parts, zero), (out,), (gt,), {"dimensions": (0,)}, (body,))]
+
+
+def _shared_parts(n: int, part: Sharding, gt: TensorType, names: list[str],
+                  keys: dict[str, tuple[str, Sharding | None]], device: str, devices: int, r_names: list[str],
+                  r_types: list[TensorType], o_types: list[TensorType], r_pre: list[Op], o_pre: list[Op]) -> None:
+    """A shared slot one of whose copies is partial sums (layout `part`; a value used both
+    before and after its all-reduce): the input is every device group's part, [G] + the
+    value's shape, whole on every device. The reference's value is their sum (as
+    `_partial_slot`); the partial copy is its group's part, sliced as `_partial_slot`'s
+    input layout places it; every other copy is sliced from the sum. Any parts summing to
+    the value is one input, so the proof covers the parts the earlier stage left."""
+    if not gt.is_float:
+        raise NotFormed(f"partial sums of {gt.dtype} values")
+    if any(d % part.shards(i) for i, d in enumerate(gt.shape)) or len(part.dims) != len(gt.shape):
+        raise NotFormed(f"a {gt} does not split under {part.describe()}")
+    g = math.prod(part.mesh.axis_size(a) for a in part.unreduced)
+    r = r_names[n]
+    whole_o = f"{r}.whole{n}"
+    parts_t = TensorType((g, *gt.shape), gt.dtype)
+    r_names[n], r_types[n] = f"{r}.parts{n}", parts_t
+    r_pre.extend(_sum_parts(r_names[n], r, gt, f"{r}.", n))
+    o_types.append(parts_t)
+    total = f"{whole_o}.sum"
+    o_pre.extend(_sum_parts(whole_o, total, gt, f"{whole_o}.", n))
+    by_group = Sharding(part.mesh, (part.unreduced, *part.dims))
+    for v in names:
+        s = keys[v][1]
+        if s == part:
+            own = f"{v}.own"
+            o_pre.extend(_derive(whole_o, own, by_group, parts_t, device, devices))
+            o_pre.append(Op("stablehlo.reshape", (own,), (v,), (part.local_type(gt),)))
+        else:
+            o_pre.extend(_derive(total, v, s, gt, device, devices))
 
 
 def _module(base: Module, args: list[str], arg_types: list[TensorType], ops: list[Op], returns: list[str],
