@@ -202,8 +202,9 @@ def test_without_ieee_cut_inputs_the_chain_would_be_wrong(monkeypatch: pytest.Mo
     """The mutation the test above guards against: every cut value taken as finite."""
     real = stages_run.finite_and_signed
 
-    def every_value_finite(m, f, decided=None):  # type: ignore[no-untyped-def]
-        return set(m.main.body.args) | {r for op in m.main.body.ops for r in op.results}, real(m, f, decided)[1]
+    def every_value_finite(m, f, decided=None, input_signs=()):  # type: ignore[no-untyped-def]
+        return (set(m.main.body.args) | {r for op in m.main.body.ops for r in op.results},
+                real(m, f, decided, input_signs)[1])
 
     monkeypatch.setattr(stages_run, "finite_and_signed", every_value_finite)
     v = verify(IEEE_REF, IEEE_OTHER, cache=False, **QUICK)

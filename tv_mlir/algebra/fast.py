@@ -294,14 +294,19 @@ class FastAlgebra:
         return self.store.or_(self._cls_eq(x.k, NEG), self.store.and_(self.fin(x), self._sign_test(x.v, "lt")))
 
     def _sign_test(self, v: Term, op: str) -> Bool:
-        """v == 0, v < 0, v > 0 (op "eq", "lt", "gt"), with positivity known by construction."""
+        """v == 0, v < 0, v > 0, v >= 0 (op "eq", "lt", "gt", "ge"), with the sign known by
+        construction (`known_sign`)."""
         s = self.store
         zero = s.real(0)
         if op in ("lt", "eq") and self.known_positive(v):
             return False
         if op == "gt" and self.known_positive(v):
             return True
-        return {"eq": s.eq(v, zero), "lt": s.lt(v, zero), "gt": s.lt(zero, v)}[op]
+        if op == "ge" and known_sign(v) != 0:
+            return True
+        if op == "lt" and known_sign(v) != 0:
+            return False
+        return {"eq": s.eq(v, zero), "lt": s.lt(v, zero), "gt": s.lt(zero, v), "ge": s.le(zero, v)}[op]
 
     def known_positive(self, v: Term) -> bool:
         return known_positive(v)
@@ -464,8 +469,8 @@ class FastAlgebra:
         if name == "log_plus_one":
             w = s.add(v, s.real(1))
             return self._ite_cls(self._sign_test(w, "gt"), FIN, self._ite_cls(s.eq(w, zero), NEG, NAN))
-        if name == "sqrt":
-            return self._ite_cls(s.le(zero, v), FIN, NAN)
+        if name == "sqrt":  # Adam's sqrt(v_hat): v >= 0 by construction from an input assumed >= 0
+            return self._ite_cls(self._sign_test(v, "ge"), FIN, NAN)
         if name == "rsqrt":
             return self._ite_cls(self._sign_test(v, "gt"), FIN, self._ite_cls(s.eq(v, zero), POS, NAN))
         if name == "power":

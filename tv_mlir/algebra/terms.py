@@ -12,7 +12,7 @@ store, with a cache. Several z3 walks use z3's C API: the Python wrappers built 
 from __future__ import annotations
 
 import math
-from collections.abc import Container, Iterable, Iterator, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from fractions import Fraction
 from typing import Any
@@ -125,15 +125,19 @@ def cut_key(t: Any) -> int | None:
 # Cutting and substituting
 
 
-def fresh_cut(t: Any) -> Any | None:
+def fresh_cut(t: Any, definition: Callable[[Any], Any | None] | None = None) -> Any | None:
     """A fresh constant to stand for the compound term t, or None when t is an atom (an
     input, a cut variable or a literal): those need no cut. Known-positive terms get
     constants the algebra knows positive (a softmax denominator stays nonzero). The
-    constant is wrapped in t's own Python class: z3.FreshConst's generic wrapping is slow."""
+    constant is wrapped in t's own Python class: z3.FreshConst's generic wrapping is slow.
+    `definition` (a cut variable -> its defining term) lets a product of cut variables be
+    signed through their one-monomial definitions (`_sign_through_cuts`)."""
     if isinstance(t, Term):
         if not is_compound(t):
             return None
         sign = fast.known_sign(t) if t.sort == REAL else 0
+        if sign == 0 and t.sort == REAL and definition is not None:
+            sign = _sign_through_cuts(t, definition)
         prefix = {fast.POS_SIGN: fast.POSITIVE_CUT_PREFIX, fast.NONNEG_SIGN: fast.NONNEGATIVE_CUT_PREFIX}.get(sign, "c")
         return t.store.fresh(prefix, t.sort)
     ctx = t.ctx
@@ -143,6 +147,39 @@ def fresh_cut(t: Any) -> Any | None:
     prefix = POSITIVE_CUT_PREFIX if isinstance(t, z3.ArithRef) and known_positive(t) else "c"
     raw = _C.Z3_mk_fresh_const(ctx.ref(), prefix, _C.Z3_get_sort(ctx.ref(), a))
     return t.__class__(raw, ctx)
+
+
+def _sign_through_cuts(t: Term, definition: Callable[[Any], Any | None]) -> int:
+    """The sign of a one-monomial product of cut variables with their one-monomial
+    definitions put in: `g * (c * g)`, the square in Adam's `(1 - b2) * g * g` written as
+    two multiplies (each cut apart by the sweep), is c * g^2, non-negative for c > 0. Only
+    one-monomial definitions are put in: the expansion is then one monomial too, built
+    without interning anything (every product of two activations comes through here)."""
+    if len(t.data) != 1:
+        return 0
+    (mono, coeff), = t.data
+    if len(mono) < 2:
+        return 0
+    nodes = t.store.nodes
+    acc: dict[int, int] = {}
+    for atom_id, e in mono:
+        d = definition(nodes[atom_id])
+        if isinstance(d, Term) and d.kind == "poly" and len(d.data) == 1 and d.data[0][0]:
+            dm, dc = d.data[0]
+            coeff = coeff * dc ** e
+            for a, de in dm:
+                acc[a] = acc.get(a, 0) + de * e
+        else:
+            acc[atom_id] = acc.get(atom_id, 0) + e
+    if coeff <= 0:
+        return 0
+    strict = True
+    for a, e in acc.items():
+        sign = fast._atom_sign(nodes[a], 7)
+        if sign == 0 and e % 2:
+            return 0
+        strict = strict and sign == fast.POS_SIGN
+    return fast.POS_SIGN if strict else fast.NONNEG_SIGN
 
 
 def record_range(var: Any, definition_of: Any, definition: Any) -> None:

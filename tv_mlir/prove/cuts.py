@@ -108,7 +108,7 @@ class CutStore:
         hit = self._by_term.get(key)
         if hit is not None:  # the same term already has a variable (in either program)
             return hit
-        var = T.fresh_cut(t)
+        var = T.fresh_cut(t, self.definition)
         self.cuts_by_id[T.term_id(var)] = Cut(var, t, self.count, site=self.origin, position=position, shape=shape)
         T.record_range(var, t, self.definition)
         self._by_term[key] = var

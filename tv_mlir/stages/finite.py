@@ -14,7 +14,7 @@ branch: flax's embedding lookup select(ok, gather(E, idx), NaN) with the ids bou
 as finite as E."""
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -162,6 +162,10 @@ def block_facts(block: Block, args: list[Fact], outer: dict[str, Fact], sizes: d
     facts.update(zip(block.args, args))
     sizes = dict(sizes)
     sizes.update((a, t.size) for a, t in zip(block.args, block.arg_types))
+    # Positive constants, and values that are a positive constant times another (`base`):
+    # `((1 - b2) * g) * g`, Adam's square written as two multiplies, is >= 0.
+    positive_constants: set[str] = set()
+    base: dict[str, str] = {}
     for op in block.ops:
         # A reduction over no element is its init (-inf for max): every operand must have one.
         nonempty = all(sizes.get(v, 0) > 0 for v in op.operands)
@@ -169,10 +173,30 @@ def block_facts(block: Block, args: list[Fact], outer: dict[str, Fact], sizes: d
             out = _loop(op, [facts.get(v, UNKNOWN) for v in op.operands], facts, sizes, decided)
         else:
             fact = _fact(op, [facts.get(v, UNKNOWN) for v in op.operands], nonempty, decided)
+            if _scaled(op, fact, positive_constants, base) and fact.finite and fact.sign == ANY:
+                fact = Fact(True, NONNEG)
             out = [fact] * len(op.results)
         facts.update(zip(op.results, out))
         sizes.update((r, t.size) for r, t in zip(op.results, op.result_types))
     return facts
+
+
+def _scaled(op: Op, fact: Fact, positive_constants: set[str], base: dict[str, str]) -> bool:
+    """Note what op makes of positive constants and scaled values (see `block_facts`);
+    True for a multiply of two values with one base: c1 * x * c2 * x >= 0."""
+    name, r = op.name, op.results[0] if op.results else ""
+    if name == "stablehlo.constant" or (name == "stablehlo.broadcast_in_dim" and op.operands[0] in positive_constants):
+        if fact.finite and fact.sign == POS:
+            positive_constants.add(r)
+        return False
+    if name != "stablehlo.multiply" or len(op.operands) != 2:
+        return False
+    a, b = op.operands
+    if a in positive_constants or b in positive_constants:
+        other = b if a in positive_constants else a
+        base[r] = base.get(other, other)
+        return False
+    return base.get(a, a) == base.get(b, b)
 
 
 def _loop(op: Op, init: list[Fact], outer: dict[str, Fact], sizes: dict[str, int],
@@ -191,10 +215,12 @@ def _loop(op: Op, init: list[Fact], outer: dict[str, Fact], sizes: dict[str, int
     return [UNKNOWN] * len(init)
 
 
-def finite_and_signed(module: Module, finite_inputs: bool, decided: Mapping[str, bool] | None = None
-                      ) -> tuple[set[str], dict[str, int]]:
-    """`finite_values` and `signed_values` from one walk of the lattice."""
-    facts = value_facts(module, finite_inputs, decided)
+def finite_and_signed(module: Module, finite_inputs: bool, decided: Mapping[str, bool] | None = None,
+                      input_signs: Sequence[int] = ()) -> tuple[set[str], dict[str, int]]:
+    """`finite_values` and `signed_values` from one walk of the lattice. `input_signs`:
+    per program input, NONNEG for a finite float input assumed >= 0 (--assume NAME=0:inf),
+    else ANY."""
+    facts = value_facts(module, finite_inputs, decided, input_signs)
     return ({v for v, f in facts.items() if f.finite},
             {v: f.sign for v, f in facts.items() if f.finite and f.sign != ANY})
 
@@ -211,10 +237,13 @@ def signed_values(module: Module, finite_inputs: bool, decided: Mapping[str, boo
     return finite_and_signed(module, finite_inputs, decided)[1]
 
 
-def value_facts(module: Module, finite_inputs: bool, decided: Mapping[str, bool] | None = None) -> dict[str, Fact]:
+def value_facts(module: Module, finite_inputs: bool, decided: Mapping[str, bool] | None = None,
+                input_signs: Sequence[int] = ()) -> dict[str, Fact]:
     """The lattice's fact of every value `finite_values` looks at."""
     body = module.main.body
-    args = [Fact(finite_inputs or not t.is_float) for t in body.arg_types]
+    args = [Fact(finite_inputs or not t.is_float,
+                 input_signs[k] if finite_inputs and t.is_float and k < len(input_signs) else ANY)
+            for k, t in enumerate(body.arg_types)]
     facts = block_facts(body, args, {}, {}, decided)
     for op in body.ops:
         if op.name == "stablehlo.while":

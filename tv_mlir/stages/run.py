@@ -27,6 +27,7 @@ import numpy as np
 
 import tv_mlir
 from tv_mlir.assume import resolve as resolve_bounds
+from tv_mlir.assume import signs as assume_signs
 from tv_mlir.driver import prove_pair
 from tv_mlir.errors import TvError
 from tv_mlir.ir import Module, Op
@@ -129,7 +130,7 @@ def prove_staged(ref: Module, other: Module, options: Options, sizes: Mapping[in
     ranges = value_ranges(ref, cut.bounds)
     decided = ranges.decided()
     # CSE keeps first names: these name the stages' values too.
-    finite, signs = finite_and_signed(ref, options.inputs == "finite", decided)
+    finite, signs = finite_and_signed(ref, options.inputs == "finite", decided, assume_signs(cut.bounds))
     records, results = _prove_stages(stages, options, finite, signs, ranges)
     summary = _summary(records, time.perf_counter() - t0)
     failed = _first_failure(records)
