@@ -135,22 +135,26 @@ def core(timeout: float) -> None:
           f"{'numeric':>8} {'symbolic':>9} {'solve':>7} {'merged':>7} {'cut_points':>10} {'elem ops':>9} "
           f"{'ops/s':>7} {'peak MB':>8}")
     notes: list[str] = []
-    for e in entries:
+    runs = [(e["name"], e, None) for e in entries]
+    # A pair with input assumptions in its manifest entry (a train step's optimizer state
+    # v >= 0 and step count >= 0, as a user states them) runs once more with them.
+    runs += [(e["name"] + " +assume", e, e["assume"]) for e in entries if e.get("assume")]
+    for name, e, assume in runs:
         for core_name in cores:
             t = time.perf_counter()
-            r = _core_child(d / e["ref"], d / e["shardy"], timeout, limit, core_name)
+            r = _core_child(d / e["ref"], d / e["shardy"], timeout, limit, core_name, assume)
             dt = time.perf_counter() - t
             ops = f"{r.get('ops_ref', '?')}/{r.get('ops_other', '?')}"
             s = r.get("stats", {})
             if "verdict" in r:
                 mark = "" if r["verdict"] == e["expect"] else "  <- differs from expectation"
-                print(f"{e['name']:<30} {core_name:<4} {ops:>13} {e['expect']:<15} {r['verdict']:<22} {dt:>7.1f} "
+                print(f"{name:<30} {core_name:<4} {ops:>13} {e['expect']:<15} {r['verdict']:<22} {dt:>7.1f} "
                       f"{s.get('numeric_s', 0):>8.2f} {s.get('symbolic_s', 0):>9.2f} {s.get('solve_s', 0):>7.2f} "
                       f"{s.get('merged', 0):>7} {s.get('cut_points', 0):>10} {s.get('element_ops', 0):>9} "
                       f"{s.get('element_ops_per_s', 0):>7} {r.get('peak_mb', 0):>8.0f}{mark}")
             else:
-                print(f"{e['name']:<30} {core_name:<4} {ops:>13} {e['expect']:<15} {r['error']:<22} {dt:>7.1f}")
-                notes.append(f"  {e['name']} ({core_name}): last phase finished: {r.get('last_phase') or 'none'}")
+                print(f"{name:<30} {core_name:<4} {ops:>13} {e['expect']:<15} {r['error']:<22} {dt:>7.1f}")
+                notes.append(f"  {name} ({core_name}): last phase finished: {r.get('last_phase') or 'none'}")
     print("(elem ops: scalar operations of the symbolic execution, one per elementwise result, 2K - 1 per dot "
           "result over K, n - 1 per sum of n; ops/s: those per second of symbolic execution, sweep included; "
           "peak MB: the child's peak resident memory)")
@@ -318,12 +322,14 @@ def depth_pair(ref: str, other: str, cache: str, jobs: str, timeout: float) -> i
     return 0
 
 
-def _core_child(ref: Path, other: Path, timeout: float, limit: float, core_name: str) -> dict:
+def _core_child(ref: Path, other: Path, timeout: float, limit: float, core_name: str,
+                assume: dict | None = None) -> dict:
     """Verify one pair in a child process (`run.py --core-pair`, its own process group) and
     read back its JSON lines: op counts first, then the verdict, and the last progress line
     of its stderr. Past `limit` seconds the group is killed and the result says "no verdict
     in N s"; the last progress line then tells the phase it was in (the one after it)."""
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--core-pair", str(ref), str(other), str(timeout), core_name]
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--core-pair", str(ref), str(other), str(timeout), core_name,
+           json.dumps(assume or {})]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         out, err = proc.communicate(timeout=limit)
@@ -345,15 +351,17 @@ def _core_child(ref: Path, other: Path, timeout: float, limit: float, core_name:
     return result
 
 
-def core_pair(ref: str, other: str, timeout: float, core_name: str) -> int:
+def core_pair(ref: str, other: str, timeout: float, core_name: str, assume_json: str = "{}") -> int:
     """Child of `core`: op counts of both programs as read, then verify (phase lines on
-    stderr), one JSON line each on stdout."""
+    stderr), one JSON line each on stdout. `assume_json`: the manifest's assumptions,
+    {name: [lo, hi]} with "inf" for no upper bound."""
     from tv_mlir.api import prepare
     from tv_mlir.options import Options
 
     ops = [sum(1 for _ in prepare(Path(p), Options()).main.body.walk()) for p in (ref, other)]
     print(json.dumps({"ops_ref": ops[0], "ops_other": ops[1]}), flush=True)
-    v = verify(Path(ref), Path(other), timeout_s=timeout, progress=True, core=core_name)
+    assume = {k: (lo, float(hi)) if hi == "inf" else (lo, hi) for k, (lo, hi) in json.loads(assume_json).items()}
+    v = verify(Path(ref), Path(other), timeout_s=timeout, progress=True, core=core_name, assume=assume)
     keys = ("numeric_s", "symbolic_s", "solve_s", "merged", "cut_points", "element_ops", "element_ops_per_s")
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
     print(json.dumps({"verdict": v.verdict, "stats": {k: v.stats[k] for k in keys if k in v.stats},
@@ -365,5 +373,5 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["--depth-pair"]:
         sys.exit(depth_pair(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], float(sys.argv[6])))
     if sys.argv[1:2] == ["--core-pair"]:
-        sys.exit(core_pair(sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5]))
+        sys.exit(core_pair(sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5], *sys.argv[6:7]))
     sys.exit(main())

@@ -376,6 +376,13 @@ def cases() -> list[tuple[gs.Case, dict[str, int]]]:
     return out
 
 
+# What a user states about a pair's inputs (`--assume`, the manifest's "assume"; "inf": no
+# upper bound): the optimizer's second moment is never negative and the step count is a
+# count. Without them sqrt(v_hat) may be NaN and 1 - b^t may be 0, which the verifier must
+# carry as IEEE class terms (bench/run.py times the pair both ways).
+ASSUME = {"llama_train_step": {"step": [0, "inf"], "v_*": [0, "inf"]}}
+
+
 def main() -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     table = cases()
@@ -384,7 +391,8 @@ def main() -> int:
     for k, (case, sizes) in enumerate(table):
         msg = gs.check(case, SEED + k)
         files = gs.export_case(case, OUT, False)
-        manifest.append({**gs.manifest_entry(case, files), "sizes": sizes})
+        manifest.append({**gs.manifest_entry(case, files), "sizes": sizes,
+                         **({"assume": ASSUME[case.name]} if case.name in ASSUME else {})})
         print(f"{case.name:30s} {case.expect:15s} {msg}", flush=True)
     written = {m[k] for m in manifest for k in ("ref", "shardy", "gspmd") if m[k]}
     for p in sorted(OUT.glob("*.mlir")):

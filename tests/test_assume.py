@@ -192,6 +192,11 @@ def test_float_signs_resolve_and_parse(tmp_path: Path, capsys: pytest.CaptureFix
     assert signs(got) == [1, 0]
     with pytest.raises(UsageError, match="a float input takes only nu=0:inf"):
         resolve(normalize({"nu": (1, inf)}), names, types)
+    # A pattern bounds every input it matches, and must match one.
+    many = [TensorType((4,), "f32")] * 3 + [TensorType((1,), "i32")]
+    assert signs(resolve(normalize({"v_*": (0, inf)}), ["v_a", "m_a", "v_b", "step"], many)) == [1, 0, 1, 0]
+    with pytest.raises(UsageError, match="no input matches nu_"):
+        resolve(normalize({"nu_*": (0, inf)}), ["v_a", "m_a", "v_b", "step"], many)
     # The random runs draw the assumed input non-negative, the others as before.
     sets = random_inputs([TensorType((64,), "f32")] * 2, signs=[1, 0])
     assert all(s[0].min() >= 0 for s in sets) and any(s[1].min() < 0 for s in sets)

@@ -13,7 +13,8 @@ inputs of both cores (their constraints, the own core's per-symbol bounds and si
 random runs, the witness search and minimisation, the full-size check; the verdict lists
 it.
 
-Names: an input's name as the reader exposes it (jax's `loc("labels")` debug names, as
+Names: a shell-style pattern (`v_*`, `*nu*`) bounds every input whose name matches; else
+an input's name as the reader exposes it (jax's `loc("labels")` debug names, as
 `lowered.as_text(debug_info=True)` writes them; a pytree leaf such as `batch['labels']`
 may also be given by its last key, `labels`, when that is unique), or its position,
 `arg3` / `%arg3`.
@@ -23,6 +24,7 @@ class's size at the shrunk sizes (`(0, vocab)` follows the vocabulary dimension 
 any other bound stays as it is."""
 from __future__ import annotations
 
+import fnmatch
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -115,31 +117,47 @@ def resolve(bounds: Sequence[Bound], names: Sequence[str], types: Sequence[Any],
     size -> shrunk size of the shrunk dimension classes (a bound equal to an original size
     becomes the shrunk one). UsageError for a name no input has, a Boolean input, a float
     input bounded otherwise than (0, inf), or a bound outside the type's range."""
-    from tv_mlir.algebra.base import type_range
-    from tv_mlir.semantics.fixed_width import int_width
 
     out: list[tuple[int, int] | None] = [None] * len(types)
     for name, lo, hi in bounds:
-        k = _index(name, names)
-        t = types[k]
-        if getattr(t, "is_float", False):
-            if (lo, hi) != NONNEGATIVE:
-                raise UsageError(f"--assume {name}: input {names[k]} is {t}: a float input takes only "
-                                 f"{name}=0:inf (>= 0), got [{lo}, {hi})")
-            out[k] = NONNEGATIVE  # type: ignore[assignment]  # a sign, read by `signs`
-            continue
-        width = int_width(t)
-        if width is None:
-            raise UsageError(f"--assume {name}: input {names[k]} is {t}: only integer and float inputs can be "
-                             f"bounded")
-        tlo, thi = type_range(width, not t.is_unsigned)
-        if sizes:
-            lo, hi = sizes.get(lo, lo), (hi if hi == math.inf else sizes.get(hi, hi))
-        lo, hi = max(lo, tlo), (thi if hi == math.inf else min(hi - 1, thi))
-        if lo > hi:
-            raise UsageError(f"--assume {name}: [{lo}, {hi + 1}) holds no value of input {names[k]}'s type {t}")
-        out[k] = (lo, hi)
+        for k in _indices(name, names):
+            out[k] = _resolve_one(name, lo, hi, names[k], types[k], sizes)
     return out
+
+
+def _resolve_one(name: str, lo: int, hi: int | float, input_name: str, t: Any,
+                 sizes: Mapping[int, int] | None) -> tuple[int, int]:
+    from tv_mlir.algebra.base import type_range
+    from tv_mlir.semantics.fixed_width import int_width
+
+    if getattr(t, "is_float", False):
+        if (lo, hi) != NONNEGATIVE:
+            raise UsageError(f"--assume {name}: input {input_name} is {t}: a float input takes only "
+                             f"{name}=0:inf (>= 0), got [{lo}, {hi})")
+        return NONNEGATIVE  # type: ignore[return-value]  # a sign, read by `signs`
+    width = int_width(t)
+    if width is None:
+        raise UsageError(f"--assume {name}: input {input_name} is {t}: only integer and float inputs can be "
+                         f"bounded")
+    tlo, thi = type_range(width, not t.is_unsigned)
+    if sizes:
+        lo, hi = sizes.get(lo, lo), (hi if hi == math.inf else sizes.get(hi, hi))
+    lo, hi = max(lo, tlo), (thi if hi == math.inf else min(hi - 1, thi))
+    if lo > hi:
+        raise UsageError(f"--assume {name}: [{lo}, {hi + 1}) holds no value of input {input_name}'s type {t}")
+    return lo, hi
+
+
+def _indices(name: str, names: Sequence[str]) -> list[int]:
+    """The inputs a name means: one (`_index`), or with a shell-style pattern (`v_*`,
+    `*nu*`) every input whose name matches, at least one."""
+    if any(c in name for c in "*?["):
+        hits = [k for k, n in enumerate(names) if fnmatch.fnmatchcase(n, name)]
+        if not hits:
+            known = ", ".join(names) if len(names) <= 12 else ", ".join(names[:12]) + ", ..."
+            raise UsageError(f"--assume: no input matches {name} (inputs: {known})")
+        return hits
+    return [_index(name, names)]
 
 
 def _index(name: str, names: Sequence[str]) -> int:
