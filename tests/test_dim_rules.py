@@ -56,3 +56,27 @@ def test_union_find_keeps_the_first_root() -> None:
     assert uf.find(1) == 0 and uf.find(3) == 2
     assert uf.union(3, 1) == 0 and uf.find(0) == 2
     assert uf.union(0, 3) is None
+
+
+def test_identity_custom_calls_join_their_operand_and_result() -> None:
+    """MoveToHost / annotate_device_placement / LayoutConstraint / InspectSharding are
+    identities in the semantics (semantics/control.py): their results' dims are their
+    operands', not pinned (they pinned every dim of a memory-offloaded activation)."""
+    from tv_mlir.semantics.ops import NOOP_CUSTOM_CALLS
+
+    for target in sorted(NOOP_CUSTOM_CALLS):
+        text = f"""module {{
+ func.func public @main(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {{
+  %h = stablehlo.custom_call @{target}(%x) : (tensor<8x4xf32>) -> tensor<8x4xf32>
+  %y = stablehlo.add %h, %h : tensor<8x4xf32>
+  return %y : tensor<8x4xf32>
+ }}
+}}
+"""
+        ref, other = prepare(text, Options()), prepare(text, Options())
+        a = analyse(ref, other)
+        (x,), (y,) = ref.main.body.args, ref.main.body.returns
+        for axis in (0, 1):
+            c = a.class_of[("ref", x, axis)]
+            assert c == a.class_of[("ref", y, axis)], target
+            assert not any("custom_call" in p for p in a.classes[c].pins), (target, a.classes[c].pins)

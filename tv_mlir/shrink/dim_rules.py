@@ -18,6 +18,7 @@ from tv_mlir.semantics.ops import (
     DOTS,
     DYNAMIC_SLICES,
     ELEMENTWISE,
+    NOOP_CUSTOM_CALLS,
     SAME_SHAPE_COLLECTIVES,
     SHARD_CALLS,
     VALUE_IDENTITIES,
@@ -154,8 +155,10 @@ def _concatenate(w: Walker, op: Op, why: str) -> None:
 def _custom_call(w: Walker, op: Op, why: str) -> None:
     target = op.attrs.get("call_target_name")
     ins, outs = op.operands, op.results
-    if target == "Sharding" and ins and outs:
-        w.same(ins[0], outs[0], why)
+    if target in NOOP_CUSTOM_CALLS and ins and len(ins) == len(outs):
+        # Identities in the semantics too (semantics/control.py): each result is its operand.
+        for a, b in zip(ins, outs):
+            w.same(a, b, why)
     elif target in SHARD_CALLS:
         to_shard = target == "SPMDFullToShardShape"
         text = op.attrs.get("tv.full_sharding" if to_shard else "mhlo.sharding")
