@@ -197,6 +197,10 @@ def test_float_signs_resolve_and_parse(tmp_path: Path, capsys: pytest.CaptureFix
     assert signs(resolve(normalize({"v_*": (0, inf)}), ["v_a", "m_a", "v_b", "step"], many)) == [1, 0, 1, 0]
     with pytest.raises(UsageError, match="no input matches nu_"):
         resolve(normalize({"nu_*": (0, inf)}), ["v_a", "m_a", "v_b", "step"], many)
+    # Brackets are literal (pytree names), in exact names and in patterns.
+    tree = ["opt_state[0].nu['w']", "opt_state[0].mu['w']", "params['w']", "opt_state[0].count"]
+    got = resolve(normalize({"opt_state[0].nu*": (0, inf), "opt_state[0].count": (0, inf)}), tree, many)
+    assert got == [(0, inf), None, None, (0, 2**31 - 1)]
     # The random runs draw the assumed input non-negative, the others as before.
     sets = random_inputs([TensorType((64,), "f32")] * 2, signs=[1, 0])
     assert all(s[0].min() >= 0 for s in sets) and any(s[1].min() < 0 for s in sets)

@@ -13,7 +13,8 @@ inputs of both cores (their constraints, the own core's per-symbol bounds and si
 random runs, the witness search and minimisation, the full-size check; the verdict lists
 it.
 
-Names: a shell-style pattern (`v_*`, `*nu*`) bounds every input whose name matches; else
+Names: a pattern with `*` / `?` wildcards (`v_*`, `*nu*`) bounds every input whose name
+matches; else
 an input's name as the reader exposes it (jax's `loc("labels")` debug names, as
 `lowered.as_text(debug_info=True)` writes them; a pytree leaf such as `batch['labels']`
 may also be given by its last key, `labels`, when that is unique), or its position,
@@ -24,7 +25,6 @@ class's size at the shrunk sizes (`(0, vocab)` follows the vocabulary dimension 
 any other bound stays as it is."""
 from __future__ import annotations
 
-import fnmatch
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -149,15 +149,17 @@ def _resolve_one(name: str, lo: int, hi: int | float, input_name: str, t: Any,
 
 
 def _indices(name: str, names: Sequence[str]) -> list[int]:
-    """The inputs a name means: one (`_index`), or with a shell-style pattern (`v_*`,
-    `*nu*`) every input whose name matches, at least one."""
-    if any(c in name for c in "*?["):
-        hits = [k for k, n in enumerate(names) if fnmatch.fnmatchcase(n, name)]
-        if not hits:
-            known = ", ".join(names) if len(names) <= 12 else ", ".join(names[:12]) + ", ..."
-            raise UsageError(f"--assume: no input matches {name} (inputs: {known})")
-        return hits
-    return [_index(name, names)]
+    """The inputs a name means: one (`_index`: the exact name first, so `opt_state[0].count`
+    is itself), or with `*` / `?` wildcards (`v_*`, `*nu*`; brackets are literal: pytree
+    names are full of them) every input whose name matches, at least one."""
+    if name in names or not any(c in name for c in "*?"):
+        return [_index(name, names)]
+    pattern = re.compile(re.escape(name).replace(r"\*", ".*").replace(r"\?", "."))
+    hits = [k for k, n in enumerate(names) if pattern.fullmatch(n)]
+    if not hits:
+        known = ", ".join(names) if len(names) <= 12 else ", ".join(names[:12]) + ", ..."
+        raise UsageError(f"--assume: no input matches {name} (inputs: {known})")
+    return hits
 
 
 def _index(name: str, names: Sequence[str]) -> int:
