@@ -45,6 +45,24 @@ def mult_sum(b: int, h: int, variant: str) -> Pair:
                 "the sum is divided by 8 where the sum of two means (2 / hidden) is right")
 
 
+# (a, sums of one value computed twice) The same as mult_sum, with each mean its own
+# reduce (jax does not merge them: two atoms that are one value) and the correct twin's sum
+# doubled before it is divided, (s + s) / h.
+def mean_twice(b: int, h: int, variant: str) -> Pair:
+    def ref(x):
+        return jnp.mean(x, axis=1) + jnp.mean(x, axis=1)
+
+    def ok(x):
+        s = jnp.sum(x, axis=1)
+        return (s + s) / h
+
+    def bug(x):
+        return jnp.sum(x, axis=1) / 8.0
+
+    return Pair("mean_twice", "a", variant, {"batch": b, "hidden": h}, [Arg((b, h))], ref, ok, bug,
+                "the sum is divided by 8 where the sum of two means (2 / hidden) is right")
+
+
 # (a, a constant made of size constants) The same factor built as a traced constant
 # expression, 1 / h + 1 / h (jax stages arithmetic on arrays inside jit): the two
 # constants meet an add, not a multiply, so nothing read them as the reciprocals of hidden.
@@ -131,13 +149,43 @@ def loop_pos(s: int, h: int, thr: int, steps: int, variant: str) -> Pair:
                 f"the mask of positions >= {thr} (inside the loop in the reference) is missing")
 
 
+# (a, integer overflow at the original sizes) A token's row recovered from its flattened
+# index into [tokens, vocab] logits, (t * V + label) // V, in int32: past t = 2^31 / V the
+# product wraps and the row is negative. The correct twin computes the same; the "bug"
+# writes t + label // V, which never wraps: equal wherever nothing overflows, so at any
+# shrunk size, and different at the original ones (an index computation that overflows is
+# a real difference, DESIGN.md). A sum over a table of V words makes V a class.
+def int_overflow(t: int, v: int, variant: str) -> Pair:
+    def out(row, emb):
+        return row.astype(F32) + jnp.sum(emb)
+
+    def clip(labels):
+        return jnp.clip(labels, 0, v - 1)  # a label is a word: no input overflows by itself
+
+    def ref(emb, labels):
+        pos = lax.iota(I32, t)
+        return out((pos * v + clip(labels)) // v, emb)
+
+    def ok(emb, labels):
+        pos = lax.iota(I32, t)
+        return out((clip(labels) + v * pos) // v, emb)
+
+    def bug(emb, labels):
+        return out(lax.iota(I32, t) + clip(labels) // v, emb)
+
+    return Pair("int_overflow", "a", variant, {"tokens": t, "vocab": v}, [Arg((v,)), Arg((t,), I32, v)],
+                ref, ok, bug, "the row is computed without the flattened index, which wraps at the original sizes")
+
+
 def pairs() -> list[Pair]:
     return [
         mult_sum(12, 64, "small"), mult_sum(128, 4096, "big"),
+        mean_twice(12, 64, "small"), mean_twice(128, 4096, "big"),
         const_sum(12, 64, "small"), const_sum(128, 4096, "big"),
         int_rem(64, 4, "small"), int_rem(2048, 4096, "big"),
         call_ratio(12, 64, "small"), call_ratio(128, 4096, "big"),
         loop_pos(64, 4, 40, 3, "small"), loop_pos(2048, 4096, 1000, 3, "big"),
+        int_overflow(4096, 1 << 20, "small"), int_overflow(131072, 32768, "big"),
     ]
 
 
