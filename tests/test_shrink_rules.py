@@ -492,7 +492,7 @@ def test_a_two_mean_divisors_told_apart_by_rule_i_are_not_ratios() -> None:
 
     # Chains of one rewritten constant each, equal at the original sizes (hidden 64 and
     # heads x head_dim 64) and rewritten apart: rule (i) decided them, no pin.
-    where = Sites(chains=[("ref", (("%a", 64.0, -1),), "a"), ("ref", (("%b", 64.0, -1),), "b")])
+    where = Sites(chains=[("ref", ((1, (("%a", 64.0, -1),)),), "a"), ("ref", ((1, (("%b", 64.0, -1),)),), "b")])
     a = _plan("ratio_scaled", "small", "ok").analysis
     hidden = next(c for c, cls in enumerate(a.classes) if cls.size == 64)
     other = next(c for c, cls in enumerate(a.classes) if cls.size == 12)  # stands for heads x head_dim
@@ -505,7 +505,8 @@ def test_a_two_mean_divisors_told_apart_by_rule_i_are_not_ratios() -> None:
            out)
     assert not out.pins, out
     # The same two as chains of two factors (a literal 0.5 folded in one of them): pinned.
-    where = Sites(chains=[("ref", (("%a", 64.0, -1), ("%h", 2.0, 1)), "a"), ("ref", (("%b", 32.0, -1),), "b")])
+    where = Sites(chains=[("ref", ((1, (("%a", 64.0, -1), ("%h", 2.0, 1))),), "a"),
+                          ("ref", ((1, (("%b", 32.0, -1),)),), "b")])
     out = Order()
     ratios(a, where, sizes, {("ref", "%a"): 4.0}, {("ref", "%a"): (hidden,)}, out)
     assert hidden in out.pins, out

@@ -99,7 +99,7 @@ def main(argv: list[str]) -> int:
         lines = diff(a, b)
         print("\n".join(lines) or f"no plan changed ({len(a)} pairs)")
         return 1 if lines else 0
-    dirs = [Path(d) for d in argv[1:]] or sorted(p for p in (ROOT / "testdata").iterdir() if p.is_dir())
+    dirs = [Path(d).resolve() for d in argv[1:]] or sorted(p for p in (ROOT / "testdata").iterdir() if p.is_dir())
     snap = snapshot(dirs)
     Path(argv[0]).write_text(json.dumps(snap, indent=0, sort_keys=True) + "\n")
     print(f"{len(snap)} pairs", file=sys.stderr)

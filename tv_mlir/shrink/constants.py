@@ -14,7 +14,6 @@ from tv_mlir.shrink.facts import (
     Constant,
     ProgramFacts,
     block_offset_constants,
-    constant_behind,
     device_count,
     index_sources,
     only_device,
@@ -22,6 +21,9 @@ from tv_mlir.shrink.facts import (
     splat,
     through_broadcasts,
 )
+from tv_mlir.shrink.linear import MAX_FACTORS, Multiplier, multipliers
+from tv_mlir.shrink.linear import value as multiplier_value
+from tv_mlir.shrink.overflow import OverflowSite, overflow_sites
 from tv_mlir.shrink.positions import NamedPosition, named_positions
 
 _TIE_MIN = 8  # constants below this are too common to be read as sizes
@@ -35,6 +37,12 @@ _ORDER_MAX = 1 << 16
 # (sum / c, or sum * c as a reciprocal), with c = |S| (1 / |S|), names S's element count
 # and nothing else. The switch is for the tests that show what the rule does.
 MEAN_DIVISORS = True
+# Rule (a), integer division: an integer divide or remainder by a rewritten size keeps
+# the rewritten divisor at this many or more. At 1 the quotient is the dividend and the
+# remainder 0 (ids % local and ids - ids // local are both 0); at b the remainder takes b
+# values, and a polynomial of degree d in it that vanishes on 0..b-1 vanishes everywhere
+# only when b > d: 4 covers degree 3 (what rule k's count pairs go to).
+INT_DIVISOR = 4
 # Rule (a), ratios (`ratios`): scaled size values map injectively too. The switch is for
 # the tests that show what the rule does.
 RATIOS = True
@@ -56,10 +64,13 @@ class Sites:
     literals: list[tuple[str, str, float]] = field(default_factory=list)
     # Rule (b): constants combined with positions, per iota class.
     named: list[NamedPosition] = field(default_factory=list)
-    # Rule (a), ratios: the constant factors a value is multiplied or divided by along a
-    # chain of multiplies and divides by constants (`sum / 4096 * 2.0`), as (program,
-    # ((constant, value, +1 multiplies | -1 divides), ...), where).
-    chains: list[tuple[str, tuple[tuple[str, float, int], ...], str]] = field(default_factory=list)
+    # Rule (a), ratios: the multipliers of the programs' values (`linear.multipliers`):
+    # what an atom is multiplied by along multiplies and divides by constant expressions
+    # and sums (`sum / 4096 * 2.0`, `s / 4096 + s / 4096`, `divide(s, 8.0)` in a called
+    # function), as (program, ((sign, ((constant, value, +1 | -1), ...)), ...), where).
+    chains: list[Multiplier] = field(default_factory=list)
+    # Rule (a), integer overflow: arithmetic that leaves its type at the original sizes.
+    overflows: list[OverflowSite] = field(default_factory=list)
 
 
 def sites(a: DimAnalysis, facts: list[ProgramFacts]) -> Sites:
@@ -67,7 +78,8 @@ def sites(a: DimAnalysis, facts: list[ProgramFacts]) -> Sites:
     for fa in facts:
         out.positions.extend((fa.program, name, v) for name, v in position_constants(fa))
         out.named.extend(named_positions(fa, a))
-        out.chains.extend(multiplier_chains(fa))
+        out.chains.extend(multipliers(fa))
+        out.overflows.extend(overflow_sites(fa, a))
         for op in fa.ops():
             if op.name == "stablehlo.constant":
                 v = splat(op)
@@ -96,50 +108,13 @@ def sites(a: DimAnalysis, facts: list[ProgramFacts]) -> Sites:
     return out
 
 
-# Ops a multiplier chain passes through unchanged: the value is the same number times
-# the same factors (a broadcast of a scaled mean, its negation, a layout change).
-_CHAIN_MOVES = frozenset({"stablehlo.broadcast_in_dim", "stablehlo.convert", "stablehlo.reshape",
-                          "stablehlo.negate", "stablehlo.transpose"})
-
-
-def multiplier_chains(fa: ProgramFacts) -> list[tuple[str, tuple[tuple[str, float, int], ...], str]]:
-    """Rule (a), ratios: every value that is some other value times a product of splat
-    constants, `x * c1 / c2 ...` through multiplies and divides by constants (and
-    broadcasts, converts, reshapes, negations, transposes between them), with the factors
-    as (constant, value, +1 for a factor, -1 for a divisor). Device counts (rule f) and
-    mesh steps are not factors: a chain through one is left out."""
-    coef: dict[str, tuple[tuple[str, float, int], ...]] = {}
-    out: list[tuple[str, tuple[tuple[str, float, int], ...], str]] = []
-    for op in fa.ops():
-        if op.name in _CHAIN_MOVES and op.operands and op.operands[0] in coef:
-            for r in op.results:
-                coef[r] = coef[op.operands[0]]
-            continue
-        if op.name not in ("stablehlo.multiply", "stablehlo.divide") or len(op.operands) != 2:
-            continue
-        found = [constant_behind(fa, o) for o in op.operands]
-        if sum(f is not None for f in found) != 1:
-            continue
-        k = 0 if found[0] is not None else 1
-        if op.name == "stablehlo.divide" and k == 0:
-            continue  # c / x: a reciprocal of the value, no factor
-        cname, value = found[k]  # type: ignore[misc]
-        if not value or not math.isfinite(value) or only_device(fa, cname) \
-                or device_count(fa, op, k, value):
-            continue
-        step = 1 if op.name == "stablehlo.multiply" else -1
-        factors = coef.get(op.operands[1 - k], ()) + ((cname, float(value), step),)
-        coef[op.results[0]] = factors
-        out.append((fa.program, factors, f"{op.name} at {op.loc}"))
-    return out
-
-
 def ratios(a: DimAnalysis, where: Sites, sizes: list[int], tied: dict[tuple[str, str], float | int],
            tied_classes: dict[tuple[str, str], tuple[int, ...]], out: Order) -> None:
     """Rule (a), ratios: the numbers data is multiplied by map injectively. A *multiplier*
-    is the product of the constant factors of a chain (`multiplier_chains`), at the
-    original sizes and with the rewritten constants; it *shrinks* when one of its factors
-    is rewritten with a shrunk class. For every shrinking multiplier x and every other y
+    is the coefficient of an atom in a value's linear form (`linear.multipliers`: a product
+    of constant factors, or a sum of such), at the original sizes and with the rewritten
+    constants; it *shrinks* when one of its factors is rewritten with a shrunk class. For
+    every shrinking multiplier x and every other y
     (either program, by magnitude):
       - x and y equal at the original sizes but not after the rewrite (`mean * 0.5`
         against `sum * (0.5 / 4096)`, a literal 1 / 8192 that is half a size's reciprocal
@@ -153,21 +128,29 @@ def ratios(a: DimAnalysis, where: Sites, sizes: list[int], tied: dict[tuple[str,
     by_n: dict[float, list[int]] = {}
     mults: list[tuple[float, float, tuple[int, ...], str]] = []
     lengths: list[int] = []
-    for program, factors, loc in where.chains:
-        o = n = 1.0
-        shrunk: set[int] = set()
-        for name, value, e in factors:
-            new = float(tied.get((program, name), value))
-            if not new:
-                break
-            o, n = o * value ** e, n * new ** e
-            shrunk.update(c for c in tied_classes.get((program, name), ()) if sizes[c] < a.classes[c].size)
-        else:
-            i = len(mults)
-            mults.append((abs(o), abs(n), tuple(sorted(shrunk)), loc))
-            lengths.append(len(factors))
-            by_o.setdefault(_key(o), []).append(i)
-            by_n.setdefault(_key(n), []).append(i)
+    for program, coef, loc in where.chains:
+        names = {name for _, factors in coef for name, _, _ in factors}
+        new_values = {name: float(tied[(program, name)]) for name in names if (program, name) in tied}
+        o, n = multiplier_value(coef), multiplier_value(coef, new_values)
+        if o is None or n is None:
+            continue
+        shrunk = tuple(sorted({c for name in names for c in tied_classes.get((program, name), ())
+                               if sizes[c] < a.classes[c].size}))
+        if shrunk and len(coef) > 1 and (_key(o) == 0) != (_key(n) == 0):
+            # A sum of multipliers that cancels at one of the sizes only (s / 4096 - s *
+            # 2.44140625e-4 with the literal kept): no member of the family does that.
+            for c in shrunk:
+                out.pins.setdefault(c, f"the multiplier {_fmt(o)} ({loc}) is a sum that cancels at one size only")
+            continue
+        if not _key(o) or not _key(n):
+            continue  # a product with 0 multiplies nothing
+        i = len(mults)
+        mults.append((abs(o), abs(n), shrunk, loc))
+        # A single factor by itself counts 1 (rule i's told-apart mean divisors); a sum
+        # of terms never does.
+        lengths.append(len(coef[0][1]) if len(coef) == 1 else MAX_FACTORS + len(coef))
+        by_o.setdefault(_key(o), []).append(i)
+        by_n.setdefault(_key(n), []).append(i)
     for i, (o, n, classes, loc) in enumerate(mults):
         if not classes:
             continue
@@ -287,7 +270,21 @@ def tie_constants(a: DimAnalysis, where: Sites, constants: list[Constant], sizes
         v = new_values.pop()
         assert v is not None  # a None new value was pinned just above
         tied[(k.program, k.value_name)] = int(v) if k.is_int else float(v)
+        if k.truncates:
+            # Rule (a), integer division: the rewritten divisor keeps INT_DIVISOR elements.
+            for _, o, cs in shrunk:
+                for c in cs:
+                    need = INT_DIVISOR + (a.classes[c].size - int(o) if len(cs) == 1 else 0)
+                    near_bounds[c] = max(near_bounds.get(c, 0), need)
         tied_classes[(k.program, k.value_name)] = tuple(c for _, _, cs in shrunk for c in cs)
+    for overflow in where.overflows:
+        # Rule (a), integer overflow: the site wraps at the original sizes only if they
+        # stay (overflow.py); every shrunk class it was computed from keeps its size.
+        wrapping = set(overflow.classes) | {c for name in overflow.constants
+                                            for c in tied_classes.get((overflow.program, name), ())}
+        for c in wrapping:
+            if sizes[c] < a.classes[c].size:
+                pins.setdefault(c, f"integer arithmetic that overflows at the original sizes ({overflow.where})")
     for program, name, value in where.positions:
         if (program, name) not in tied:
             untied_index[program] = max(untied_index.get(program, 0), value)
@@ -387,5 +384,5 @@ def _fmt(v: float | int) -> str:
     return str(int(v)) if float(v).is_integer() else repr(v)
 
 
-__all__ = ['MEAN_DIVISORS', 'NEAR', 'RATIOS', 'Order', 'Sites', 'mean_classes', 'multiplier_chains', 'order',
+__all__ = ['INT_DIVISOR', 'MEAN_DIVISORS', 'NEAR', 'RATIOS', 'Order', 'Sites', 'mean_classes', 'order',
            'ratios', 'sites', 'tie_constants']

@@ -139,6 +139,9 @@ class Constant:
     # reduction, the sums: (the reduce's operand, its reduced dims) per use; None when
     # some use is anything else (a constant shared with a scale, a divide of a non-sum).
     means: tuple[tuple[str, tuple[int, ...]], ...] | None = None
+    # Rule (a), integer division: an integer constant that divides or takes the remainder
+    # of program values (not mesh steps): truncation at its rewritten value must stay one.
+    truncates: bool = False
 
 
 def needed_values(module: Module) -> set[str]:
@@ -201,9 +204,12 @@ def role_constants(facts: ProgramFacts) -> list[Constant]:
         name = op.results[0]
         uses = through_broadcasts(facts, name)
         if t.is_int:
-            arithmetic = [u for u, pos in uses if not facts.mesh_arithmetic(u, pos)]
+            arithmetic = [(u, pos) for u, pos in uses if not facts.mesh_arithmetic(u, pos)]
             if arithmetic:
-                out.append(Constant(facts.program, name, v, True, op.loc, "index"))
+                truncates = any(u.name in ("stablehlo.divide", "stablehlo.remainder") and pos == 1
+                                and not facts.mesh_arithmetic(u, pos)
+                                for u, pos in through_broadcasts(facts, name, calls=True))
+                out.append(Constant(facts.program, name, v, True, op.loc, "index", truncates=truncates))
         elif t.is_float and v != 0:
             if uses and all(device_count(facts, u, pos, v) for u, pos in uses):
                 # Rule (f): pmean's divide by the number of devices it summed over is not
@@ -219,7 +225,70 @@ def role_constants(facts: ProgramFacts) -> list[Constant]:
             elif any(u.name == "stablehlo.multiply" for u, _ in uses):
                 out.append(Constant(facts.program, name, v, False, op.loc, "reciprocal",
                                     mean_uses(facts, uses, "reciprocal")))
+            else:
+                role = _far_role(facts, name, v)
+                if role is not None:
+                    out.append(Constant(facts.program, name, v, False, op.loc, role))
     return out
+
+
+# Constant arithmetic a constant's value passes through on its way to a use (jax stages
+# `jnp.asarray(1 / h) + jnp.asarray(1 / h)` inside jit as an add of two constants).
+_CONSTANT_ARITH = frozenset({"stablehlo.add", "stablehlo.subtract", "stablehlo.multiply", "stablehlo.divide",
+                             "stablehlo.negate"})
+
+
+def _far_role(facts: ProgramFacts, name: str, v: float | int) -> str | None:
+    """The role of a float constant that meets no divide or multiply directly but reaches
+    one through constant arithmetic (a factor built as 1/h + 1/h), as a called function's
+    argument (`divide(s, 4096.0)` in a jitted helper) or carried unchanged into a loop
+    (a constant a `fori_loop` body closes over): "divisor" when its value
+    ends up dividing data (the denominator of a divide, or of a constant expression that
+    multiplies), "reciprocal" when it ends up multiplying; None otherwise (and for a
+    device count, rule f). Rule (a)'s multipliers (`linear.py`) read the same paths."""
+    const: dict[str, bool] = {}
+
+    def constant_expr(x: str) -> bool:
+        if x not in const:
+            const[x] = False  # no cycles in SSA; a guard all the same
+            d = facts.defs.get(x)
+            const[x] = d is not None and (d[0].name == "stablehlo.constant" or (
+                d[0].name in _CONSTANT_ARITH | SPLAT_PRESERVING and all(constant_expr(o) for o in d[0].operands)))
+        return const[x]
+
+    finals: list[tuple[Op, int, bool]] = []
+    todo, seen = [(name, False)], set()
+    while todo:
+        x, flipped = todo.pop()
+        if (x, flipped) in seen:
+            continue
+        seen.add((x, flipped))
+        for u in facts.uses.get(x, []):
+            for pos, o in enumerate(u.operands):
+                if o != x:
+                    continue
+                callee = facts.module.funcs.get(u.attrs.get("callee", "")) if u.name == "func.call" else None
+                if u.name in SPLAT_PRESERVING:
+                    todo.extend((r, flipped) for r in u.results)
+                elif callee is not None and pos < len(callee.body.args):
+                    todo.append((callee.body.args[pos], flipped))
+                elif u.name == "stablehlo.while" and len(u.regions) == 2 and pos < len(u.regions[1].returns) \
+                        and u.regions[1].returns[pos] == u.regions[1].args[pos]:
+                    # Carried unchanged into the loop (a value its body closes over).
+                    todo.extend((r.args[pos], flipped) for r in u.regions)
+                elif u.name in _CONSTANT_ARITH and all(constant_expr(w) for w in u.operands if w != x):
+                    todo.extend((r, flipped != (u.name == "stablehlo.divide" and pos == 1)) for r in u.results)
+                else:
+                    finals.append((u, pos, flipped))
+    if finals and all(device_count(facts, u, pos, v) for u, pos, _ in finals):
+        return None
+    divides = [f for u, pos, f in finals if u.name == "stablehlo.divide" and pos == 1]
+    multiplies = [f for u, pos, f in finals if u.name == "stablehlo.multiply"]
+    if any(not f for f in divides) or any(multiplies):
+        return "divisor"
+    if any(not f for f in multiplies) or any(divides):
+        return "reciprocal"
+    return None
 
 
 def mean_uses(facts: ProgramFacts, uses: list[tuple[Op, int]], role: str) \
@@ -325,8 +394,10 @@ def group_size(op: Op) -> int | None:
     return None
 
 
-def through_broadcasts(facts: ProgramFacts, value: str) -> list[tuple[Op, int]]:
-    """Uses of a value, looking through broadcasts/converts/reshapes: (op, operand position)."""
+def through_broadcasts(facts: ProgramFacts, value: str, calls: bool = False) -> list[tuple[Op, int]]:
+    """Uses of a value, looking through broadcasts/converts/reshapes: (op, operand position).
+    `calls`: and into called functions, as the uses of the callee's argument (jnp's
+    `floor_divide` and `remainder` are private functions taking the divisor)."""
     out: list[tuple[Op, int]] = []
     todo, seen = [value], set()
     while todo:
@@ -335,8 +406,11 @@ def through_broadcasts(facts: ProgramFacts, value: str) -> list[tuple[Op, int]]:
             continue
         seen.add(v)
         for u in facts.uses.get(v, []):
+            callee = facts.module.funcs.get(u.attrs.get("callee", "")) if calls and u.name == "func.call" else None
             if u.name in SPLAT_PRESERVING:
                 todo.extend(u.results)
+            elif callee is not None:
+                todo.extend(a for a, o in zip(callee.body.args, u.operands) if o == v)
             else:
                 out.extend((u, k) for k, o in enumerate(u.operands) if o == v)
     return out
@@ -505,16 +579,54 @@ def moved_operands(op: Op) -> tuple[int, ...]:
     return ()
 
 
+def region_flow(op: Op) -> list[tuple[str, tuple[str, ...]]]:
+    """Where a loop's or branch's values go: (target, sources) pairs, the target holding
+    one of the sources' values. A `while`'s region arguments k (cond and body) take its
+    operand k and the body's return k (the next round's value), its result k the same; a
+    `case`/`if` result k is one of the branches' returns k (values from above need no
+    flow: a region sees them directly). Positions carried into a loop are positions
+    inside it (rule b: `fori_loop` bodies that mask `pos >= 1000` with `pos` carried)."""
+    out: list[tuple[str, tuple[str, ...]]] = []
+    if op.name == "stablehlo.while" and len(op.regions) == 2:
+        body = op.regions[1]
+        for k, operand in enumerate(op.operands):
+            sources = (operand,) + ((body.returns[k],) if k < len(body.returns) else ())
+            for region in op.regions:
+                if k < len(region.args):
+                    out.append((region.args[k], sources))
+            if k < len(op.results):
+                out.append((op.results[k], sources))
+    elif op.name in ("stablehlo.case", "stablehlo.if"):
+        for k, r in enumerate(op.results):
+            out.append((r, tuple(region.returns[k] for region in op.regions if k < len(region.returns))))
+    return out
+
+
+def call_flow(fa: ProgramFacts, op: Op) -> list[tuple[str, tuple[str, ...]]]:
+    """A call's (target, sources) pairs: the callee's arguments take the operands, the
+    call's results the callee's returns."""
+    callee = fa.module.funcs.get(op.attrs.get("callee", "")) if op.name == "func.call" else None
+    if callee is None:
+        return []
+    out: list[tuple[str, tuple[str, ...]]] = [(a, (o,)) for a, o in zip(callee.body.args, op.operands)]
+    return out + [(r, (ret,)) for r, ret in zip(op.results, callee.body.returns)]
+
+
 def position_constants(fa: ProgramFacts) -> list[tuple[str, int]]:
     """Constants (name, |value| rounded up) combined with values computed from an iota:
     window bounds, shifts. Non-integer floats and huge floats (mask fills) are not
     positions."""
     derived: set[str] = set()
     out = []
-    for op in fa.ops():
+    # Twice, as `positions.named_positions`: positions cross into called functions and
+    # loops, and back out through their results and the next round's arguments.
+    for op in fa.ops() * 2:
         if op.name == "stablehlo.iota":
             derived.update(op.results)
             continue
+        for target, sources in region_flow(op) + call_flow(fa, op):
+            if any(v in derived for v in sources):
+                derived.add(target)
         if any(op.operands[k] in derived for k in moved_operands(op)):
             derived.update(op.results)  # a moved position (a gather of a position table)
             continue
@@ -533,7 +645,7 @@ def position_constants(fa: ProgramFacts) -> list[tuple[str, int]]:
             if isinstance(value, float) and (not value.is_integer() or abs(value) > 1 << 16):
                 continue
             out.append((name, int(abs(value))))
-    return out
+    return list(dict.fromkeys(out))  # the second pass finds the first's again
 
 
 def constant_behind(fa: ProgramFacts, value: str) -> tuple[str, float | int] | None:
@@ -559,6 +671,6 @@ def only_device(fa: ProgramFacts, name: str) -> bool:
     return bool(uses) and all(fa.mesh_arithmetic(u, pos) for u, pos in uses)
 
 
-__all__ = ['Constant', 'ProgramFacts', 'arg_sources', 'block_offset_constants', 'constant_behind', 'device_count',
-           'group_size', 'index_sources', 'mean_uses', 'moved_operands', 'only_device', 'position_constants',
-           'role_constants', 'splat', 'sum_reduced', 'through_broadcasts']
+__all__ = ['Constant', 'ProgramFacts', 'arg_sources', 'block_offset_constants', 'call_flow', 'constant_behind',
+           'device_count', 'group_size', 'index_sources', 'mean_uses', 'moved_operands', 'only_device',
+           'position_constants', 'region_flow', 'role_constants', 'splat', 'sum_reduced', 'through_broadcasts']

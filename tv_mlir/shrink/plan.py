@@ -219,7 +219,8 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
                     argued.setdefault(c, {})["b"] = f"rule b: positions (at least {b}: 2c + 2 for the constants " \
                                                     "combined with them)"
                 elif b > 3:
-                    argued.setdefault(c, {})["a-near"] = f"rule a: a 'size - k' constant rewritten (at least {b})"
+                    argued.setdefault(c, {})["a-near"] = f"rule a: a 'size - k' constant or an integer divisor " \
+                                                         f"rewritten (at least {b})"
                 if b > mins[c]:
                     mins[c] = b
                     changed = True

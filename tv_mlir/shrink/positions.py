@@ -7,7 +7,9 @@ multiplies or divides a position names max(|k|, 1/|k|). Constants met through a
 partition offset (`axis_index * 511.0 + iota`: the constants of the offset's arithmetic
 over device ids) are named the same way. Positions also pass through ops that move or
 pick elements (`facts.moved_operands`: a gather of a position table by token ids, a
-slice, a max): `take(arange(S), ids) >= 1000` names 1000 as `arange(S) >= 1000` does."""
+slice, a max): `take(arange(S), ids) >= 1000` names 1000 as `arange(S) >= 1000` does,
+and into loops and out of branches (`facts.region_flow`: a `fori_loop` body that masks
+`pos >= 1000` with `pos` carried in names 1000)."""
 from __future__ import annotations
 
 import math
@@ -17,7 +19,7 @@ from dataclasses import dataclass
 from tv_mlir.ir import Op
 from tv_mlir.semantics.ops import DEVICE_IDS, POSITION_ARITH, POSITION_FLOW, SPLAT_PRESERVING
 from tv_mlir.shrink.dims import DimAnalysis
-from tv_mlir.shrink.facts import ProgramFacts, moved_operands, only_device, splat
+from tv_mlir.shrink.facts import ProgramFacts, moved_operands, only_device, region_flow, splat
 
 # A named position past this is a mask fill or a scale, not a window (-1e9, 3.4e38).
 _MAX_NAMED = 1 << 16
@@ -73,6 +75,12 @@ def _pass(fa: ProgramFacts, a: DimAnalysis, ops: list[Op], derived: dict[str, tu
                     if ret in derived:
                         derived[r] = derived[ret]
             continue
+        for target, sources in region_flow(op):
+            # Positions carried into a loop (or out of a branch) are positions there,
+            # at the scale they went in with.
+            carried = [derived[v] for v in sources if v in derived]
+            if carried:
+                derived[target] = (min(d[0] for d in carried), frozenset().union(*(d[1] for d in carried)))
         moved = [d for d in (ins[k] for k in moved_operands(op)) if d is not None]
         if moved:
             # Positions moved or picked (a gather of a position table by token ids): the

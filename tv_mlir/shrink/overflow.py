@@ -1,0 +1,171 @@
+"""Rule (a), integer overflow: integer arithmetic that can leave its type at the original
+sizes. Two's-complement wraparound is part of what a program computes (DESIGN.md: an
+index computation that overflows int32 is a real difference), and it depends on the
+sizes: `(t * V + label) // V` over t < 131072 tokens and V = 32768 words wraps from
+t = 65536 on, and at any shrunk size it never does, so a twin that computes the row
+without the flattened index (`t + label // V`) is equal there and different at the
+original sizes (`testdata/shrink_rules/gen_holes.py`, `int_overflow`).
+
+An interval per integer value at the original sizes (`iota` along a dim of n: [0, n - 1];
+splat constants; clamps, max/min, sums, products, quotients and remainders by constants;
+layout ops; called functions entered with their arguments' intervals). An add, subtract
+or multiply whose interval leaves its type is an *overflow site*, with the constants and
+iota classes its operands were computed from; past it the value is unknown (wrapped).
+`constants.tie_constants` pins the shrunk classes of every site: the site must keep the
+sizes at which it overflows. Values of unknown range (program inputs, loop-carried
+values) overflow at every size alike (the solver picks the input), so they are no site."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tv_mlir.ir import Block, Func, Op, TensorType
+from tv_mlir.semantics.ops import SPLAT_PRESERVING
+from tv_mlir.shrink.dims import DimAnalysis
+from tv_mlir.shrink.facts import ProgramFacts, splat
+
+Interval = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class Known:
+    lo: int
+    hi: int
+    constants: frozenset[str] = frozenset()  # the splat constants it was computed from
+    classes: frozenset[int] = frozenset()  # the iota classes it was computed from
+    # Computed from a value of unknown range (an input) and not clamped since: its
+    # interval is an outer bound that says nothing about the sizes.
+    free: bool = False
+
+
+@dataclass(frozen=True)
+class OverflowSite:
+    program: str
+    constants: frozenset[str]
+    classes: frozenset[int]
+    where: str
+
+
+def _range(t: TensorType) -> Interval:
+    w = t.bit_width
+    return (0, (1 << w) - 1) if t.is_unsigned else (-(1 << (w - 1)), (1 << (w - 1)) - 1)
+
+
+_LAYOUT = SPLAT_PRESERVING | {"stablehlo.transpose", "stablehlo.slice", "stablehlo.reverse"}
+_ARITH = frozenset({"stablehlo.add", "stablehlo.subtract", "stablehlo.multiply", "stablehlo.maximum",
+                    "stablehlo.minimum", "stablehlo.clamp", "stablehlo.divide", "stablehlo.remainder",
+                    "stablehlo.negate", "stablehlo.abs"})
+
+
+@dataclass
+class _Walk:
+    fa: ProgramFacts
+    a: DimAnalysis
+    out: list[OverflowSite] = field(default_factory=list)
+    done: dict[tuple[str, tuple[Known | None, ...]], list[Known | None]] = field(default_factory=dict)
+
+    def func(self, fn: Func, args: tuple[Known | None, ...]) -> list[Known | None]:
+        known: dict[str, Known] = {a: k for a, k in zip(fn.body.args, args) if k is not None}
+        self.block(fn.body, known)
+        return [known.get(r) for r in fn.body.returns]
+
+    def block(self, block: Block, known: dict[str, Known]) -> None:
+        for op in block.ops:
+            self.op(op, known)
+            for region in op.regions:
+                self.block(region, known)  # region arguments: unknown
+
+    def op(self, op: Op, known: dict[str, Known]) -> None:
+        if not op.results or not op.result_types or not op.result_types[0].is_int:
+            return
+        t, r, name = op.result_types[0], op.results[0], op.name
+        ins = [known.get(o) for o in op.operands]
+        if name == "stablehlo.constant":
+            v = splat(op)
+            if isinstance(v, int):
+                known[r] = Known(v, v, frozenset({r}))
+        elif name == "stablehlo.iota":
+            d = int(op.attrs.get("iota_dimension", 0))
+            cls = self.a.class_of.get((self.fa.program, r, d))
+            classes = frozenset({cls}) if cls is not None else frozenset()
+            known[r] = Known(0, max(t.shape[d] - 1, 0), frozenset(), classes)
+        elif name == "func.call":
+            callee = self.fa.module.funcs.get(op.attrs.get("callee", ""))
+            if callee is None:
+                return
+            key = (callee.name, tuple(ins))
+            if key not in self.done:
+                self.done[key] = []  # no recursion in StableHLO; a guard all the same
+                self.done[key] = self.func(callee, tuple(ins))
+            for res, k in zip(op.results, self.done[key]):
+                if k is not None:
+                    known[res] = k
+        elif name in _LAYOUT and ins and ins[0] is not None:
+            known[r] = ins[0]
+        elif name == "stablehlo.select" and len(ins) == 3 and ins[1] is not None and ins[2] is not None:
+            a, b = ins[1], ins[2]  # the predicate is i1: any value
+            known[r] = Known(min(a.lo, b.lo), max(a.hi, b.hi), a.constants | b.constants, a.classes | b.classes,
+                             a.free or b.free)
+        elif ins and name in _ARITH:
+            # An operand of unknown range has its type's (an input, a loop-carried value).
+            full = Known(*_range(t), free=True)
+            self.arith(op, [k if k is not None else full for k in ins], t, known)
+
+    def arith(self, op: Op, ins: list[Known], t: TensorType, known: dict[str, Known]) -> None:
+        name, r = op.name, op.results[0]
+        consts = frozenset().union(*(k.constants for k in ins))
+        classes = frozenset().union(*(k.classes for k in ins))
+        free = any(k.free for k in ins)
+        lo_t, hi_t = _range(t)
+        if name in ("stablehlo.add", "stablehlo.subtract", "stablehlo.multiply") and len(ins) == 2:
+            a, b = ins
+            if name == "stablehlo.add":
+                lo, hi = a.lo + b.lo, a.hi + b.hi
+            elif name == "stablehlo.subtract":
+                lo, hi = a.lo - b.hi, a.hi - b.lo
+            else:
+                ends = [a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi]
+                lo, hi = min(ends), max(ends)
+            if lo < lo_t or hi > hi_t:
+                if not free:
+                    # Only bounded operands: the sizes it was computed from make it wrap.
+                    self.out.append(OverflowSite(self.fa.program, consts, classes, f"{name} at {op.loc}"))
+                return  # wrapped: unknown from here on
+            known[r] = Known(lo, hi, consts, classes, free)
+        elif name in ("stablehlo.maximum", "stablehlo.minimum") and len(ins) == 2:
+            f = max if name == "stablehlo.maximum" else min
+            lo, hi = f(ins[0].lo, ins[1].lo), f(ins[0].hi, ins[1].hi)
+            # Clamped on both sides by bounded values, an input is bounded.
+            known[r] = Known(lo, hi, consts, classes, free and (lo <= lo_t or hi >= hi_t))
+        elif name == "stablehlo.clamp" and len(ins) == 3:
+            lo_c, x, hi_c = ins
+            lo, hi = min(max(x.lo, lo_c.lo), hi_c.hi), max(min(x.hi, hi_c.hi), lo_c.lo)
+            known[r] = Known(lo, hi, consts, classes, (lo_c.free or hi_c.free) or (free and (lo <= lo_t or hi >= hi_t)))
+        elif name in ("stablehlo.divide", "stablehlo.remainder") and len(ins) == 2 and ins[1].lo > 0:
+            a, c = ins[0], ins[1].lo
+            if name == "stablehlo.divide":  # truncates towards 0: within the floor's bounds
+                known[r] = Known(min(a.lo // c, 0), max(a.hi // c, 0), consts, classes, free)
+            else:
+                # A remainder is bounded by its divisor whatever the dividend.
+                known[r] = Known(-(c - 1) if a.lo < 0 else 0, c - 1 if a.hi > 0 else 0, consts, classes, ins[1].free)
+        elif name in ("stablehlo.negate", "stablehlo.abs") and len(ins) == 1:
+            a = ins[0]
+            lo, hi = (-a.hi, -a.lo) if name == "stablehlo.negate" else \
+                (0 if a.lo <= 0 <= a.hi else min(abs(a.lo), abs(a.hi)), max(abs(a.lo), abs(a.hi)))
+            if lo < lo_t or hi > hi_t:
+                if not free:
+                    self.out.append(OverflowSite(self.fa.program, consts, classes, f"{name} at {op.loc}"))
+                return
+            known[r] = Known(lo, hi, consts, classes, free)
+
+
+def overflow_sites(fa: ProgramFacts, a: DimAnalysis) -> list[OverflowSite]:
+    """Every integer add, subtract, multiply, negate or abs whose interval at the original
+    sizes leaves its type (see the module docstring)."""
+    w = _Walk(fa, a)
+    main = fa.module.funcs.get(fa.module.entry)
+    if main is not None:
+        w.func(main, ())
+    return list(dict.fromkeys(w.out))
+
+
+__all__ = ["Known", "OverflowSite", "overflow_sites"]
