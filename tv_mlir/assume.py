@@ -140,12 +140,14 @@ def _resolve_one(name: str, lo: int, hi: int | float, input_name: str, t: Any,
         raise UsageError(f"--assume {name}: input {input_name} is {t}: only integer and float inputs can be "
                          f"bounded")
     tlo, thi = type_range(width, not t.is_unsigned)
+    top = thi + 1 if isinstance(hi, float) else hi  # hi is an int or inf (`_pair`)
     if sizes:
-        lo, hi = sizes.get(lo, lo), (hi if hi == math.inf else sizes.get(hi, hi))
-    lo, hi = max(lo, tlo), (thi if hi == math.inf else min(hi - 1, thi))
-    if lo > hi:
-        raise UsageError(f"--assume {name}: [{lo}, {hi + 1}) holds no value of input {input_name}'s type {t}")
-    return lo, hi
+        lo, top = sizes.get(lo, lo), (top if isinstance(hi, float) else sizes.get(top, top))
+    closed_lo, closed_hi = max(lo, tlo), min(top - 1, thi)
+    if closed_lo > closed_hi:
+        raise UsageError(f"--assume {name}: [{closed_lo}, {closed_hi + 1}) holds no value of input "
+                         f"{input_name}'s type {t}")
+    return closed_lo, closed_hi
 
 
 def _indices(name: str, names: Sequence[str]) -> list[int]:
