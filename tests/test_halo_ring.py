@@ -121,6 +121,12 @@ def test_sliding_window_sequence_shrinks_with_its_halo() -> None:
                    "are two classes, related only by the mask's i - j, and shrink to different sizes (128 and 64), "
                    "so the correct pair differs at the shrunk sizes and ends unknown")
 def test_sliding_window_query_and_key_positions_shrink_alike() -> None:
+    """Kept as a strict xfail on purpose: it states the shrink rule that is missing (iota
+    classes combined by a subtract or compare must shrink to one size) and flips to a
+    failure, to be turned into a plain test, the day the rule lands. Until then the hole
+    costs a verdict, not soundness: the correct pair's shrunk counterexample does not
+    reproduce at the original sizes, so it ends `unknown`, never exit 1 (the retry and
+    full-size paths of issue 12, tested in tests/test_exit_1.py and test_full_size.py)."""
     p = _plan("swa", "big", "ok")
     seq = {e.where: e.verified for e in p.entries if e.original == 2048}
     assert seq["q dim 0"] == seq["kx dim 0"], seq
