@@ -7,11 +7,16 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from tv_mlir.ir import Block, DotDims, Module, TensorType
+import numpy as np
+
+from tv_mlir.ir import Block, DotDims, Module, Op, TensorType
 
 _WIDTH = re.compile(r"^(?:ui|i|f)(\d+)")
+# Calls nested deeper than this are not followed for FLOPs (a recursive call graph, which
+# StableHLO does not allow, would otherwise not end).
+_MAX_CALL_DEPTH = 64
 
 
 @dataclass(frozen=True)
@@ -30,37 +35,119 @@ def element_bytes(t: TensorType) -> int:
 
 
 def module_cost(m: Module) -> Cost:
-    """Every op of every function once (a loop body counts once per loop, not per
-    iteration: its buffers are reused; its FLOPs are an underestimate for loops, which
-    the bundled plans use for pipelines of a few stages). Ops inside a manual region, and
-    every op of a per-device program, run on every device."""
+    """Bytes: every op of every function once (a loop body counts once per loop, not per
+    iteration: its buffers are reused). FLOPs: what one run executes, from the entry: a
+    called function's contractions once per call site, a loop body's once per trip where
+    the trip count is a constant bound on a counter stepped by one (jax's fori_loop and
+    scan; other loops count once, an underestimate). Ops inside a manual region, and every
+    op of a per-device program, run on every device."""
     devices = max(1, m.num_devices, *(mesh.size for mesh in m.meshes.values()))
-    total = Cost(0, 0)
-    for f in m.funcs.values():
-        total += _block_cost(f.body, devices if m.per_device else 1, devices)
-    return total
-
-
-def _block_cost(block: Block, mult: int, devices: int) -> Cost:
-    types: dict[str, TensorType] = dict(zip(block.args, block.arg_types))
-    nbytes = flops = 0
-    for op in block.ops:
-        for name, t in zip(op.results, op.result_types):
-            types[name] = t
-            nbytes += t.size * element_bytes(t) * mult
-        if op.name in ("stablehlo.dot_general", "stablehlo.dot") and op.result_types and op.operands:
-            lhs = types.get(op.operands[0])
-            if lhs is not None:
-                dims = op.attrs.get("dot_dimension_numbers")
-                contracting = dims.lhs_contracting if isinstance(dims, DotDims) else (len(lhs.shape) - 1,)
-                k = math.prod(lhs.shape[i] for i in contracting if i < len(lhs.shape))
-                flops += 2 * op.result_types[0].size * k * mult
-        inner = devices if op.name == "sdy.manual_computation" else mult
-        for region in op.regions:
-            types.update(zip(region.args, region.arg_types))
-            c = _block_cost(region, inner, devices)
-            nbytes, flops = nbytes + c.bytes, flops + c.flops
+    mult = devices if m.per_device else 1
+    nbytes = sum(_block_bytes(f.body, mult, devices) for f in m.funcs.values())
+    main = m.funcs.get("main")
+    flops = _Flops(m, devices).block(main.body, mult, 0) if main is not None else 0
     return Cost(nbytes, flops)
+
+
+def _block_bytes(block: Block, mult: int, devices: int) -> int:
+    nbytes = 0
+    for op in block.ops:
+        nbytes += sum(t.size * element_bytes(t) for t in op.result_types) * mult
+        inner = devices if op.name == "sdy.manual_computation" else mult
+        nbytes += sum(_block_bytes(r, inner, devices) for r in op.regions)
+    return nbytes
+
+
+@dataclass
+class _Flops:
+    module: Module
+    devices: int
+    memo: dict[str, int] = field(default_factory=dict)  # callee -> FLOPs of one call at mult 1
+
+    def block(self, block: Block, mult: int, depth: int) -> int:
+        types: dict[str, TensorType] = dict(zip(block.args, block.arg_types))
+        consts: dict[str, int] = {}
+        flops = 0
+        for op in block.ops:
+            types.update(zip(op.results, op.result_types))
+            if op.name == "stablehlo.constant" and op.result_types and op.result_types[0].shape == ():
+                v = _scalar_int(op.attrs.get("value"))
+                if v is not None:
+                    consts[op.results[0]] = v
+            if op.name in ("stablehlo.dot_general", "stablehlo.dot") and op.result_types and op.operands:
+                flops += _dot_flops(op, types) * mult
+            elif op.name == "func.call" and depth < _MAX_CALL_DEPTH:
+                flops += self.call(str(op.attrs.get("callee", "")), depth) * mult
+            inner = self.devices if op.name == "sdy.manual_computation" else mult
+            if op.name == "stablehlo.while" and len(op.regions) == 2:
+                trips = trip_count(op, consts)
+                flops += self.block(op.regions[1], inner * max(trips, 1), depth)
+            else:
+                for region in op.regions:
+                    flops += self.block(region, inner, depth)
+        return flops
+
+    def call(self, callee: str, depth: int) -> int:
+        if callee not in self.memo:
+            f = self.module.funcs.get(callee)
+            self.memo[callee] = self.block(f.body, 1, depth + 1) if f is not None else 0
+        return self.memo[callee]
+
+
+def _dot_flops(op: Op, types: dict[str, TensorType]) -> int:
+    lhs = types.get(op.operands[0])
+    if lhs is None:
+        return 0
+    dims = op.attrs.get("dot_dimension_numbers")
+    contracting = dims.lhs_contracting if isinstance(dims, DotDims) else (len(lhs.shape) - 1,)
+    k = math.prod(lhs.shape[i] for i in contracting if i < len(lhs.shape))
+    return 2 * op.result_types[0].size * k
+
+
+def _scalar_int(value: object) -> int | None:
+    a = np.asarray(value) if value is not None else None
+    if a is None or a.size != 1 or a.dtype.kind not in "iu":
+        return None
+    return int(a.reshape(()))
+
+
+def trip_count(op: Op, consts: dict[str, int]) -> int:
+    """The trips of a `stablehlo.while` whose condition is `counter < N` (N a constant in
+    the condition), whose counter starts at a constant of the enclosing block and whose
+    body adds 1 to it: N - start. 1 for any other loop (the estimate's old rule: a loop
+    body counted once)."""
+    cond, body = op.regions
+    if len(cond.returns) != 1:
+        return 1
+    cond_consts = {**consts}
+    compare: Op | None = None
+    for o in cond.ops:
+        if o.name == "stablehlo.constant" and o.result_types and o.result_types[0].shape == ():
+            v = _scalar_int(o.attrs.get("value"))
+            if v is not None:
+                cond_consts[o.results[0]] = v
+        if o.results and o.results[0] == cond.returns[0]:
+            compare = o
+    if compare is None or compare.name != "stablehlo.compare" or \
+            compare.attrs.get("comparison_direction") != "LT" or len(compare.operands) != 2:
+        return 1
+    counter, bound = compare.operands
+    if counter not in cond.args or bound not in cond_consts:
+        return 1
+    k = cond.args.index(counter)
+    start = consts.get(op.operands[k]) if k < len(op.operands) else None
+    if start is None or k >= len(body.returns) or not _steps_by_one(body, k):
+        return 1
+    return max(0, cond_consts[bound] - start)
+
+
+def _steps_by_one(body: Block, k: int) -> bool:
+    """The body returns its k-th argument plus the constant 1."""
+    ones = {o.results[0] for o in body.ops if o.name == "stablehlo.constant" and o.results
+            and o.result_types[0].shape == () and _scalar_int(o.attrs.get("value")) == 1}
+    step = next((o for o in body.ops if o.results and o.results[0] == body.returns[k]), None)
+    return step is not None and step.name == "stablehlo.add" and len(step.operands) == 2 and \
+        body.args[k] in step.operands and any(x in ones for x in step.operands if x != body.args[k])
 
 
 def mem_available() -> int | None:
@@ -75,4 +162,4 @@ def mem_available() -> int | None:
     return None
 
 
-__all__ = ["Cost", "element_bytes", "mem_available", "module_cost"]
+__all__ = ["Cost", "element_bytes", "mem_available", "module_cost", "trip_count"]
