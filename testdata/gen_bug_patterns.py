@@ -20,9 +20,13 @@ partitioned text that reproduces the public bug's mechanism:
   replicated vs row-sharded (tt-xla 902: results depended on out_shardings). The bug
   reduces the partial sums over the wrong shards (wrong replica groups in the all_reduce).
 - fft: a real FFT round trip along the sharded dim (the shape of jax 16909's sharded FFT).
-  Only the pair is written, no mutation: the verifier models no complex numbers, so no fft
-  semantics exist and the pair is `unknown` today. (XLA's CPU partitioner all-gathers the
-  FFT dim and runs the FFT replicated, then slices: no distributed-FFT mechanism to mutate.)
+  XLA's CPU partitioner all-gathers the FFT dim, runs the FFT replicated, then each device
+  slices its rows of the inverse's result by an offset table; the bug (`wrong_slice`) swaps
+  two entries of that table, so two devices keep each other's part of the transform (the
+  wrong values of a sharded FFT, from the wrong shard of its result). fft_big is the same
+  at (64, 256): the FFT dim stays pinned (shrink: "reads positions"), the batch shrinks.
+  Verified through tv_mlir/passes/complex.py (complex values as real pairs, the FFT as DFT
+  matrices with `cosine` twiddles).
 
 Each mutated module must be `not-equivalent` to the reference with a counterexample that
 the verifier replays on XLA (tests/test_bug_patterns.py); the mutation helpers raise when
@@ -110,6 +114,10 @@ WRONG_GROUPS = _sub(r'axes = \[#stablehlo.axis_ref<name = "axis_1">\]',
                     lambda m: 'axes = [#stablehlo.axis_ref<name = "axis_2">]')
 # The row-sharded result: each device keeps the rows of its mirror shard (offset table reversed).
 WRONG_ROWS = _sub(r"dense<\[0, 2, 4, 6\]> : tensor<4xi32>", lambda m: "dense<[6, 4, 2, 0]> : tensor<4xi32>")
+# The FFT's inverse sliced by the wrong rows on two devices (offset table entries swapped).
+FFT_WRONG_SLICE = _sub(r"dense<\[0, 2, 4, 6\]> : tensor<4xi32>", lambda m: "dense<[0, 2, 6, 4]> : tensor<4xi32>")
+FFT_WRONG_SLICE_BIG = _sub(r"dense<\[0, 16, 32, 48\]> : tensor<4xi32>",
+                           lambda m: "dense<[0, 16, 48, 32]> : tensor<4xi32>")
 WRONG_ROWS_BIG = _sub(r"dense<\[0, 64, 128, 192\]> : tensor<4xi32>",
                       lambda m: "dense<[192, 128, 64, 0]> : tensor<4xi32>")
 
@@ -139,7 +147,10 @@ PATTERNS = [
     # The same at a size the verifier shrinks (the contraction and free dims are shrinkable).
     Pattern("matmul_rows_big", matmul, (jax.ShapeDtypeStruct((256, 512), F32), jax.ShapeDtypeStruct((512, 128), F32)),
             (S(None, "sp"), S("sp", None)), S("sp", None), {"wrong_rows": WRONG_ROWS_BIG}),
-    Pattern("fft", fft, (jax.ShapeDtypeStruct((8, 4), F32),), (S("sp", None),), S("sp", None), {}),
+    Pattern("fft", fft, (jax.ShapeDtypeStruct((8, 4), F32),), (S("sp", None),), S("sp", None),
+            {"wrong_slice": FFT_WRONG_SLICE}),
+    Pattern("fft_big", fft, (jax.ShapeDtypeStruct((64, 256), F32),), (S("sp", None),), S("sp", None),
+            {"wrong_slice": FFT_WRONG_SLICE_BIG}),
 ]
 
 

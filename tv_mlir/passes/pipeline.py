@@ -16,6 +16,7 @@ from tv_mlir.errors import Unsupported, UsageError
 from tv_mlir.ir import Module
 from tv_mlir.options import MAX_NESTING
 from tv_mlir.passes import normalize
+from tv_mlir.passes.complex import has_complex, legalize_complex
 from tv_mlir.passes.legalize_chlo import legalize_chlo
 
 PassFn = Callable[..., Module]
@@ -27,6 +28,7 @@ PASSES: dict[str, PassFn] = {
     "drop-unused-funcs": normalize.drop_unused_funcs,
     "cse": normalize.cse,
     "legalize-chlo": legalize_chlo,  # not in the named pipelines: verify expands per pair
+    "legalize-complex": legalize_complex,
 }
 
 # Passes over the pair of programs (they need both); `verify` runs them on the modules as
@@ -156,4 +158,8 @@ def run_pipeline(pipeline: Pipeline, module: Module) -> Module:
         except TypeError as exc:
             raise UsageError(f"pass {name}: bad options ({exc})") from None
         module = fn(module, **dict(opts))
+    # The semantics know no complex numbers: a pipeline without legalize-complex (a user's
+    # file) gets it last, so that a real rule never runs on a complex value.
+    if has_complex(module):
+        module = legalize_complex(module)
     return module
