@@ -84,13 +84,14 @@ case("fft_2d", M("(%a: tensor<2x4x6xf32>, %b: tensor<2x4x6xf32>) -> (tensor<2x4x
     %z = stablehlo.complex %a, %b : tensor<2x4x6xcomplex<f32>>
     %f = stablehlo.fft %z, type = FFT, length = [4, 6] : (tensor<2x4x6xcomplex<f32>>) -> tensor<2x4x6xcomplex<f32>>
     {_split("tensor<2x4x6xT>")}"""), [(2, 4, 6), (2, 4, 6)])
-case("rfft_irfft_2d", M("(%x: tensor<3x4x6xf32>) -> tensor<3x4x6xf32>", """
-    %f = stablehlo.fft %x, type = RFFT, length = [3, 4, 6] : (tensor<3x4x6xf32>) -> tensor<3x4x4xcomplex<f32>>
-    %k = stablehlo.constant dense<2.0> : tensor<3x4x4xf32>
-    %kc = stablehlo.convert %k : (tensor<3x4x4xf32>) -> tensor<3x4x4xcomplex<f32>>
-    %g = stablehlo.multiply %f, %kc : tensor<3x4x4xcomplex<f32>>
-    %h = stablehlo.fft %g, type = IRFFT, length = [3, 4, 6] : (tensor<3x4x4xcomplex<f32>>) -> tensor<3x4x6xf32>
-    return %h : tensor<3x4x6xf32>"""), [(3, 4, 6)])
+case("rfft_irfft_3d", M("(%x: tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<2x3x3xf32>)", """
+    %f = stablehlo.fft %x, type = RFFT, length = [2, 3, 4] : (tensor<2x3x4xf32>) -> tensor<2x3x3xcomplex<f32>>
+    %k = stablehlo.constant dense<2.0> : tensor<2x3x3xf32>
+    %kc = stablehlo.convert %k : (tensor<2x3x3xf32>) -> tensor<2x3x3xcomplex<f32>>
+    %g = stablehlo.multiply %f, %kc : tensor<2x3x3xcomplex<f32>>
+    %h = stablehlo.fft %g, type = IRFFT, length = [2, 3, 4] : (tensor<2x3x3xcomplex<f32>>) -> tensor<2x3x4xf32>
+    %i = stablehlo.imag %f : (tensor<2x3x3xcomplex<f32>>) -> tensor<2x3x3xf32>
+    return %h, %i : tensor<2x3x4xf32>, tensor<2x3x3xf32>"""), [(2, 3, 4)])
 T = "tensor<2x3xT>"
 case("complex_arith", M("(%a: tensor<2x3xf32>, %b: tensor<2x3xf32>, %p: tensor<2x3xf32>, %q: tensor<2x3xf32>) -> "
                         "(tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>)", f"""
@@ -182,6 +183,14 @@ def _verify_self(text: str):  # type: ignore[no-untyped-def]
      %e = stablehlo.divide %z, %z : {c('tensor<4xT>')}
      %r = stablehlo.real %e : ({c('tensor<4xT>')}) -> tensor<4xf32>
      return %r : tensor<4xf32>""", "stablehlo.divide"),
+    # A product of complex values is not the product of their parts: no per-part reduce.
+    (f"""%z = stablehlo.complex %a, %a : {c('tensor<4xT>')}
+     %zr = stablehlo.constant dense<1.0> : tensor<f32>
+     %one = stablehlo.convert %zr : (tensor<f32>) -> tensor<complex<f32>>
+     %p = stablehlo.reduce(%z init: %one) applies stablehlo.multiply across dimensions = [0] : ({c('tensor<4xT>')}, tensor<complex<f32>>) -> tensor<complex<f32>>
+     %r = stablehlo.real %p : (tensor<complex<f32>>) -> tensor<f32>
+     %b = stablehlo.broadcast_in_dim %r, dims = [] : (tensor<f32>) -> tensor<4xf32>
+     return %b : tensor<4xf32>""", "stablehlo.reduce"),
 ])
 def test_unmodelled_complex_op_is_unknown_naming_it(body: str, op: str) -> None:
     v = _verify_self(M("(%a: tensor<4xf32>) -> tensor<4xf32>", body))

@@ -174,6 +174,8 @@ class _BlockBuilder:
         rule = RULES.get(op.name)
         if rule is None or (op.regions and op.name not in _REGION_RULES):
             raise Unsupported(f"{op.name} on complex values is not modelled", op.loc, op.name)
+        if len(op.results) != 1:  # every rule writes one result (a variadic all_gather would lose the rest)
+            raise Unsupported(f"{op.name} with {len(op.results)} results on complex values", op.loc, op.name)
         rule(self, op)
 
     def out(self, op: Op, k: int, value: Pair | str) -> None:
@@ -330,7 +332,8 @@ def _reducing(b: _BlockBuilder, op: Op) -> None:
     """all_reduce / reduce_scatter / reduce with an `add` body: each part summed alone."""
     body = op.regions[0] if op.regions else None
     if body is None or len(body.ops) != 1 or body.ops[0].name != "stablehlo.add" or \
-            body.returns != body.ops[0].results or len(op.results) != 1:
+            body.returns != body.ops[0].results or len(op.results) != 1 or \
+            sorted(body.ops[0].operands) != sorted(body.args):
         raise Unsupported(f"{op.name} on complex values with a body other than one add", op.loc, op.name)
     rt = _check_float(op, op.result_types[0])
     scalar = TensorType((), rt.dtype)
