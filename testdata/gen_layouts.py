@@ -152,8 +152,66 @@ def main() -> int:
     bug_path.write_text(swapped_copy(good_path.read_text()))
     check_on_xla(ref_path, good_path, bug_path)
     write_partial_pair()
+    write_scan_pair()
     print(f"wrote {ref_path.name}, {good_path.name}, {bug_path.name} in {OUT}")
     return 0
+
+
+SCAN = dict(batch=4, hidden=16, ffn=32, layers=4)
+
+
+def scan_ref(x: jax.Array, w1: jax.Array, w2: jax.Array) -> jax.Array:
+    def layer(h: jax.Array, ws: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, None]:
+        a, b = ws
+        return h + jnp.tanh(h @ a) @ b, None
+    h, _ = jax.lax.scan(layer, jnp.tanh(x), (w1, w2))
+    return h
+
+
+def scan_body(stale: bool) -> Callable[[jax.Array, jax.Array, jax.Array], jax.Array]:
+    """The residual stream carried twice: whole (`full`, read by the column-parallel
+    matmul) and as this device's tp block of the hidden dim (`part`, the residual add):
+    one reference value under two layouts in every trip. `stale`: the whole copy is
+    gathered from the block before the residual add, so it lags a layer behind."""
+    tp = 4
+
+    def body(x: jax.Array, w1: jax.Array, w2: jax.Array) -> jax.Array:
+        width = x.shape[1] // tp
+        k = jax.lax.axis_index("tp")
+        part0 = jnp.tanh(jax.lax.dynamic_slice_in_dim(x, k * width, width, axis=1))
+
+        def layer(carry: tuple[jax.Array, jax.Array], ws: tuple[jax.Array, jax.Array]
+                  ) -> tuple[tuple[jax.Array, jax.Array], None]:
+            full, part = carry
+            a, b = ws  # a: a column block of the up projection, b: a row block of the down one
+            z = jax.lax.psum_scatter(jnp.tanh(full @ a) @ b, "tp", scatter_dimension=1, tiled=True)
+            new = part + z
+            full = jax.lax.all_gather(part if stale else new, "tp", axis=1, tiled=True)
+            return (full, new), None
+        (_, part), _ = jax.lax.scan(layer, (jnp.tanh(x), part0), (w1, w2))
+        return part
+    return body
+
+
+def write_scan_pair() -> None:
+    """scan_two_layouts and its twin scan_two_layouts_bug_stale_copy (Shardy text),
+    checked numerically (the twin must differ)."""
+    n, d, f, layers = SCAN["batch"], SCAN["hidden"], SCAN["ffn"], SCAN["layers"]
+    args = (jax.ShapeDtypeStruct((n, d), jnp.float32), jax.ShapeDtypeStruct((layers, d, f), jnp.float32),
+            jax.ShapeDtypeStruct((layers, f, d), jnp.float32))
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(n, d)).astype(np.float32)
+    w1 = (rng.normal(size=(layers, d, f)) * 0.3).astype(np.float32)
+    w2 = (rng.normal(size=(layers, f, d)) * 0.3).astype(np.float32)
+    want = np.asarray(jax.jit(scan_ref)(x, w1, w2))
+    (OUT / "scan_two_layouts.ref.mlir").write_text(jax.jit(scan_ref).lower(*args).as_text())
+    for name, stale in (("scan_two_layouts", False), ("scan_two_layouts_bug_stale_copy", True)):
+        fn = jax.jit(jax.shard_map(scan_body(stale), mesh=MESH,
+                                   in_specs=(P("dp", None), P(None, None, "tp"), P(None, "tp", None)),
+                                   out_specs=P("dp", "tp"), check_vma=False))
+        got = np.asarray(fn(x, w1, w2))
+        assert np.allclose(got, want, rtol=1e-5, atol=1e-5) != stale, f"{name}: {np.max(np.abs(got - want))}"
+        (OUT / f"{name}.shardy.mlir").write_text(fn.lower(*args).as_text())
 
 
 if __name__ == "__main__":

@@ -146,3 +146,51 @@ def test_the_sum_all_reduced_over_the_wrong_axis_stays_not_equivalent() -> None:
                **QUICK)
     assert v.verdict == "not-equivalent", v.reason
     assert v.counterexample is not None and v.counterexample.confirmed
+
+
+# A scan whose sharded body carries the residual stream twice: whole and as this device's
+# tp block (testdata/gen_layouts.py, write_scan_pair).
+SCAN_REF = LAYOUTS / "scan_two_layouts.ref.mlir"
+
+
+def test_a_value_carried_under_two_layouts_is_one_loop_input() -> None:
+    """The loop is proved by induction (a body and a condition stage, no unrolling, no
+    whole proof), and its body stage takes the carried stream once, whole, with both
+    copies sliced from it. (Before, the second copy matched no carried value of the
+    reference loop, the stage was unrolled and failed at free inputs, and the pair was
+    proved whole.)"""
+    v = verify(SCAN_REF, LAYOUTS / "scan_two_layouts.shardy.mlir", cache=False, **QUICK)
+    assert v.verdict == "equivalent", v.reason
+    st = v.stages
+    assert st["used"] and "failed" not in st and "whole" not in st and "widened" not in st, st.get("failed")
+    names = [r["name"] for r in st["list"]]
+    assert any(n.endswith("loop body") for n in names) and any(n.endswith("loop condition") for n in names), names
+    options = Options(stage_min_elements=0)
+    ref, other = prepare(SCAN_REF, options), prepare(LAYOUTS / "scan_two_layouts.shardy.mlir", options)
+    check_signatures(ref, other)
+    cut = stages_run._cut(ref, other, options, None)
+    body = next(s for s in cut.stages if s.name.endswith("loop body"))
+    assert _shared(body) and len(set(body.slots)) == len(body.slots), (body.slots, body.other.main.body.args)
+
+
+def test_a_stale_copy_of_the_carried_value_stays_not_equivalent() -> None:
+    """The whole copy is gathered before the residual add, so it lags a layer: the body
+    stage fails on that copy's next value and a random run shows the bug, confirmed by XLA."""
+    v = verify(SCAN_REF, LAYOUTS / "scan_two_layouts_bug_stale_copy.shardy.mlir", cache=False, **QUICK)
+    assert v.verdict == "not-equivalent", v.reason
+    assert v.stages["failed"]["name"].endswith("loop body"), v.stages["failed"]
+    assert v.counterexample is not None and v.counterexample.confirmed
+
+
+def test_checking_one_copy_per_carried_value_would_hide_the_stale_copy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The mutation the test above guards against: the body proof checks the next value of
+    only one copy of each reference value (here the last, the block: right whenever the
+    whole copy it reads is), and the stale whole copy passes as `equivalent`."""
+    from tv_mlir.stages import loops
+
+    def last_copy_only(align: list[int]) -> list[int]:
+        return [p for p, q in enumerate(align) if q >= 0 and q not in align[p + 1:]]
+
+    monkeypatch.setattr(loops, "_proved_next", last_copy_only)
+    v = verify(SCAN_REF, LAYOUTS / "scan_two_layouts_bug_stale_copy.shardy.mlir", cache=False, **QUICK)
+    assert v.verdict == "equivalent"  # wrong: what checking every copy prevents

@@ -1,6 +1,7 @@
 """`choose_cuts` (tv_mlir/stages/plan.py) keeps its live sets as bits updated from cut to
 cut; here it is held to the plain definition (a set of live values per cut, recomputed)
-on random flat programs and random lineages: both must choose the same cuts."""
+on random flat programs and random lineages: both must choose the same cuts, loops
+included (before a reference `while`, the admissible cut that puts the other's next)."""
 from __future__ import annotations
 
 import random
@@ -15,6 +16,7 @@ from tv_mlir.stages.plan import WINDOW, Cuts, Side, choose_cuts
 @dataclass
 class _Op:
     results: tuple[str, ...]
+    name: str = "stablehlo.add"
 
 
 def _side(prefix: str, rng: random.Random, n: int) -> Side:
@@ -23,7 +25,8 @@ def _side(prefix: str, rng: random.Random, n: int) -> Side:
     side = Side(module=None)  # type: ignore[arg-type]  # choose_cuts reads the flow only
     for c in range(n):
         results = tuple(f"{prefix}{c}_{k}" for k in range(1 if rng.random() < 0.8 else 2))
-        side.flow.append(_Op(results))  # type: ignore[arg-type]
+        name = "stablehlo.while" if rng.random() < 0.15 else "stablehlo.add"
+        side.flow.append(_Op(results, name))  # type: ignore[arg-type]
         for r in results:
             side.kind[r] = "flow"
             side.position[r] = c
@@ -59,12 +62,23 @@ def _reference_cuts(ref: Side, other: Side, links: dict[str, Link]) -> Cuts:
         if not need <= reachable:
             continue
         j0 = cuts_o[-1]
-        for j in range(j0, min(n_o, j0 + WINDOW)):
+
+        def ok(j: int, i: int = i, j0: int = j0, need: frozenset[str] = need) -> bool:
             t = targets[j]
-            if t is not None and need <= t and newest[j] < i and not (j == j0 and i == cuts_r[-1]):
-                cuts_r.append(i)
-                cuts_o.append(j)
-                break
+            return t is not None and need <= t and newest[j] < i and not (j == j0 and i == cuts_r[-1])
+        end = min(n_o, j0 + WINDOW)
+        first = [j for j in range(j0, end) if ok(j)]
+        if not first:
+            continue
+        j = first[0]
+        # Before a reference loop: the cut that puts the other's loop next, when admissible
+        # and no loop of the other lies between (stages/loops.py proves such a stage).
+        if i < n_r and ref.flow[i].name == "stablehlo.while":
+            whiles = [k for k in range(j, end) if other.flow[k].name == "stablehlo.while"]
+            if whiles and ok(whiles[0]):
+                j = whiles[0]
+        cuts_r.append(i)
+        cuts_o.append(j)
     cuts_r.append(n_r)
     cuts_o.append(n_o)
     keep_r, keep_o = [cuts_r[0]], [cuts_o[0]]

@@ -44,7 +44,7 @@ module @jit_step attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 
 #loc3 = loc("/work/main/testdata/gen_layouts.py":56:21 to :26)
 #loc4 = loc("/work/main/testdata/gen_layouts.py":59:18 to :45)
 #loc5 = loc("/work/main/testdata/gen_layouts.py":146:12 to :31)
-#loc6 = loc("/work/main/testdata/gen_layouts.py":160:13 to :19)
+#loc6 = loc("/work/main/testdata/gen_layouts.py":218:13 to :19)
 #loc7 = loc("/work/main/testdata/gen_layouts.py":56:12 to :27)
 #loc8 = loc("/work/main/testdata/gen_layouts.py":57:21 to :26)
 #loc9 = loc("/work/main/testdata/gen_layouts.py":57:12 to :27)

@@ -8,7 +8,7 @@
 #loc11 = loc("/work/main/testdata/gen_layouts.py":58:15)
 #loc12 = loc("/work/main/testdata/gen_layouts.py":59:18)
 #loc13 = loc("/work/main/testdata/gen_layouts.py":145:14)
-#loc14 = loc("/work/main/testdata/gen_layouts.py":160:13)
+#loc14 = loc("/work/main/testdata/gen_layouts.py":218:13)
 #loc15 = loc("w")
 #loc16 = loc("x")
 #loc17 = loc("/work/main/testdata/gen_layouts.py":56:21)

@@ -11,7 +11,19 @@ its initial layout as the invariant. Two stage pairs then prove the loop:
 With the initial values corresponding (the chain's earlier stages), induction over the
 trips gives corresponding results. Values the bodies read from outside are stage inputs
 like any other. A loop that does not line up this way is proved by unrolling (the stage
-as built by extract.build)."""
+as built by extract.build).
+
+One reference value, several layouts. The other loop may carry one reference carried
+value more than once (the residual stream whole and as this device's block), or read one
+outside value under several layouts (a weight sharded and all-gathered). As separate free
+inputs the copies would be unrelated and the body proof would fail on inputs no trip
+reaches; so, as for straight-line stages (extract.py, shared slots), such a value is one
+input, whole on every device, and each copy is sliced from it by its layout (`_derive`).
+The induction stays sound: its hypothesis is the conjunction, over the other loop's
+carried positions, of "this one holds the reference value under its layout"; the
+initial values hold it (the chain's earlier stages prove each copy's lineage), and the
+body proof checks every copy's next value against the reference's next value under that
+copy's layout, not only one copy per reference value."""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -21,7 +33,7 @@ import numpy as np
 
 from tv_mlir.ir import Block, Op, Sharding, TensorType
 from tv_mlir.semantics.ops import DEVICE_IDS
-from tv_mlir.stages.extract import NotFormed, StagePair, _closure, _module, source_loc
+from tv_mlir.stages.extract import NotFormed, StagePair, _closure, _copy, _derive, _device_id, _module, source_loc
 from tv_mlir.stages.lineage import Link, Values
 from tv_mlir.stages.plan import Side, region_uses
 
@@ -60,12 +72,17 @@ def _align(ref: Side, other: Side, links: dict[str, Link], rw: Op, ow: Op, r_val
             if link is None:
                 raise NotFormed(f"the other loop's initial {v} holds no reference value")
             q = next((q for q in free if rw.operands[q] == link.ref), None)
+            if q is None:
+                # A second copy of a value the reference carries once (another layout of
+                # it): one more hypothesis on that position, checked in every trip.
+                q = next((q for q in range(len(rw.operands)) if q not in free and rw.operands[q] == link.ref
+                          and ref.kind.get(link.ref) != "const"), None)
             s = link.sharding
             if s is not None and s.unreduced:
                 raise NotFormed(f"the other loop's initial {v} is a partial sum")
         if q is None:
             raise NotFormed(f"the other loop's initial {v} matches no carried value of the reference loop")
-        if q >= 0:
+        if q in free:
             free.remove(q)
         align.append(q)
         layout.append(s if other.module.per_device else None)
@@ -133,20 +150,29 @@ def _region_pair(name: str, ref: Side, other: Side, links: dict[str, Link], rb: 
     per_device = other.module.per_device
     r_remat, r_caps = _closure(ref, [], _free(rb), ref_given)
     o_remat, o_caps = _closure(other, [], _free(ob), hoisted)
-    # Slots: the carried values in the other loop's order, then what the bodies read.
-    keys: list[tuple[str, Sharding | None]] = [(f"carried {q}" if q >= 0 else f"extra {p}", s)
-                                               for p, (q, s) in enumerate(zip(align, layout))]
+    # Slots, one per reference value: the carried ones in the other loop's order (an extra
+    # counter of the other loop is its own), then the outside values the bodies read. Each
+    # lists the other region's names holding it, with their layouts.
+    keys: list[str] = []
+    holders: dict[str, list[tuple[str, Sharding | None]]] = {}
+    for p, (q, s) in enumerate(zip(align, layout)):
+        key = f"carried {q}" if q >= 0 else f"extra {p}"
+        if key not in holders:
+            keys.append(key)
+        holders.setdefault(key, []).append((ob.args[p], s))
     for v in o_caps:
         link = links.get(v)
         if link is None:
             raise NotFormed(f"{v}, read by the other loop, holds no reference value")
         if link.sharding is not None and link.sharding.unreduced:
             raise NotFormed(f"{v}, read by the other loop, is a partial sum")
-        if (link.ref, link.sharding) not in keys:
-            keys.append((link.ref, link.sharding))
+        if link.ref not in holders:
+            keys.append(link.ref)
+        holders.setdefault(link.ref, []).append((v, link.sharding))
     for v in r_caps:
-        if not any(r == v for r, _ in keys):
-            keys.append((v, None))
+        if v not in holders:
+            keys.append(v)
+            holders[v] = []
     rtypes = _types(ref, rb)
     otypes = _types(other, ob)
     r_names: list[str] = []
@@ -154,47 +180,73 @@ def _region_pair(name: str, ref: Side, other: Side, links: dict[str, Link], rb: 
     o_names: list[str] = []
     o_types: list[TensorType] = []
     o_shard: list[Sharding | None] = []
-    o_cap_slot = {v: keys.index((links[v].ref, links[v].sharding)) for v in o_caps}
-    inverse = {n: v for v, n in o_cap_slot.items()}
-    for n, (r, s) in enumerate(keys):
-        if n < len(align) and align[n] < 0:  # the other loop's own counter: unused by the reference
-            name_r, name_o = f"%extra{n}", ob.args[n]
-            r_names.append(name_r)
+    o_pre: list[Op] = []  # the device id and the copies sliced from a shared slot
+    slots: list[str] = []
+    device = "%tv.device"
+    for n, key in enumerate(keys):
+        held = holders[key]
+        if key.startswith("extra "):  # the other loop's own counter: unused by the reference
+            name_o = held[0][0]
+            r_names.append(f"%extra{n}")
             r_types.append(otypes[name_o])
             o_names.append(name_o)
             o_types.append(otypes[name_o])
             o_shard.append(None)
+            slots.append(f"%extra{n}")
             continue
-        if n < len(align):
-            name_r = rb.args[align[n]]
-            name_o = ob.args[n]
+        if key.startswith("carried "):
+            name_r = rb.args[int(key.split()[1])]
         else:
-            first = next(k for k, (x, _) in enumerate(keys) if x == r)
-            name_r = r if r in r_caps and first == n else f"{r}.slot{n}"
-            name_o = inverse.get(n, f"%slot{n}")
-        gt = rtypes[name_r] if name_r in rtypes else rtypes[r]
-        lt = s.local_type(gt) if per_device and s is not None else gt
-        if name_o in otypes and otypes[name_o] != lt:
-            raise NotFormed(f"{name_o}: {otypes[name_o]} is not the {lt} of its layout")
+            name_r = key if key in r_caps else f"{key}.slot{n}"
+        gt = rtypes[name_r] if name_r in rtypes else rtypes[key]
         r_names.append(name_r)
         r_types.append(gt)
-        o_names.append(name_o)
-        o_types.append(lt)
-        o_shard.append(s if per_device else None)
+        slots.append(name_r if key.startswith("carried ") else key)
+        for v, s in held:
+            lt = s.local_type(gt) if per_device and s is not None else gt
+            if v in otypes and otypes[v] != lt:
+                raise NotFormed(f"{v}: {otypes[v]} is not the {lt} of its layout")
+        if len(held) <= 1:
+            s = held[0][1] if held else None
+            o_names.append(held[0][0] if held else f"%slot{n}")
+            o_types.append(s.local_type(gt) if per_device and s is not None else gt)
+            o_shard.append(s if per_device else None)
+        elif not per_device:  # a global program: the copies are the value
+            o_names.append(held[0][0])
+            o_types.append(gt)
+            o_shard.append(None)
+            o_pre.extend(_copy(held[0][0], v, gt) for v, _ in held[1:])
+        else:  # the value whole on every device, each copy its layout's block of it
+            mesh = next((s.mesh for _, s in held if s is not None), None)
+            if mesh is None:
+                raise NotFormed(f"{key} is read under several layouts on no mesh")
+            if not o_pre:
+                o_pre.extend(_device_id(other.module, device))
+            whole = f"%tv.whole{n}"
+            o_names.append(whole)
+            o_types.append(gt)
+            o_shard.append(Sharding(mesh, ((),) * len(gt.shape)))
+            for v, s in held:
+                o_pre.extend(_derive(whole, v, s, gt, device, other.module.num_devices))
     if returns_carried:
-        kept = [p for p, q in enumerate(align) if q >= 0]  # an extra value's next one is not proved
+        kept = _proved_next(align)
         r_ret = [rb.returns[align[p]] for p in kept]
         o_ret = [ob.returns[p] for p in kept]
         out_shard = tuple(layout[p] for p in kept)
     else:
         r_ret, o_ret, out_shard = list(rb.returns), list(ob.returns), (None,) * len(ob.returns)
     ref_m = _module(ref.module, r_names, r_types, r_remat + list(rb.ops), r_ret, rtypes, False, (), ())
-    other_m = _module(other.module, o_names, o_types, o_remat + list(ob.ops), o_ret, otypes, per_device,
+    other_m = _module(other.module, o_names, o_types, o_pre + o_remat + list(ob.ops), o_ret, otypes, per_device,
                       tuple(o_shard), out_shard)
     locs = tuple(op.loc for op in ob.ops if source_loc(op.loc))
-    slots = tuple((rb.args[align[n]] if align[n] >= 0 else f"%extra{n}") if n < len(align) else r
-                  for n, (r, _) in enumerate(keys))
-    return StagePair(name, ref_m, other_m, len(rb.ops), len(ob.ops), locs, slots, loop=True)
+    return StagePair(name, ref_m, other_m, len(rb.ops), len(ob.ops), locs, tuple(slots), loop=True)
+
+
+def _proved_next(align: list[int]) -> list[int]:
+    """The other loop's carried positions whose next value the body proof checks: every
+    one that holds a reference value, each copy of one under its own layout (the
+    induction's hypothesis is about each; an extra counter's next value is not proved)."""
+    return [p for p, q in enumerate(align) if q >= 0]
 
 
 def _types(side: Side, block: Block) -> dict[str, TensorType]:

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 
 from tv_mlir.ir import Block, Module, Op, TensorType
 from tv_mlir.semantics.ops import VALUE_IDENTITIES
@@ -194,14 +195,11 @@ def choose_cuts(ref: Side, other: Side, links: dict[str, Link]) -> Cuts:
         if need & ~reachable:
             continue
         j0 = cuts_o[-1]
-        for j in range(j0, min(n_o, j0 + WINDOW)):
-            t = targets[j]
-            if t is not None and not need & ~t and newest[j] < i:
-                if j == j0 and i == cuts_r[-1]:
-                    continue
-                cuts_r.append(i)
-                cuts_o.append(j)
-                break
+        admissible = partial(_admissible, targets, newest, need, i, j0 if i == cuts_r[-1] else -1)
+        j = next((j for j in range(j0, min(n_o, j0 + WINDOW)) if admissible(j)), None)
+        if j is not None:
+            cuts_r.append(i)
+            cuts_o.append(_before_loop(ref, other, i, j, min(n_o, j0 + WINDOW), admissible))
     cuts_r.append(n_r)
     cuts_o.append(n_o)
     # A cut with no op of either program since the previous one is the same cut.
@@ -211,3 +209,29 @@ def choose_cuts(ref: Side, other: Side, links: dict[str, Link]) -> Cuts:
             keep_r.append(a)
             keep_o.append(b)
     return Cuts(tuple(keep_r), tuple(keep_o))
+
+
+def _admissible(targets: list[int | None], newest: list[int], need: int, i: int, repeat: int, j: int) -> bool:
+    """Whether the other program's cut j may pair with reference cut i: its live values
+    hold every reference value live across i, all made before i (`repeat`: the cut just
+    taken, not to be taken again for the same i)."""
+    t = targets[j]
+    return t is not None and not need & ~t and newest[j] < i and j != repeat
+
+
+def _before_loop(ref: Side, other: Side, i: int, j: int, end: int, admissible: Callable[[int], bool]) -> int:
+    """The other program's cut for reference cut `i`, given `j`, its earliest admissible
+    one: `j`, unless the reference's next op is a `while` and a later admissible cut before
+    `end` puts the other's `while` next with no other loop skipped. Then the loop stage is
+    one loop in each program and is proved by induction (stages/loops.py); with the
+    earliest cut it would hold ops before the other's loop too (a copy of the carried
+    value in another layout, say) and be unrolled. Either cut is sound: each stage proves
+    its own outputs' lineage."""
+    if i >= len(ref.flow) or ref.flow[i].name != "stablehlo.while" or other.flow[j].name == "stablehlo.while":
+        return j
+    for k in range(j + 1, end):
+        if other.flow[k - 1].name == "stablehlo.while":
+            break  # the ops up to k would hold a loop of their own
+        if other.flow[k].name == "stablehlo.while":
+            return k if admissible(k) else j
+    return j
