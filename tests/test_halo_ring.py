@@ -109,24 +109,37 @@ def test_with_the_halo_bound_too_small_the_wrong_end_bug_hides(monkeypatch: pyte
 def test_sliding_window_sequence_shrinks_with_its_halo() -> None:
     # Sliding-window attention at seq 2048 (32 heads of 128, window 8) over 4 devices: each
     # device receives the last 7 keys and values of its left neighbour. The rows a device
-    # holds keep 2R + 2 = 16 (rule h), the halo + rows 16 + 7; heads and head_dim shrink.
+    # hold keep 2R + 2 = 16 (rule h), and as many as the query positions they are
+    # compared with (rule b, one coordinate: 18 per shard for the window, so 32); the halo +
+    # rows 32 + 7; heads and head_dim shrink.
     p = _plan("swa", "big", "ok")
     rows = [e for e in p.entries if e.original == 512 and "rule h" in e.argument]
-    assert rows and rows[0].verified == 16, p.entries
-    assert [e.verified for e in p.entries if e.original == 519] == [23], p.entries
+    assert rows and rows[0].verified == 32, p.entries
+    assert [e.verified for e in p.entries if e.original == 519] == [39], p.entries
     assert all(e.verified < e.original for e in p.entries if e.original in (32, 128, 2048)), p.entries
 
 
-@pytest.mark.xfail(strict=True, reason="shrink hole (reported for tv_mlir/shrink): the query and key positions "
-                   "are two classes, related only by the mask's i - j, and shrink to different sizes (128 and 64), "
-                   "so the correct pair differs at the shrunk sizes and ends unknown")
-def test_sliding_window_query_and_key_positions_shrink_alike() -> None:
-    """Kept as a strict xfail on purpose: it states the shrink rule that is missing (iota
-    classes combined by a subtract or compare must shrink to one size) and flips to a
-    failure, to be turned into a plain test, the day the rule lands. Until then the hole
-    costs a verdict, not soundness: the correct pair's shrunk counterexample does not
-    reproduce at the original sizes, so it ends `unknown`, never exit 1 (the retry and
-    full-size paths of issue 12, tested in tests/test_exit_1.py and test_full_size.py)."""
+def test_sliding_window_query_and_key_positions_shrink_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rule (b), one coordinate (docs/shrinking.md): the query and key positions are two
+    classes, related only by the mask's `i - j`; they range over one sequence and keep one
+    size. Without the rule they shrank to 128 and 64 (the keys need only Newton's and rule
+    c's bounds), a program no original size has: the correct pair differed at the shrunk
+    sizes and ended `unknown`."""
     p = _plan("swa", "big", "ok")
     seq = {e.where: e.verified for e in p.entries if e.original == 2048}
-    assert seq["q dim 0"] == seq["kx dim 0"], seq
+    assert seq["q dim 0"] == seq["kx dim 0"] == 128, seq
+    assert "one size" in next(e.argument for e in p.entries if e.where == "kx dim 0")
+    monkeypatch.setattr(plan_module, "COORDINATES", False)
+    ref, other = _files("swa", "big", "ok")
+    off = plan(_raw(ref, prepare(ref, Options())).module, _raw(other, prepare(other, Options())).module)
+    seq_off = {e.where: e.verified for e in off.entries if e.original == 2048}
+    assert seq_off["q dim 0"] != seq_off["kx dim 0"], seq_off  # the mechanism is what keeps them alike
+
+
+def test_positions_of_different_sizes_are_not_made_alike() -> None:
+    # The rule joins only classes of one original size: the sharded program's local query
+    # positions (512) meet its halo-extended keys (519, an offset class of rule h), which
+    # keep their own, larger size.
+    p = _plan("swa", "big", "ok")
+    sizes = {e.original: e.verified for e in p.entries if e.original in (512, 519)}
+    assert sizes[519] == sizes[512] + 7, sizes

@@ -200,12 +200,14 @@ def mean_classes(a: DimAnalysis, k: Constant) -> list[tuple[int, ...]] | None:
 
 
 def tie_constants(a: DimAnalysis, where: Sites, constants: list[Constant], sizes: list[int],
-                  notes: dict[int, str] | None = None) \
+                  notes: dict[int, str] | None = None, equalize: bool = True) \
         -> tuple[dict[tuple[str, str], float | int], dict[int, str], dict[int, int],
                  dict[tuple[str, str], tuple[int, ...]]]:
     """-> (constant rewrites, classes to pin with the reason, iota lower bounds, the
     classes each rewritten constant names). `notes`, when given, receives per class the
-    rule (i) argument of a mean divisor that rule (i) told apart from other sizes."""
+    rule (i) argument of a mean divisor that rule (i) told apart from other sizes, and the
+    rule (a) argument of classes of one size a constant names. `equalize`: such classes
+    grow to one size (a lower bound for the next round), else they pin (the last round)."""
     n = len(a.classes)
     exprs: list[tuple[float, float, tuple[int, ...], str]] = []  # (original, new, classes, kind)
     for c in range(n):
@@ -259,6 +261,31 @@ def tie_constants(a: DimAnalysis, where: Sites, constants: list[Constant], sizes
                 untied_index[k.program] = max(untied_index.get(k.program, 0), abs(int(k.value)))
             continue
         magnitude = abs(1.0 / k.value) if k.role == "reciprocal" else abs(k.value)
+        alike = {c for _, _, cs in hits for c in cs}
+        if equalize and k.is_int and len(new_values) > 1 and None not in new_values and magnitude >= _TIE_MIN \
+                and all(len(cs) == 1 for _, _, cs in hits) \
+                and len({a.classes[c].size for c in alike}) == 1:
+            # Rule (a), classes of one size: the integer constant is the size (or size - k)
+            # of several classes of one original size (the embedding's and the LM head's
+            # vocabulary). Any reading of it is the original program; at one shrunk size
+            # for all of them every reading is the same program again, so they grow to
+            # one size (the largest any needs) and the constant is tied there next round.
+            # Float constants (a mean's divisor that is also a plain scale) stay with
+            # rule (i): their uses are not all size arithmetic (docs/shrinking.md).
+            top = max(sizes[c] for c in alike)
+            for c in alike:
+                if sizes[c] < top:
+                    near_bounds[c] = max(near_bounds.get(c, 0), top)
+                if notes is not None:
+                    notes.setdefault(c, f"rule a: the constant {_fmt(k.value)} at {k.loc} names classes of one "
+                                        f"size, which keep one size")
+            # Meanwhile it is the size value of the largest (what the next round makes of
+            # all of them), so that rule (a) does not read it as a literal.
+            v = max(new_values, key=lambda x: x if x is not None else 0.0)
+            assert v is not None
+            tied[(k.program, k.value_name)] = int(v) if k.is_int else float(v)
+            tied_classes[(k.program, k.value_name)] = tuple(c for _, _, cs in shrunk for c in cs)
+            continue
         if len(new_values) > 1 or magnitude < _TIE_MIN or None in new_values:
             why = (f"constant {_fmt(k.value)} at {k.loc} could be the size of more than one dimension"
                    if len(new_values) > 1
@@ -345,7 +372,10 @@ def order(a: DimAnalysis, where: Sites, sizes: list[int], constants: list[Consta
         if k is None or not shrunk:
             continue
         o, n = (1.0 / abs(k.value), 1.0 / abs(new)) if k.role == "reciprocal" else (abs(k.value), abs(new))
-        below = int(a.classes[shrunk[0]].size - round(o)) if len(shrunk) == 1 else None
+        # Classes of one size a constant names together (rule a, classes of one size) are
+        # bounded alike, as one class is.
+        below = int(a.classes[shrunk[0]].size - round(o)) \
+            if len({a.classes[c].size for c in shrunk}) == 1 else None
         values.append((o, n, shrunk, below, f"constant {_fmt(k.value)} at {k.loc}"))
     for c in counted:
         if sizes[c] < a.classes[c].size:
@@ -367,8 +397,8 @@ def order(a: DimAnalysis, where: Sites, sizes: list[int], constants: list[Consta
                     out.pins.setdefault(c, why)
             elif u < o and n <= u:
                 if below is not None:
-                    c = classes[0]
-                    out.bounds[c] = max(out.bounds.get(c, 0), int(u) + 1 + below)
+                    for c in classes:
+                        out.bounds[c] = max(out.bounds.get(c, 0), int(u) + 1 + below)
                 else:
                     out.grow.add(min(classes, key=lambda c: sizes[c]))
     for o, n, classes, _, _ in values:

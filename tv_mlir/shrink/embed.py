@@ -99,6 +99,11 @@ def _value_map(plan: ShrinkPlan, facts: ProgramFacts, gathers: list[Op], arg: st
             key = ("ref", op.operands[0], d)
             if key in plan.analysis.class_of:
                 found.add(plan.analysis.class_of[key])
+    if len(found) > 1:
+        # take_along_axis gathers with an iota over the argument's own dims beside its
+        # values (the row of each target): those classes are positions, not what the
+        # values select. Only a candidate: the embedded input is replayed on XLA.
+        found -= set(plan.analysis.classes_of("ref", arg))
     if len(found) != 1:
         return None
     c = found.pop()
@@ -109,7 +114,8 @@ def _value_map(plan: ShrinkPlan, facts: ProgramFacts, gathers: list[Op], arg: st
 
 
 def _int_cone(facts: ProgramFacts, value: str) -> set[str]:
-    """The values an integer index is computed from (not through float data)."""
+    """The values an integer index is computed from (not through float data), into the
+    callers of the functions it is computed in."""
     seen: set[str] = set()
     todo = [value]
     while todo:
@@ -121,6 +127,10 @@ def _int_cone(facts: ProgramFacts, value: str) -> set[str]:
             op, k = facts.defs[v]
             if not op.result_types[k].is_float:
                 todo.extend(op.operands)
+        else:
+            # A function's argument (jnp's take_along_axis is a private function): what
+            # its callers pass.
+            todo.extend(call.operands[k] for call, k in facts.callers.get(v, ()))
     return seen
 
 

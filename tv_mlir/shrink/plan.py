@@ -34,12 +34,19 @@ from tv_mlir.shrink.counts import count_bounds
 from tv_mlir.shrink.degree import UNBOUNDED, summand_degrees
 from tv_mlir.shrink.dims import DimAnalysis, analyse
 from tv_mlir.shrink.facts import ProgramFacts, role_constants
+from tv_mlir.shrink.positions import combined_positions
 from tv_mlir.shrink.rules import Bounds, exchanged, order_statistics
 from tv_mlir.shrink.unionfind import UnionFind
 
 # Rule (k), sums of data predicates (shrink/counts.py); the switch is for the tests that
 # show what the rule does.
 COUNTS = True
+# Rule (b), one coordinate: iota classes of one size combined by an op keep one size
+# (a switch so the tests can show what it decides).
+COORDINATES = True
+# Rule (a), classes of one size: a constant naming several classes of one original size
+# makes them grow to one size instead of pinning them (constants.tie_constants, equalize).
+EQUALIZE = True
 
 
 @dataclass
@@ -195,18 +202,21 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
             roles[c] = "positions (iota)"
             note(c, "b", "rule b: positions (3 per shard)")
     derived = _halos(a, find, mins, pins, argued)
+    coordinates = _coordinates(a, facts) if COORDINATES else []
     # Per-shard bounds: a local class's bound applies to every shard of its global.
     constants = [c for fa in facts for c in role_constants(fa)]
     where = sites(a, facts)
 
     def fixpoint() -> tuple[list[int], dict[tuple[str, str], float | int]]:
         tied: dict[tuple[str, str], float | int] = {}
-        for _ in range(4 * n + 8):
+        rounds = 4 * n + 8
+        for r in range(rounds):
             sizes = _solve(a, find, _linked(derived, mins), _linked_pins(derived, pins))
             for d, (b, c) in derived.items():
                 sizes[d] = sizes[b] + c
             i_notes: dict[int, str] = {}
-            tied, new_pins, bounds, tied_classes = tie_constants(a, where, constants, sizes, i_notes)
+            tied, new_pins, bounds, tied_classes = tie_constants(a, where, constants, sizes, i_notes,
+                                                                 equalize=EQUALIZE and r < rounds - 1)
             for c, why in i_notes.items():
                 note(c, "i", why)
             changed = False
@@ -239,6 +249,16 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
                 if sizes[c] < a.classes[c].size:
                     mins[c] = max(mins[c], sizes[c] + 1)
                     changed = True
+            for group in coordinates:
+                # Rule (b), one coordinate: positions one op combines (q_pos - k_pos) range
+                # over one sequence; its classes keep one size (the largest any of them needs).
+                top = max(sizes[c] for c in group)
+                for c in group:
+                    note(c, "b-same", "rule b: positions combined with positions of another class of its size "
+                                      "keep one size")
+                    if sizes[c] < top:
+                        mins[c] = max(mins[c], top)
+                        changed = True
             for ci, cj in rules.distinct:
                 # Rule (d): exchanged classes of different sizes stay different (else a
                 # transpose between them could be told apart from none only by size).
@@ -312,6 +332,33 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
             finest = min(inner, key=lambda m: a.classes[m].size)
             blocks[c] = (a.classes[finest].size, sizes[finest])
     return ShrinkPlan(a, sizes, tied, entries, blocks, held)
+
+
+def _coordinates(a: DimAnalysis, facts: list[ProgramFacts]) -> list[list[int]]:
+    """Rule (b), one coordinate (docs/shrinking.md): sets of iota classes of one original
+    size whose positions an op combines (`positions.combined_positions`), merged where they
+    overlap."""
+    uf = list(range(len(a.classes)))
+
+    def root(c: int) -> int:
+        while uf[c] != c:
+            uf[c] = uf[uf[c]]
+            c = uf[c]
+        return c
+    touched: set[int] = set()
+    for fa in facts:
+        for group in combined_positions(fa, a):
+            by_size: dict[int, list[int]] = {}
+            for c in group:
+                by_size.setdefault(a.classes[c].size, []).append(c)
+            for same in by_size.values():
+                for c in same[1:]:
+                    uf[root(c)] = root(same[0])
+                    touched.update((c, same[0]))
+    out: dict[int, list[int]] = {}
+    for c in sorted(touched):
+        out.setdefault(root(c), []).append(c)
+    return [g for g in out.values() if len(g) > 1]
 
 
 def _halos(a: DimAnalysis, find: Callable[[int], int], mins: list[int], pins: dict[int, str],

@@ -21,6 +21,8 @@ from tv_mlir.semantics.ops import DEVICE_IDS, POSITION_ARITH, POSITION_FLOW, SPL
 from tv_mlir.shrink.dims import DimAnalysis
 from tv_mlir.shrink.facts import ProgramFacts, moved_operands, only_device, region_flow, splat
 
+# Ops that relate positions of two operands as one coordinate (distances, order).
+COMBINING = frozenset({"stablehlo.subtract", "stablehlo.add", "stablehlo.compare"})
 # A named position past this is a mask fill or a scale, not a window (-1e9, 3.4e38).
 _MAX_NAMED = 1 << 16
 # The arithmetic of a partition offset: device ids and constants through these.
@@ -36,7 +38,10 @@ class NamedPosition:
     classes: frozenset[int]  # the iota classes of the positions it meets
 
 
-def named_positions(fa: ProgramFacts, a: DimAnalysis) -> list[NamedPosition]:
+def named_positions(fa: ProgramFacts, a: DimAnalysis,
+                    combined: set[frozenset[int]] | None = None) -> list[NamedPosition]:
+    """`combined`, when given, collects the sets of iota classes that one op combines from
+    different operands (`COMBINING`: the mask's `i - j`, a compare `i <= j`)."""
     derived: dict[str, tuple[float, frozenset[int]]] = {}  # value -> (scale, iota classes)
     out: list[NamedPosition] = []
     memo: dict[str, tuple[tuple[tuple[str, float], ...], bool] | None] = {}
@@ -52,13 +57,23 @@ def named_positions(fa: ProgramFacts, a: DimAnalysis) -> list[NamedPosition]:
     # the position and the constants as arguments) and back out through their results.
     ops = fa.ops()
     for _ in range(2):
-        _pass(fa, a, ops, derived, memo, name)
-    return list(dict.fromkeys(out))  # the second pass names the first's again
+        _pass(fa, a, ops, derived, memo, name, combined)
+    return list(dict.fromkeys(out))
+
+
+def combined_positions(fa: ProgramFacts, a: DimAnalysis) -> set[frozenset[int]]:
+    """Rule (b), one coordinate: the sets of iota classes whose positions an op of
+    `COMBINING` takes from different operands (a sliding-window mask's `q_pos - k_pos`,
+    a causal `q_pos >= k_pos`). The plan keeps those of one original size at one size."""
+    combined: set[frozenset[int]] = set()
+    named_positions(fa, a, combined)
+    return combined  # the second pass names the first's again
 
 
 def _pass(fa: ProgramFacts, a: DimAnalysis, ops: list[Op], derived: dict[str, tuple[float, frozenset[int]]],
           memo: dict[str, tuple[tuple[tuple[str, float], ...], bool] | None],
-          name: Callable[[str, float, float, frozenset[int]], None]) -> None:
+          name: Callable[[str, float, float, frozenset[int]], None],
+          combined: set[frozenset[int]] | None = None) -> None:
     for op in ops:
         if op.name == "stablehlo.iota":
             d = int(op.attrs.get("iota_dimension", 0))
@@ -92,6 +107,9 @@ def _pass(fa: ProgramFacts, a: DimAnalysis, ops: list[Op], derived: dict[str, tu
             continue
         classes = frozenset().union(*(d[1] for d in ins if d))
         scale = min(d[0] for d in ins if d)
+        if combined is not None and op.name in COMBINING and len(classes) > 1 \
+                and sum(1 for d in ins if d) > 1:
+            combined.add(classes)
         if op.name == "stablehlo.select" and not any(ins[1:]):
             # Only the predicate is a position: the branches are data or fills.
             for r in op.results:
@@ -184,4 +202,4 @@ def _offset_constants(fa: ProgramFacts, value: str, device: bool = True,
     return list(dict.fromkeys(found[0]))
 
 
-__all__ = ["NamedPosition", "named_positions"]
+__all__ = ["COMBINING", "NamedPosition", "combined_positions", "named_positions"]
