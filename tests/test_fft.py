@@ -3,10 +3,7 @@ pairs of real parts, FFTs products with DFT matrices whose irrational entries ar
 `cosine` of constant angles (uninterpreted, an approximation the verdict lists). Held to
 XLA like every op (conftest.check_against_xla: numeric, symbolic and own-terms algebras at
 the same inputs), with mutations of the rewrite that XLA must catch, ops the pass does not
-rewrite ending `unknown` naming them, and the sharded FFT pair of testdata/bug_patterns.
-
-The reader refuses complex element types today (frontend/read.py NOT_MODELLED: the lead's
-room); `_complex_types` lets them through here, as the reader will once the pass is in."""
+rewrite ending `unknown` naming them, and the sharded FFT pair of testdata/bug_patterns."""
 from __future__ import annotations
 
 import zlib
@@ -18,16 +15,9 @@ import pytest
 
 from conftest import check_against_xla
 from tv_mlir.api import verify
-from tv_mlir.frontend import read
 from tv_mlir.passes import complex as cx
 
 DATA = Path(__file__).resolve().parent.parent / "testdata" / "bug_patterns"
-
-
-@pytest.fixture(autouse=True)
-def _complex_types(monkeypatch: pytest.MonkeyPatch) -> None:
-    for t in ("complex<f32>", "complex<f64>"):
-        monkeypatch.delitem(read.NOT_MODELLED, t, raising=False)
 
 
 def M(sig: str, body: str) -> str:

@@ -25,6 +25,7 @@ from typing import Any
 
 from tv_mlir.errors import ParseError, Unsupported
 from tv_mlir.frontend.read import parse_mlir, read_source
+from tv_mlir.passes.complex import RULES as COMPLEX_RULES
 from tv_mlir.semantics import TABLE
 from tv_mlir.semantics.linalg import lapack_rule
 from tv_mlir.semantics.ops import NOOP_CUSTOM_CALLS, ROUND_TRIP_CALLS, SHARD_CALLS, SPMD_OPS
@@ -35,7 +36,6 @@ SEMANTICS, UNKNOWN_TESTED_STATUS, UNSUPPORTED = "semantics", "unknown-tested", "
 # verdict a test asserts: op -> the test file that does (tests/test_census.py checks that the
 # file exists and names the op).
 UNKNOWN_TESTED: dict[str, str] = {
-    "stablehlo.fft": "tests/test_bug_patterns.py",  # complex numbers are not modelled
     # A function of its state (sound as an uninterpreted function of it), but the state is
     # ui64, which is not modelled (tests/test_ops_xla_more.py says why in full).
     "stablehlo.rng_bit_generator": "tests/test_ops_xla_more.py",
@@ -78,8 +78,8 @@ def status(key: str) -> str:
     name, _, target = key.partition(" @")
     if target:
         return SEMANTICS if target in NOOP_CUSTOM_CALLS | SHARD_CALLS or lapack_rule(target) else UNSUPPORTED
-    if name in TABLE or name in SPMD_OPS or name in STRUCTURE:
-        return SEMANTICS
+    if name in TABLE or name in SPMD_OPS or name in STRUCTURE or name in COMPLEX_RULES:
+        return SEMANTICS  # COMPLEX_RULES: rewritten into real ops (fft, complex, real, imag)
     return UNSUPPORTED
 
 

@@ -345,7 +345,6 @@ def test_small_floats_are_floats(dtype: str) -> None:
 
 
 @pytest.mark.parametrize(("dtype", "why"), [("f8E8M0FNU", "a float without sign and zero"),
-                                            ("complex<f32>", "complex numbers are not modelled"),
                                             ("f8E4M3", "not modelled")])
 def test_types_not_modelled_are_named(tmp_path, dtype: str, why: str) -> None:
     t = f"tensor<4x{dtype}>"
