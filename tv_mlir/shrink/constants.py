@@ -372,10 +372,12 @@ def order(a: DimAnalysis, where: Sites, sizes: list[int], constants: list[Consta
         if k is None or not shrunk:
             continue
         o, n = (1.0 / abs(k.value), 1.0 / abs(new)) if k.role == "reciprocal" else (abs(k.value), abs(new))
-        # Classes of one size a constant names together (rule a, classes of one size) are
-        # bounded alike, as one class is.
-        below = int(a.classes[shrunk[0]].size - round(o)) \
-            if len({a.classes[c].size for c in shrunk}) == 1 else None
+        # Classes of one size a constant names together as their size or size - k (rule a,
+        # classes of one size) are bounded alike, as one class is; an element count of
+        # several classes is not a size of each (it grows one class, as before).
+        below: int | None = int(a.classes[shrunk[0]].size - round(o))
+        if len(shrunk) > 1 and (len({a.classes[c].size for c in shrunk}) > 1 or not 0 <= (below or 0) <= NEAR):
+            below = None
         values.append((o, n, shrunk, below, f"constant {_fmt(k.value)} at {k.loc}"))
     for c in counted:
         if sizes[c] < a.classes[c].size:
