@@ -10,7 +10,7 @@ and products of finite values is FIN without any term."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -137,31 +137,40 @@ def _atom_range(atom: Term) -> tuple[Fraction | float, Fraction | float]:
 
 
 def _poly_sign(v: Term, depth: int) -> int:
-    s = v.store
+    strict = False
+    for mono, coeff in v.store.terms_of(v):
+        sign = monomial_sign(v.store, coeff, mono, depth)
+        if sign == 0:
+            return 0
+        strict = strict or sign == POS_SIGN
+    return POS_SIGN if strict else NONNEG_SIGN
+
+
+def monomial_sign(s: TermStore, coeff: Fraction | int, mono: Iterable[tuple[int, int]], depth: int = 8) -> int:
+    """The sign of coeff * prod(atom^e) over (atom id, e) pairs: POS_SIGN when every atom is
+    positive, NONNEG_SIGN when the odd powers are of atoms of known sign, else 0 (also for
+    coeff <= 0). Shared by `known_sign` and the cut layer's signs through definitions."""
+    if coeff <= 0:
+        return 0
     nodes = s.nodes
     # The sign of a free constant or a function application that ignores its argument's
     # sign does not depend on the depth (`_atom_sign`): worked out once per atom, not once
     # per monomial it is in.
     leaf_signs: dict[int, int] = s.caches.setdefault("leaf_sign", {})
-    strict = False
-    for mono, coeff in s.terms_of(v):
-        if coeff <= 0:
-            return 0
-        positive = True
-        for atom_id, e in mono:
-            sign = leaf_signs.get(atom_id)
-            if sign is None:
-                atom = nodes[atom_id]
-                sign = _atom_sign(atom, depth - 1)
-                if atom.kind == "var" or (atom.kind == "uf" and str(atom.data) not in POSITIVE_OF_POSITIVE_UFS):
-                    leaf_signs[atom_id] = sign  # not one that reads its argument's sign
-            if sign == POS_SIGN:
-                continue
-            if sign == 0 and e % 2:
-                return 0  # an odd power of an atom of unknown sign
-            positive = False  # >= 0, maybe 0
-        strict = strict or positive
-    return POS_SIGN if strict else NONNEG_SIGN
+    positive = True
+    for atom_id, e in mono:
+        sign = leaf_signs.get(atom_id)
+        if sign is None:
+            atom = nodes[atom_id]
+            sign = _atom_sign(atom, depth - 1)
+            if atom.kind == "var" or (atom.kind == "uf" and str(atom.data) not in POSITIVE_OF_POSITIVE_UFS):
+                leaf_signs[atom_id] = sign  # not one that reads its argument's sign
+        if sign == POS_SIGN:
+            continue
+        if sign == 0 and e % 2:
+            return 0  # an odd power of an atom of unknown sign
+        positive = False  # >= 0, maybe 0
+    return POS_SIGN if positive else NONNEG_SIGN
 
 
 def _atom_sign(atom: Term, depth: int) -> int:

@@ -171,15 +171,7 @@ def _sign_through_cuts(t: Term, definition: Callable[[Any], Any | None]) -> int:
                 acc[a] = acc.get(a, 0) + de * e
         else:
             acc[atom_id] = acc.get(atom_id, 0) + e
-    if coeff <= 0:
-        return 0
-    strict = True
-    for a, e in acc.items():
-        sign = fast._atom_sign(nodes[a], 7)
-        if sign == 0 and e % 2:
-            return 0
-        strict = strict and sign == fast.POS_SIGN
-    return fast.POS_SIGN if strict else fast.NONNEG_SIGN
+    return fast.monomial_sign(t.store, coeff, acc.items())
 
 
 def record_range(var: Any, definition_of: Any, definition: Any) -> None:
