@@ -2,7 +2,7 @@
 `verify` (api._exit_1_needs_confirmation) turns every other `not-equivalent` into
 `unknown`, and the bug twins of testdata that the other suites do not hold to
 `confirmed_at` are held to it here (pairs/hand: test_pairs.py; sharded: test_sharded.py;
-stages/scan_L4_bug_iter3: test_stages.py, `HELD_ELSEWHERE`;
+the stages twins: test_stages.py and test_stage_links.py, `HELD_ELSEWHERE`;
 shrink_mean: test_shrink_mean.py; the realistic sizes, too large to replay, are `unknown`:
 test_shrink.py::test_realistic_plan_same_verdict). The depth twins (32 and 126 layers)
 are held to their verdicts by `make bench`, section depth: minutes, not a test's budget."""
@@ -62,7 +62,10 @@ def test_a_confirmed_exit_1_stands_and_no_replay_is_left_unconfirmed() -> None:
 
 # Twins whose exit 1 another test asserts on its own verdict, so as not to verify them twice
 # (each is among the suite's slowest verdicts).
-HELD_ELSEWHERE = {"stages/scan_L4_bug_iter3": "test_stages.py::test_induction_needs_every_trip_to_agree"}
+HELD_ELSEWHERE = {
+    "stages/scan_L4_bug_iter3": "test_stages.py::test_induction_needs_every_trip_to_agree",
+    "stages/grad_L4_bug_layer3": "test_stage_links.py::test_a_bug_the_random_runs_show_is_lifted_before_any_stage_is_proved",
+}
 
 
 def _twins() -> list[tuple[str, Path, Path]]:
