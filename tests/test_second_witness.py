@@ -96,8 +96,8 @@ def test_second_witness_catches_a_dropped_window_bound(monkeypatch) -> None:
     # second size, 8, positions 6 and 7 differ.
     real = constants.tie_constants
 
-    def no_bounds(*args):
-        tied, pins, _, tied_classes = real(*args)
+    def no_bounds(*args, **kwargs):
+        tied, pins, _, tied_classes = real(*args, **kwargs)
         return tied, pins, {}, tied_classes
 
     monkeypatch.setattr(plan, "tie_constants", no_bounds)
@@ -105,7 +105,7 @@ def test_second_witness_catches_a_dropped_window_bound(monkeypatch) -> None:
     # must stay below it) would keep the window visible too: off as well.
     from tv_mlir.shrink.constants import Order
     real_order = plan.order
-    monkeypatch.setattr(plan, "order", lambda *args: Order())
+    monkeypatch.setattr(plan, "order", lambda *args, **kwargs: Order())
     ref, other = _window(2048), _window(6)
     v = tv_mlir.verify(ref, other, full_size_check="off")
     (cls,) = v.shrink["second"]["sizes"]
