@@ -359,7 +359,9 @@ def _shrink(ref: Loaded | Module, other: Loaded | Module, ref_m: Module, other_m
     shrunk class that many admissible sizes larger, `budget` its element budget (plan.plan)."""
 
     try:
-        result = shrink_pair(ref, other, ref_m, other_m, grow=grow, budget=budget)
+        names = list(ref_m.main.arg_names) or [f"arg{i}" for i in range(len(ref_m.global_arg_types()))]
+        ranges = resolve_bounds(options.assume, names, ref_m.global_arg_types())  # rule k's index predicates
+        result = shrink_pair(ref, other, ref_m, other_m, grow=grow, budget=budget, ranges=ranges)
     except Unsupported as exc:
         progress(options, f"shrink: not applied ({exc})")
         return ref_m, other_m, {"applied": False, "reason": str(exc)}, None

@@ -22,14 +22,22 @@ import math
 from dataclasses import dataclass, field
 
 from tv_mlir.ir import Block, Op
-from tv_mlir.semantics.ops import DEGREE_ADDING, DEGREE_PRESERVING, DOTS
+from tv_mlir.semantics.ops import DEGREE_ADDING, DEGREE_PRESERVING, DOTS, TRANSCENDENTAL_OPS
 from tv_mlir.shrink.degree import PIECEWISE, UNBOUNDED
 from tv_mlir.shrink.dims import DimAnalysis
 from tv_mlir.shrink.facts import ProgramFacts, splat
+from tv_mlir.shrink.lookups import IndexPredicates
 from tv_mlir.shrink.rules import Bounds
 
 # More predicates than this along one family: 2^m types is no useful bound; pinned.
 MAX_PREDICATES = 4
+# Rule (k), index predicates (shrink/lookups.py): compares of one bounded integer input,
+# evaluated on its assumed range: decided ones are no data predicates, the others count
+# their types exactly. A switch so the tests can show what it decides.
+LOOKUPS = True
+# Rule (k), counts through uninterpreted ops: exp(k), log(sum) have their argument's degree
+# in the counts (the op is any function; docs/shrinking.md), instead of no degree at all.
+ATOMS = True
 
 
 @dataclass
@@ -42,14 +50,18 @@ class PredicatedSums:
 
 
 def count_bounds(fa: ProgramFacts, a: DimAnalysis, families: dict[int, set[int]], degree: dict[int, int],
-                 out: Bounds) -> None:
+                 out: Bounds, lookups: IndexPredicates | None = None) -> None:
     """Rule (k) for one program: per family whose sums read data predicates, the bound
-    D + T d + threshold on every class summed over (or a pin), into `out`."""
+    D + T d + threshold on every class summed over (or a pin), into `out`. `lookups`: the
+    program's compares evaluated on the assumed input ranges (`lookups.index_predicates`)."""
     data = _data_values(fa)
+    lookups = lookups if LOOKUPS and lookups is not None else IndexPredicates()
     found: dict[frozenset[int], PredicatedSums] = {}
     for op in fa.ops():
         if op.name != "stablehlo.compare" or not any(v in data for v in op.operands):
             continue
+        if op.results[0] in lookups.decided:
+            continue  # one outcome on every assumed input and every device: a constant
         key = (fa.program, op.results[0])
         if key not in a.types:
             continue
@@ -62,17 +74,21 @@ def count_bounds(fa: ProgramFacts, a: DimAnalysis, families: dict[int, set[int]]
             continue
         d_out, threshold = outer_degree(fa, ps.results)
         m = len(ps.predicates)
+        exact = lookups.types(ps.predicates)
+        types = exact if exact is not None else 2 ** m
         for c, ops in ps.sums.items():
             where = ops[0].loc or ops[0].name
-            if d_out >= UNBOUNDED or m > MAX_PREDICATES:
+            if d_out >= UNBOUNDED or types > 2 ** MAX_PREDICATES:
                 why = (f"a sum over it of data predicates (at {where}) whose results meet a non-polynomial op"
-                       if d_out >= UNBOUNDED else f"a sum over it of {m} data predicates (at {where})")
+                       if d_out >= UNBOUNDED else f"a sum over it of {m} data predicates (at {where})"
+                       + (f" of {types} types on the assumed input ranges" if exact is not None else ""))
                 out.pins.setdefault(c, "rule k: " + why)
                 continue
             if d_out == 0:
                 continue
-            bound, formula = count_bound(d_out, 2 ** m, max(degree.get(c, 1), 1), threshold)
-            out.at_least(c, bound, f"counts of {m} data predicate{'s' if m > 1 else ''} summed at {where}: "
+            bound, formula = count_bound(d_out, types, max(degree.get(c, 1), 1), threshold)
+            kinds = f", {types} types on the assumed input ranges" if exact is not None else ""
+            out.at_least(c, bound, f"counts of {m} data predicate{'s' if m > 1 else ''}{kinds} summed at {where}: "
                                    f"{formula}")
 
 
@@ -240,6 +256,10 @@ class _Flow:
                 return [0] * out
             if _adds(op) and (n == "stablehlo.reduce" or n in DEGREE_PRESERVING):
                 return [max(ds)] * out  # a sum (a reduce, a psum) of counts: their degree
+            if ATOMS and _selects(op) and (n == "stablehlo.reduce" or n in DEGREE_PRESERVING):
+                # A max/min reduction (a logsumexp's shift): piece by piece one of its
+                # operands, as rule (e) reads max and min for Newton's degree.
+                return [max(ds)] * out
             return [UNBOUNDED] * out
         if not any(ds):
             return [0] * out
@@ -249,12 +269,20 @@ class _Flow:
             return [min(ds[0] + max(ds[1:]), UNBOUNDED)] * out
         if n in DEGREE_PRESERVING:
             return [max(ds)] * out
+        if ATOMS and (n in TRANSCENDENTAL_OPS or n == "stablehlo.is_finite"):
+            # An uninterpreted op is any function of its argument: exp(k) is a polynomial
+            # of k's degree for some choice of it (docs/shrinking.md, rule k, atoms).
+            return [max(ds)] * out
         if n in PIECEWISE or n == "stablehlo.compare":
             # max(k, 1), k > 0: pieces split at a constant; each piece needs its points.
             others = [o for o, d in zip(op.operands, ds) if not d]
             if len(others) == len(ds) - 1 and all(self.constant(o) is not None for o in others):
                 self.threshold = max([self.threshold] + [_piece(self.constant(o)) for o in others])
                 return [max(ds)] * out
+        if ATOMS and n in PIECEWISE:
+            # max(a, b) of two count-dependent values: piece by piece one of them (rule e's
+            # reading of max and min).
+            return [max(ds)] * out
         return [UNBOUNDED] * out
 
     def call(self, op: Op, ds: list[int]) -> list[int]:
@@ -273,6 +301,11 @@ class _Flow:
         while d is not None and d[0].name == "stablehlo.broadcast_in_dim":
             d = self.facts.defs.get(d[0].operands[0])
         return splat(d[0]) if d is not None and d[0].name == "stablehlo.constant" else None
+
+
+def _selects(op: Op) -> bool:
+    body = op.regions[0].ops if op.regions else []
+    return len(body) == 1 and body[0].name in ("stablehlo.maximum", "stablehlo.minimum")
 
 
 def _adds(op: Op) -> bool:

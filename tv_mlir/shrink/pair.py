@@ -5,6 +5,7 @@ reads them again, so the verifier and XLA replay see the same shrunk programs.""
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,15 +47,17 @@ def _raw(spec: Any, prepared: Module) -> Loaded:
 
 
 def shrink_pair(ref_spec: Any, other_spec: Any, ref: Module, other: Module, grow: int = 0,
-                budget: int | None = None) -> ShrinkResult | None:
+                budget: int | None = None, ranges: Sequence[tuple[int, int] | None] | None = None
+                ) -> ShrinkResult | None:
     """None when nothing can shrink. Raises Unsupported when the rewrite fails. The MLIR
     of a Loaded spec is edited in place (a second plan of the same pair must start from
-    the prepared Modules, which are read again from their text). `grow`, `budget`: see plan.plan."""
+    the prepared Modules, which are read again from their text). `grow`, `budget`, `ranges`:
+    see plan.plan."""
     from tv_mlir.shrink.rewrite import rewrite
 
     t0 = time.perf_counter()
     lr, lo = _raw(ref_spec, ref), _raw(other_spec, other)
-    p = plan(lr.module, lo.module, grow=grow, budget=budget)
+    p = plan(lr.module, lo.module, grow=grow, budget=budget, ranges=ranges)
     if not p.shrinks:
         return None
     ref_text, other_text = rewrite(lr, "ref", p), rewrite(lo, "other", p)

@@ -23,7 +23,7 @@ reason recorded. Pinning changes sizes, so planning repeats until nothing change
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +34,7 @@ from tv_mlir.shrink.counts import count_bounds
 from tv_mlir.shrink.degree import UNBOUNDED, summand_degrees
 from tv_mlir.shrink.dims import DimAnalysis, analyse
 from tv_mlir.shrink.facts import ProgramFacts, role_constants
+from tv_mlir.shrink.lookups import index_predicates
 from tv_mlir.shrink.positions import combined_positions
 from tv_mlir.shrink.rules import Bounds, exchanged, order_statistics
 from tv_mlir.shrink.unionfind import UnionFind
@@ -113,7 +114,7 @@ def elements(a: DimAnalysis, sizes: list[int]) -> int:
 
 
 def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: int = 0,
-         budget: int | None = None) -> ShrinkPlan:
+         budget: int | None = None, ranges: Sequence[tuple[int, int] | None] | None = None) -> ShrinkPlan:
     """Both modules as read (not inlined) and classified. `grow` > 0: that many times,
     every shrunk class is raised to its next admissible size (at least one more element),
     for verifying again at less-shrunk sizes when a witness found at the smallest sizes
@@ -121,7 +122,8 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
     (api.verify). `budget`: with `grow`, the grown plan's tensor elements (`elements`) at
     most this many: families (classes tied by scale or product relations, which grow
     together) are grown cheapest first while the estimate stays within it, the others
-    keep their first size (`held`, with the reason)."""
+    keep their first size (`held`, with the reason). `ranges`: the closed bounds the user
+    assumes per program input (`assume.resolve`; rule k's index predicates, lookups.py)."""
     a = analysis or analyse(ref, other)
     facts = [ProgramFacts.of("ref", ref), ProgramFacts.of("other", other)]
     n = len(a.classes)
@@ -171,7 +173,7 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
     counts = Bounds()
     if COUNTS:
         for fa in facts:
-            count_bounds(fa, a, families, degree, counts)
+            count_bounds(fa, a, families, degree, counts, index_predicates(fa, ranges))
     for c, b in counts.mins.items():
         mins[c] = max(mins[c], b)
         note(c, "k", f"rule k: {counts.why[c]} (at least {b})")
