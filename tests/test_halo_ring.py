@@ -2,7 +2,8 @@
 "Halos and tiles"): testdata/halo_ring/ (testdata/gen_halo_ring.py, XLA-checked at the
 original sizes) holds a causal convolution whose sequence shards exchange a halo of K - 1
 rows with `ppermute`, and a ring all-gather matmul writing tiles at loop-computed offsets,
-each at a small size and at Llama-3-8B widths, with bug twins. Verdicts are taken with the
+each at a small size and at Llama-3-8B widths, with bug twins, and sliding-window attention
+whose shards exchange a halo of keys and values. Verdicts are taken with the
 full-size check and the second witness off, so that the rule is what is tested."""
 from __future__ import annotations
 
@@ -95,6 +96,31 @@ def test_llama_width_pairs_get_verdicts(name: str) -> None:
         bug = _verify(name, "big", kind, replay=False)
         assert bug.verdict != "equivalent", (kind, bug.reason)
         assert bug.shrink["applied"], bug.shrink
+
+
+def test_sliding_window_small_pair_is_equivalent() -> None:
+    # Each shard's softmax row has its halo + rows (19 keys), the reference's all 64, every
+    # masked key -inf: equal sums because exp(-inf) is 0 (semantics/elementwise.py). With
+    # the bare uninterpreted exp this pair was unknown after 255 s (the term budget).
+    v = _verify("swa", "small", "ok")
+    assert v.verdict == "equivalent", v.reason
+    assert v.approximations == ["exponential"], v.approximations
+
+
+@pytest.mark.parametrize("kind", [pytest.param("bug", marks=pytest.mark.slow), "bug_padding"])
+def test_sliding_window_small_bugs_are_confirmed(kind: str) -> None:
+    v = _verify("swa", "small", kind)
+    assert v.verdict == "not-equivalent", v.reason
+    c = v.counterexample
+    assert c is not None and c.confirmed and any(r.backend.startswith("xla") and r.confirmed for r in c.replay), c
+
+
+@pytest.mark.slow
+def test_sliding_window_at_llama_widths_is_equivalent() -> None:
+    # seq 2048, 32 heads of 128, window 8, 4 devices: shrunk to seq 128, one head of 2.
+    v = _verify("swa", "big", "ok")
+    assert v.verdict == "equivalent", v.reason
+    assert v.shrink["applied"], v.shrink
 
 
 def test_with_the_halo_bound_too_small_the_wrong_end_bug_hides(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,7 +13,7 @@ import pytest
 from test_ops_xla import Case, Inputs, M, bf16, f32, ints, nice, rng_for, unif
 
 from conftest import TESTDATA, check_against_xla
-from tv_mlir.algebra import NumericAlgebra, SymbolicAlgebra
+from tv_mlir.algebra import Kind, NumericAlgebra, SymbolicAlgebra
 from tv_mlir.algebra import fast as fast_mod
 from tv_mlir.algebra import numeric as numeric_mod
 
@@ -519,6 +519,41 @@ case("mhlo_erf", M(_ERF[0], _ERF[1].format("mhlo.erf")),
      xla_text=M(_ERF[0], "%0 = chlo.erf %a : tensor<8xf32> -> tensor<8xf32>\nreturn %0 : tensor<8xf32>"))
 
 
+# exp(-inf) = 0 exactly (semantics/elementwise.py `_exponential`): a masked softmax over rows
+# of 8 keys, a sliding window of 3 (row 0 sees one key, row 7 three), with the max taken
+# after masking; the last row masked whole (max -inf, -inf - -inf = NaN, exp NaN). And exp
+# of x / c straight: +-inf, NaN and finite values.
+case("exp_masked_softmax", M(
+    "(%x: tensor<8x8xf32>, %a: tensor<8xf32>, %c: tensor<8xf32>) -> (tensor<8x8xf32>, tensor<8xf32>)", """
+    %ninf = stablehlo.constant dense<0xFF800000> : tensor<8x8xf32>
+    %q = stablehlo.iota dim = 0 : tensor<8x8xi32>
+    %k = stablehlo.iota dim = 1 : tensor<8x8xi32>
+    %d = stablehlo.subtract %q, %k : tensor<8x8xi32>
+    %zero = stablehlo.constant dense<0> : tensor<8x8xi32>
+    %three = stablehlo.constant dense<3> : tensor<8x8xi32>
+    %seven = stablehlo.constant dense<7> : tensor<8x8xi32>
+    %ge = stablehlo.compare GE, %d, %zero, SIGNED : (tensor<8x8xi32>, tensor<8x8xi32>) -> tensor<8x8xi1>
+    %lt = stablehlo.compare LT, %d, %three, SIGNED : (tensor<8x8xi32>, tensor<8x8xi32>) -> tensor<8x8xi1>
+    %notlast = stablehlo.compare LT, %q, %seven, SIGNED : (tensor<8x8xi32>, tensor<8x8xi32>) -> tensor<8x8xi1>
+    %m0 = stablehlo.and %ge, %lt : tensor<8x8xi1>
+    %m = stablehlo.and %m0, %notlast : tensor<8x8xi1>
+    %s = stablehlo.select %m, %x, %ninf : tensor<8x8xi1>, tensor<8x8xf32>
+    %mi = stablehlo.constant dense<0xFF800000> : tensor<f32>
+    %mx = stablehlo.reduce(%s init: %mi) applies stablehlo.maximum across dimensions = [1] : (tensor<8x8xf32>, tensor<f32>) -> tensor<8xf32>
+    %mb = stablehlo.broadcast_in_dim %mx, dims = [0] : (tensor<8xf32>) -> tensor<8x8xf32>
+    %z = stablehlo.subtract %s, %mb : tensor<8x8xf32>
+    %e = stablehlo.exponential %z : tensor<8x8xf32>
+    %zf = stablehlo.constant dense<0.0> : tensor<f32>
+    %sum = stablehlo.reduce(%e init: %zf) applies stablehlo.add across dimensions = [1] : (tensor<8x8xf32>, tensor<f32>) -> tensor<8xf32>
+    %sb = stablehlo.broadcast_in_dim %sum, dims = [0] : (tensor<8xf32>) -> tensor<8x8xf32>
+    %p = stablehlo.divide %e, %sb : tensor<8x8xf32>
+    %ac = stablehlo.divide %a, %c : tensor<8xf32>
+    %ea = stablehlo.exponential %ac : tensor<8xf32>
+    return %p, %ea : tensor<8x8xf32>, tensor<8xf32>
+    """), lambda r: [nice(r, (8, 8), lim=3), f32([-2.5, 3, 0, -1, 0.5, 2, -3, 1]), f32([0, 0, 0, 1, 1, 1, 1, 1])],
+    rtol=2e-5, atol=1e-6)
+
+
 # ---------------------------------------------------------------------------
 # Forms jax emits (testdata/ops_more/gen_ops_more.py)
 
@@ -618,6 +653,54 @@ def test_mutation_own_terms_polygamma_arguments_swapped(xla, monkeypatch) -> Non
     monkeypatch.setattr(fast_mod.FastAlgebra, "uf",
                         lambda self, name, args: orig(self, name, args[::-1] if name == "polygamma" else args))
     assert "(own terms)" in _must_fail(xla, "special_polygamma")
+
+
+def test_mutation_exp_of_minus_inf_is_one(xla, monkeypatch) -> None:
+    # exp(-inf) is 0: a rule that gave 1 (e^0, the "empty" key) is caught on the masked keys.
+    from tv_mlir.semantics import TABLE
+
+    def wrong(ctx, op, args):
+        x = args[0]
+        (e,) = orig(ctx, op, args)
+        at = ctx.alg.compare("EQ", x, ctx.alg.full(x.shape, float("-inf"), Kind.FLOAT), Kind.FLOAT, False)
+        return [ctx.alg.select(at, ctx.alg.full(x.shape, 1.0, Kind.FLOAT), e, Kind.FLOAT)]
+
+    orig = TABLE["stablehlo.exponential"]
+    monkeypatch.setitem(TABLE, "stablehlo.exponential", wrong)
+    assert "output" in _must_fail(xla, "exp_masked_softmax")
+
+
+_MASKED_SUM = M("(%x: tensor<4xf32>) -> tensor<f32>", """
+    %ninf = stablehlo.constant dense<0xFF800000> : tensor<4xf32>
+    %i = stablehlo.iota dim = 0 : tensor<4xi32>
+    %two = stablehlo.constant dense<2> : tensor<4xi32>
+    %m = stablehlo.compare LT, %i, %two, SIGNED : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi1>
+    %s = stablehlo.select %m, %x, %ninf : tensor<4xi1>, tensor<4xf32>
+    %e = stablehlo.exponential %s : tensor<4xf32>
+    %z = stablehlo.constant dense<0.0> : tensor<f32>
+    %r = stablehlo.reduce(%e init: %z) applies stablehlo.add across dimensions = [0] : (tensor<4xf32>, tensor<f32>) -> tensor<f32>
+    return %r : tensor<f32>
+    """)
+_SLICED_SUM = M("(%x: tensor<4xf32>) -> tensor<f32>", """
+    %s = stablehlo.slice %x [0:2] : (tensor<4xf32>) -> tensor<2xf32>
+    %e = stablehlo.exponential %s : tensor<2xf32>
+    %z = stablehlo.constant dense<0.0> : tensor<f32>
+    %r = stablehlo.reduce(%e init: %z) applies stablehlo.add across dimensions = [0] : (tensor<2xf32>, tensor<f32>) -> tensor<f32>
+    return %r : tensor<f32>
+    """)
+
+
+def test_masked_keys_vanish_from_an_exp_sum(monkeypatch) -> None:
+    # sum(exp(where(i < 2, x, -inf))) = exp(x0) + exp(x1): equivalent, and only because
+    # exp(-inf) = 0 is known (with the bare uninterpreted function it was unknown).
+    from tv_mlir.api import verify
+    from tv_mlir.semantics import TABLE, elementwise
+
+    v = verify(_MASKED_SUM, _SLICED_SUM, cache=False)
+    assert v.verdict == "equivalent", v.reason
+    monkeypatch.setitem(TABLE, "stablehlo.exponential", elementwise._uf("exponential"))
+    v = verify(_MASKED_SUM, _SLICED_SUM, cache=False)
+    assert v.verdict == "unknown", v.reason
 
 
 def test_numeric_algebra_has_every_special_function() -> None:

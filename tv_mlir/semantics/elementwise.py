@@ -84,6 +84,23 @@ def _uf(name: str) -> Rule:
     return rule
 
 
+def _exponential(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    """exp, uninterpreted, except at -inf, where it is exactly +0 (IEEE 754, and XLA). That
+    one value is what a masked softmax adds up: `where(mask, scores, -inf)` puts -inf at
+    every masked key, and `exp(-inf - max)` must vanish from the row's sum, or a reference
+    row of S keys and a shard's row of S / n + halo keys differ by how many masked terms
+    they add (sliding-window attention, issue 15). The uninterpreted function alone leaves
+    exp(-inf) an unknown value; its numeric value is 0 already. Elements known not to be
+    -inf (every finite one) keep the plain application, without a select."""
+    alg = ctx.alg
+    (x,) = _same_shape(args)
+    (e,) = _uf("exponential")(ctx, op, [x])
+    at_ninf = alg.compare("EQ", x, alg.full(x.shape, float("-inf"), Kind.FLOAT), Kind.FLOAT, False)
+    if all(v is False or v is np.False_ for v in at_ninf.flat):
+        return [e]
+    return [alg.select(at_ninf, alg.full(x.shape, 0.0, Kind.FLOAT), e, Kind.FLOAT)]
+
+
 def _square(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     return [ctx.alg.mul(args[0], args[0], ctx.kind(0))]
 
@@ -201,6 +218,7 @@ for _name in UNINTERPRETED:
     # (`special`) and bit-level rules, not by a stablehlo op of their name.
     if _name not in ("power", "erf") and _name not in NON_OP_UNINTERPRETED:
         RULES[f"stablehlo.{_name}"] = _uf(_name)
+RULES["stablehlo.exponential"] = _exponential
 RULES["chlo.erf"] = _uf("erf")
 RULES["chlo.tan"] = _uf("tan")
 # Shifts, chlo's special functions, popcnt and count_leading_zeros are elementwise too
