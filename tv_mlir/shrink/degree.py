@@ -92,7 +92,10 @@ class Degrees:
         if n == "stablehlo.divide":
             return ds[0] + (1 if ds[1] else 0)
         if n == "stablehlo.power":
-            return UNBOUNDED if ds[1] else ds[0] * 8  # a constant exponent: bounded by a small integer
+            # A constant exponent: the semantics multiplies integer ones up to 64 out, so
+            # x^e has e times x's degree (at least 8, the bound other exponents keep).
+            e = _exponent(f, op.operands[1])
+            return UNBOUNDED if ds[1] else ds[0] * max(8, e)
         if n in ("stablehlo.reduce", "stablehlo.reduce_window"):
             d = max(ds[:len(ds) // 2], default=0)
             # A product over n positions has n times its operand's degree: n is a size, not
@@ -211,6 +214,16 @@ def _trip_count(f: ProgramFacts, op: Op) -> int | None:
     if not ((a == body.args[k] and _const(f, b) == 1) or (b == body.args[k] and _const(f, a) == 1)):
         return None
     return max(0, int(limit) - int(start))
+
+
+def _exponent(f: ProgramFacts, value: str) -> int:
+    """A power's constant exponent (through broadcasts) when it is an integer up to 64, the
+    ones the semantics multiplies out; 0 otherwise."""
+    d = f.defs.get(value)
+    while d is not None and d[0].name == "stablehlo.broadcast_in_dim":
+        d = f.defs.get(d[0].operands[0])
+    e = splat(d[0]) if d is not None and d[0].name == "stablehlo.constant" else None
+    return int(abs(e)) if e is not None and float(e).is_integer() and abs(e) <= 64 else 0
 
 
 def _const(f: ProgramFacts, value: str) -> float | int | None:
