@@ -178,16 +178,17 @@ def _key(v: float) -> float:
     return float(np.float32(abs(v)))
 
 
-def mean_classes(a: DimAnalysis, k: Constant) -> list[tuple[int, ...]] | None:
-    """Rule (i): the classes S of each sum the constant takes the mean of, when every use
-    is such a mean (`facts.mean_uses`) and its value is |S| (a divisor) or 1 / |S| (a
-    reciprocal) for every one of them; None otherwise (or with the rule switched off)."""
+def mean_classes(a: DimAnalysis, k: Constant) -> list[tuple[tuple[int, ...], int]] | None:
+    """Rule (i): the classes S of each sum the constant takes the mean of, with the devices
+    g an all-reduce added the sums over (1 without one), when every use is such a mean
+    (`facts.mean_uses`) and its value is g |S| (a divisor) or 1 / (g |S|) (a reciprocal)
+    for every one of them; None otherwise (or with the rule switched off)."""
     if not MEAN_DIVISORS or k.means is None or k.is_int or k.role not in ("divisor", "reciprocal"):
         return None
     out = []
-    for operand, dims in k.means:
+    for operand, dims, devices in k.means:
         cs = tuple(a.class_of[(k.program, operand, d)] for d in dims)
-        count = math.prod(a.classes[c].size for c in cs)
+        count = devices * math.prod(a.classes[c].size for c in cs)
         if count <= 1:
             return None
         if k.role == "reciprocal":
@@ -195,7 +196,7 @@ def mean_classes(a: DimAnalysis, k: Constant) -> list[tuple[int, ...]] | None:
                 return None
         elif k.value != count:
             return None
-        out.append(tuple(c for c in cs if a.classes[c].size > 1))
+        out.append((tuple(c for c in cs if a.classes[c].size > 1), devices))
     return out
 
 
@@ -244,11 +245,11 @@ def tie_constants(a: DimAnalysis, where: Sites, constants: list[Constant], sizes
         means = mean_classes(a, k) if len({h[0] for h in hits}) > 1 else None
         if means:
             # Rule (i): an ambiguous constant that is the mean of sums over S names |S| only.
-            counts = {math.prod(sizes[c] for c in cs) for cs in means}
+            counts = {g * math.prod(sizes[c] for c in cs) for cs, g in means}
             if len(counts) == 1:
                 s = counts.pop()
-                o = math.prod(a.classes[c].size for c in means[0])
-                classes = tuple(dict.fromkeys(c for cs in means for c in cs))
+                o = means[0][1] * math.prod(a.classes[c].size for c in means[0][0])
+                classes = tuple(dict.fromkeys(c for cs, _ in means for c in cs))
                 hits = [(1.0 / s, 1.0 / o, classes) if k.role == "reciprocal" else (s, o, classes)]
                 if notes is not None and s != o:
                     for c in classes:

@@ -140,9 +140,10 @@ class Constant:
     loc: str
     role: str  # index / divisor / reciprocal / offset
     # Rule (i): when every use of a float divisor (reciprocal) divides (multiplies) a sum
-    # reduction, the sums: (the reduce's operand, its reduced dims) per use; None when
-    # some use is anything else (a constant shared with a scale, a divide of a non-sum).
-    means: tuple[tuple[str, tuple[int, ...]], ...] | None = None
+    # reduction, the sums: (the reduce's operand, its reduced dims, the devices an
+    # all-reduce of the sum adds up: 1 without one) per use; None when some use is
+    # anything else (a constant shared with a scale, a divide of a non-sum).
+    means: tuple[tuple[str, tuple[int, ...], int], ...] | None = None
     # Rule (a), integer division: an integer constant that divides or takes the remainder
     # of program values (not mesh steps): truncation at its rewritten value must stay one.
     truncates: bool = False
@@ -295,8 +296,13 @@ def _far_role(facts: ProgramFacts, name: str, v: float | int) -> str | None:
     return None
 
 
+# Rule (i) across devices: a mean divisor of an all-reduced partial sum names the local
+# sum's classes times the devices added (docs/shrinking.md). A switch for the tests.
+ACROSS_DEVICES = True
+
+
 def mean_uses(facts: ProgramFacts, uses: list[tuple[Op, int]], role: str) \
-        -> tuple[tuple[str, tuple[int, ...]], ...] | None:
+        -> tuple[tuple[str, tuple[int, ...], int], ...] | None:
     """Rule (i): the sums a constant takes the mean of, one per use (`through_broadcasts`
     uses): a divisor's every use is the denominator of a divide whose numerator is a sum
     reduction, a reciprocal's every use a factor of a multiply whose other factor is one.
@@ -309,11 +315,49 @@ def mean_uses(facts: ProgramFacts, uses: list[tuple[Op, int]], role: str) \
             other = u.operands[1 - pos]
         else:
             return None
-        found = sum_reduced(facts, other) or spread_along(facts, u.results[0])
+        summed = summed_across(facts, other) if ACROSS_DEVICES else None
+        found = summed or _one_device(sum_reduced(facts, other) or spread_along(facts, u.results[0]))
         if found is None:
             return None
         out.append(found)
     return tuple(out) or None
+
+
+def _one_device(found: tuple[str, tuple[int, ...]] | None) -> tuple[str, tuple[int, ...], int] | None:
+    return None if found is None else (found[0], found[1], 1)
+
+
+def summed_across(facts: ProgramFacts, value: str) -> tuple[str, tuple[int, ...], int] | None:
+    """Rule (i) across devices: (operand, reduced dims, g) when `value` is, through
+    broadcasts, reshapes, converts and value identities, an `all_reduce` with an `add` body
+    over replica groups of g devices each (several multiply) of a sum reduction
+    (`sum_reduced`): a partitioned mean's numerator, the local sums added over the shards.
+    None when there is no all-reduce on the way (`sum_reduced` then reads the sum)."""
+    devices = 1
+    while value in facts.defs:
+        op, k = facts.defs[value]
+        if op.name in SPLAT_PRESERVING | VALUE_IDENTITIES:
+            value = op.operands[0]
+            continue
+        if op.name != "stablehlo.all_reduce" or len(op.operands) != 1 or not _adds_body(op):
+            break
+        g = group_size(op)
+        if g is None:
+            return None
+        devices *= g
+        value = op.operands[0]
+    if devices == 1:
+        return None
+    found = sum_reduced(facts, value)
+    return None if found is None else (found[0], found[1], devices)
+
+
+def _adds_body(op: Op) -> bool:
+    if len(op.regions) != 1:
+        return False
+    body = op.regions[0]
+    return len(body.ops) == 1 and body.ops[0].name == "stablehlo.add" \
+        and sorted(body.ops[0].operands) == sorted(body.args) and tuple(body.returns) == body.ops[0].results
 
 
 def spread_along(facts: ProgramFacts, value: str) -> tuple[str, tuple[int, ...]] | None:
@@ -675,6 +719,7 @@ def only_device(fa: ProgramFacts, name: str) -> bool:
     return bool(uses) and all(fa.mesh_arithmetic(u, pos) for u, pos in uses)
 
 
-__all__ = ['Constant', 'ProgramFacts', 'arg_sources', 'block_offset_constants', 'call_flow', 'constant_behind',
-           'device_count', 'group_size', 'index_sources', 'mean_uses', 'moved_operands', 'only_device',
-           'position_constants', 'region_flow', 'role_constants', 'splat', 'sum_reduced', 'through_broadcasts']
+__all__ = ['ACROSS_DEVICES', 'Constant', 'ProgramFacts', 'arg_sources', 'block_offset_constants', 'call_flow',
+           'constant_behind', 'device_count', 'group_size', 'index_sources', 'mean_uses', 'moved_operands',
+           'only_device', 'position_constants', 'region_flow', 'role_constants', 'splat', 'sum_reduced',
+           'summed_across', 'through_broadcasts']
