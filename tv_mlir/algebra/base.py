@@ -113,6 +113,11 @@ class Algebra(Protocol):
     def canonical(self, arr: np.ndarray) -> np.ndarray:
         """Elements in a normal form (identity for numeric arrays)."""
 
+    def content_key(self, arr: Any) -> Any:
+        """A hashable key that two arrays share only if they hold the same elements as
+        terms (so the same values, whatever the inputs), or None where the algebra cannot
+        tell cheaply: an op applied to arguments of equal keys computes the same results."""
+
 
 class Symbolic(Algebra, Protocol):
     """What the prover needs of a symbolic algebra beyond the elementwise ops: free input
@@ -139,6 +144,17 @@ class Symbolic(Algebra, Protocol):
 
 # ---------------------------------------------------------------------------
 # Shared by the symbolic algebras (their elements live in numpy object arrays).
+
+
+def contents_key(alg: Algebra, arrays: Sequence[Any]) -> tuple[Any, ...] | None:
+    """The arrays' contents as one key (`Algebra.content_key`), None if any has none."""
+    keys = []
+    for a in arrays:
+        k = alg.content_key(a)
+        if k is None:
+            return None
+        keys.append(k)
+    return tuple(keys)
 
 
 def vec(fn: Any, *arrays: np.ndarray) -> np.ndarray:

@@ -879,6 +879,26 @@ class FastAlgebra:
     def canonical(self, arr: np.ndarray) -> np.ndarray:
         return arr  # terms are in normal form as they are built
 
+    def content_key(self, arr: Any) -> tuple[Any, ...] | None:
+        """Terms are hash-consed, so equal ids are equal terms: the key lists each
+        element's value id and class (an int, or a class term's id), Python values as
+        themselves with their type (True and 1 are different elements)."""
+        if not isinstance(arr, np.ndarray) or arr.dtype != object:
+            return None
+        key: list[Any] = [arr.shape]
+        for x in arr.reshape(-1).tolist():
+            tx = type(x)
+            if tx is FF:
+                k = x.k
+                key.append((x.v.id, k if type(k) is int else ("cls", k.id)))
+            elif tx is Term:
+                key.append(("t", x.id))
+            elif tx is bool or tx is int:
+                key.append((tx, x))
+            else:
+                return None
+        return tuple(key)
+
     def index_value(self, x: Any) -> int | None:
         if isinstance(x, int):
             return x

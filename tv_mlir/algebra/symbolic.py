@@ -832,6 +832,9 @@ class SymbolicAlgebra:
             return sum(items)
         return z3.Sum(*[lift_int(x) for x in items])
 
+    def content_key(self, arr: Any) -> None:
+        return None  # z3 terms: the reference core is kept as it was
+
     def canonical(self, arr: np.ndarray) -> np.ndarray:
         """Normal forms (sum of monomials, simplified conditions) for every element, so that
         values computed in different but algebraically equal ways become the identical term."""

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from tv_mlir.algebra import Algebra
+from tv_mlir.algebra.base import contents_key
 from tv_mlir.errors import ShapeError, TvError, Unsupported
 from tv_mlir.ir import Block, Func, Module, Op, TensorType
 from tv_mlir.options import DEFAULT_MAX_UNROLL, MAX_CALL_DEPTH, MAX_NESTING
@@ -256,9 +257,19 @@ class Interpreter:
         n = self.num_devices
         parts = [r.parts if isinstance(r, Local) else (r,) * n for r in results]
         new_parts: list[list[np.ndarray]] = [[] for _ in results]
+        # Devices whose results are the same terms (an all-reduced sum on every device of
+        # its group, a replicated computation) are observed once: the observer's merges
+        # hold for the same terms on any device.
+        seen: dict[Any, list[np.ndarray]] = {}
         for d in range(n):
-            op_d = replace(op, results=tuple(f"{name}@{d}" for name in op.results))
-            got = observer(op_d, [p[d] for p in parts]) or [p[d] for p in parts]
+            mine = [p[d] for p in parts]
+            key = contents_key(self.alg, mine)
+            got = seen.get(key) if key is not None else None
+            if got is None:
+                op_d = replace(op, results=tuple(f"{name}@{d}" for name in op.results))
+                got = observer(op_d, mine) or mine
+                if key is not None:
+                    seen[key] = got
             for k, g in enumerate(got):
                 new_parts[k].append(g)
         return [Local(tuple(p)) for p in new_parts]

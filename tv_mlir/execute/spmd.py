@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from tv_mlir.algebra import Kind
+from tv_mlir.algebra.base import contents_key
 from tv_mlir.errors import ParseError, ShapeError, Unsupported
 from tv_mlir.frontend import gspmd
 from tv_mlir.frontend.classify import parse_gspmd
@@ -109,9 +110,23 @@ def step(interp: Any, op: Op, args: list[Any], types: tuple[TensorType, ...]) ->
     if op.name in CONTROL and _regions_have_spmd_ops(op):
         return _lockstep(interp, op, args)
     # Ordinary op: each device on its own part, nested regions seeing that device's values.
-    outs = [interp.view(d).apply(op, [a.parts[d] if isinstance(a, Local) else a for a in args], types)
-            for d in range(n)]
+    # Devices whose arguments hold the same terms (a replicated weight's update, an
+    # all-reduced sum on every device of its group) compute the same results: once, and
+    # shared as the same arrays, which the observer then also sees once (`Interpreter._observe`).
+    outs: list[list[Any]] = []
+    keys: dict[Any, int] = {}
+    shareable = not op.regions or not _free_values(interp, op)
+    for d in range(n):
+        dargs = [a.parts[d] if isinstance(a, Local) else a for a in args]
+        key = contents_key(interp.alg, dargs) if shareable else None
+        if key is not None and key in keys:
+            outs.append(outs[keys[key]])
+            continue
+        if key is not None:
+            keys[key] = d
+        outs.append(interp.view(d).apply(op, dargs, types))
     return [Local(tuple(o[k] for o in outs)) for k in range(len(op.results))]
+
 
 
 def run_per_device_entry(interp: Any, module: Module, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
