@@ -379,8 +379,12 @@ def cases() -> list[tuple[gs.Case, dict[str, int]]]:
 # What a user states about a pair's inputs (`--assume`, the manifest's "assume"; "inf": no
 # upper bound): the optimizer's second moment is never negative and the step count is a
 # count. Without them sqrt(v_hat) may be NaN and 1 - b^t may be 0, which the verifier must
-# carry as IEEE class terms (bench/run.py times the pair both ways).
-ASSUME = {"llama_train_step": {"step": [0, "inf"], "v_*": [0, "inf"]}}
+# carry as IEEE class terms (bench/run.py times the pair both ways). The step's bound is
+# 0 <= step < INT_MAX (the upper bound is exclusive), not "inf": `_adamw` computes t = step + 1
+# in int32, which wraps to INT_MIN at step = INT_MAX, so with "inf" the interval of t holds 0
+# and 1 - b^t may be 0 again (optax increments its count with a saturating add, so there
+# `count=0:inf` suffices).
+ASSUME = {"llama_train_step": {"step": [0, 2147483647], "v_*": [0, "inf"]}}
 
 
 def main() -> int:

@@ -86,15 +86,21 @@ def _lower_bound(v: Term) -> Fraction | float:
 
 def _bounds(v: Term) -> tuple[Fraction | float, Fraction | float]:
     """Lower and upper bounds of a real polynomial linear in atoms of known range."""
-    lo: Fraction | float = Fraction(0)
-    hi: Fraction | float = Fraction(0)
+    # Asked of every real cut point's definition: ints until a coefficient is a Fraction
+    # (making Fractions of zeros was most of the cost), and out at the first atom of
+    # unknown range, which most definitions have.
+    lo: Fraction | int | float = 0
+    hi: Fraction | int | float = 0
+    nodes = v.store.nodes
     for mono, coeff in v.data:
         if not mono:
             lo, hi = lo + coeff, hi + coeff
             continue
         if len(mono) != 1 or mono[0][1] != 1:
             return -math.inf, math.inf
-        a_lo, a_hi = _atom_range(v.store.nodes[mono[0][0]])
+        a_lo, a_hi = _atom_range(nodes[mono[0][0]])
+        if a_lo == -math.inf and a_hi == math.inf:
+            return -math.inf, math.inf
         if coeff > 0:
             lo, hi = lo + coeff * a_lo, hi + coeff * a_hi
         else:
