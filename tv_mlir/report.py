@@ -1,15 +1,44 @@
 """Human text and JSON renderings of a Verdict."""
 from __future__ import annotations
 
+import base64
+import dataclasses
 import json
+from collections.abc import Mapping
 from typing import Any
+
+import numpy as np
 
 from tv_mlir.options import INPUT_DOMAINS
 from tv_mlir.verdict import Verdict
 
+# The `--json` object's layout (README, "--json"); 2: arrays of more than DENSE_MAX elements
+# as array objects (`encode_array`), `schema_version` added.
+SCHEMA_VERSION = 2
+# Arrays up to this many elements are written as nested lists, as in version 1.
+DENSE_MAX = 64
+# A larger array that is not sparse is written as a nested list up to this many elements,
+# beyond it as its bytes in base64 (a witness at the original sizes of an 8B-wide plan has
+# tens of millions of elements: 126 MB as JSON numbers).
+LIST_MAX = 4096
+
 
 def to_json(v: Verdict) -> str:
-    return json.dumps(v.to_dict(), default=_default, sort_keys=False)
+    """The verdict as one JSON object (README, "--json"). Arrays in the counterexample
+    (inputs, and any array-valued value) larger than DENSE_MAX elements are array objects
+    (`encode_array`); `inputs_from_json` rebuilds the inputs."""
+    c = v.counterexample
+    # asdict copies every element of a nested list in Python: the inputs are taken out first.
+    light = v if c is None else dataclasses.replace(v, counterexample=dataclasses.replace(c, inputs={}))
+    d = {"schema_version": SCHEMA_VERSION, **light.to_dict()}
+    if c is not None:
+        cd = d["counterexample"]
+        cd["inputs"] = {name: encode_array(vals) for name, vals in c.inputs.items()}
+        for holder in (cd, *cd["replay"]):
+            for key in ("ref_value", "other_value"):
+                if isinstance(holder.get(key), (list, np.ndarray)):
+                    holder[key] = encode_array(holder[key])
+    return json.dumps(d, default=_default, sort_keys=False)
 
 
 def error_json(kind: str, message: str, exit_code: int) -> str:
@@ -28,6 +57,129 @@ def _default(x: Any) -> Any:
     return str(x)
 
 
+# ---------------------------------------------------------------------------
+# Arrays in the JSON (README, "--json", "Arrays"). Values are JSON numbers and booleans,
+# non-finite floats the strings "nan", "inf", "-inf" (as everywhere in the report).
+
+_NAMED = {"nan": np.nan, "inf": np.inf, "-inf": -np.inf}
+
+
+def _as_array(values: Any) -> np.ndarray:
+    """A counterexample's values (nested lists with non-finite floats named, or an array)
+    as a numpy array of a dtype JSON numbers carry exactly: bool, an integer type, float64."""
+    if isinstance(values, np.ndarray) and values.dtype.kind in "biuf":
+        return values.astype(np.float64) if values.dtype.kind == "f" else values
+    leaf = values
+    while isinstance(leaf, list) and leaf:
+        leaf = leaf[0]
+    try:
+        if isinstance(leaf, (float, str)):  # a float array ("nan", "inf" parsed by numpy)
+            return np.asarray(values, dtype=np.float64)  # inferred, numpy made 16M strings in 12 s
+        arr = np.asarray(values)
+    except ValueError as exc:  # ragged
+        raise ValueError(f"not an array: {exc}") from None
+    if arr.dtype.kind in "biuf":
+        return arr.astype(np.float64) if arr.dtype.kind == "f" else arr
+    if arr.dtype.kind in "US":  # "nan"/"inf" among numbers: numpy parses the names
+        return np.asarray(values, dtype=np.float64)
+    raise ValueError(f"not an array of numbers ({arr.dtype})")  # ints beyond 64 bits, None, ...
+
+
+def _json_values(flat: np.ndarray) -> list[Any]:
+    """Elements of a 1-d array as JSON values: numbers, booleans, "nan"/"inf"/"-inf"."""
+    out = flat.tolist()
+    if flat.dtype.kind == "f":
+        bad = np.flatnonzero(~np.isfinite(flat))
+        for i in bad.tolist():
+            x = out[i]
+            out[i] = "nan" if x != x else ("inf" if x > 0 else "-inf")
+    return out
+
+
+def _json_value(x: np.ndarray) -> Any:
+    return _json_values(x.reshape(1))[0]
+
+
+def _differs(arr: np.ndarray, default: np.ndarray) -> np.ndarray:
+    """Where `arr` is not `default` bit for bit as JSON tells values apart: -0.0 is not 0.0,
+    every NaN is the same NaN."""
+    if arr.dtype.kind != "f":
+        return np.asarray(arr != default)
+    if np.isnan(default):
+        return ~np.isnan(arr)
+    return np.asarray((arr != default) | (np.signbit(arr) != np.signbit(default)))
+
+
+def encode_array(values: Any) -> Any:
+    """An array as the JSON value the report writes for it. Up to DENSE_MAX elements (and
+    anything that is not an array: a scalar, a ragged list) as given, nested lists; larger
+    ones as an object {"shape", "dtype"} plus either
+      "default", "entries": the array is `default` except at each [i0, ..., value] of
+          "entries" (index in shape order, C order): when that is shorter than the values;
+      "data": the values as nested lists, up to LIST_MAX elements;
+      "base64": the values' bytes, little-endian, C order (np.frombuffer), beyond that.
+    `decode_array` is the inverse: lossless for bool, integer and float64 values (-0.0
+    and the infinities kept; a NaN is "nan")."""
+    try:
+        arr = _as_array(values)
+    except (ValueError, KeyError, TypeError):
+        return values
+    if arr.ndim == 0 or arr.size <= DENSE_MAX:
+        if not isinstance(values, np.ndarray):
+            return values
+        nested = np.array(_json_values(arr.reshape(-1)) + [None], dtype=object)[:-1]
+        return nested.reshape(arr.shape).tolist() if arr.ndim else nested[0]
+    head = {"shape": list(arr.shape), "dtype": arr.dtype.name}
+    flat = arr.reshape(-1)
+    default = np.zeros((), arr.dtype)
+    mask = _differs(flat, default)
+    count = int(np.count_nonzero(mask))
+    if count * (arr.ndim + 1) >= arr.size:  # not mostly zero: perhaps mostly another value (ones)
+        for candidate in (flat[0], flat[arr.size // 2], flat[-1]):
+            other = _differs(flat, candidate)
+            if (n := int(np.count_nonzero(other))) < count:
+                default, mask, count = candidate, other, n
+    if count * (arr.ndim + 1) < arr.size:
+        where = np.nonzero(mask)[0]
+        index = np.stack(np.unravel_index(where, arr.shape), axis=1).tolist()
+        entries = [i + [x] for i, x in zip(index, _json_values(flat[where]))]
+        return {**head, "default": _json_value(default), "entries": entries}
+    if arr.size <= LIST_MAX:
+        return {**head, "data": _json_values(flat)}
+    little = flat.astype(arr.dtype.newbyteorder("<"), copy=False)
+    return {**head, "base64": base64.b64encode(little.tobytes()).decode("ascii")}
+
+
+def decode_array(obj: Any) -> np.ndarray:
+    """The array `encode_array` wrote (nested lists and scalars as numpy reads them, with
+    "nan", "inf", "-inf" as floats; array objects at their "dtype")."""
+    if not isinstance(obj, Mapping):
+        return _as_array(obj)
+    shape = tuple(int(n) for n in obj["shape"])
+    dtype = np.dtype(obj["dtype"])
+    if "base64" in obj:
+        raw = np.frombuffer(base64.b64decode(obj["base64"]), dtype=dtype.newbyteorder("<"))
+        return raw.astype(dtype).reshape(shape)
+    if "data" in obj:
+        return _as_array(obj["data"]).astype(dtype).reshape(shape)
+    arr = np.full(shape, _NAMED.get(obj["default"], obj["default"]), dtype=dtype)
+    entries = obj["entries"]
+    if entries:
+        index = tuple(np.array([e[:-1] for e in entries], dtype=np.intp).T)
+        arr[index] = np.array([_NAMED.get(e[-1], e[-1]) if isinstance(e[-1], str) else e[-1] for e in entries],
+                              dtype=dtype)
+    return arr
+
+
+def inputs_from_json(obj: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """The counterexample's inputs, by name in argument order, from the parsed `--json`
+    object (or its "counterexample"): feed them to both programs to see the difference."""
+    c = obj.get("counterexample", obj) if "verdict" in obj else obj
+    if not isinstance(c, Mapping) or "inputs" not in c:
+        raise ValueError("no counterexample in this JSON object")
+    return {name: decode_array(vals) for name, vals in c["inputs"].items()}
+
+
 def _fmt_array(values: Any) -> str:
     return json.dumps(values, default=_default)
 
@@ -35,14 +187,10 @@ def _fmt_array(values: Any) -> str:
 def _fmt_input(values: Any) -> str:
     """An input array; mostly-zero ones (minimised witnesses) as their non-zero entries, at
     most MAX_LISTED of them (a witness replayed at the original sizes has millions)."""
-    import numpy as np
-
     try:
-        arr = np.asarray(values)
-    except ValueError:  # ragged: shown as given
+        arr = _as_array(values)  # "inf"/"nan" among numbers read as floats
+    except ValueError:  # ragged, or not numbers: shown as given
         return _fmt_array(values)
-    if arr.dtype.kind in "US":  # "inf"/"nan" written as text among numbers
-        arr = np.array(values, dtype=object)
     if arr.ndim == 0 or arr.size <= 8:
         return _fmt_array(values)
     nonzero = np.argwhere(arr != 0)  # numpy's own loop: a Python one took 27 s at 25M entries
@@ -52,7 +200,7 @@ def _fmt_input(values: Any) -> str:
     if not len(nonzero):
         return f"zeros({shape})"
     listed = [tuple(int(i) for i in idx) for idx in nonzero[:MAX_LISTED]]
-    entries = ", ".join(f"[{', '.join(map(str, idx))}] = {_fmt_array(np.asarray(arr[idx]).tolist())}"
+    entries = ", ".join(f"[{', '.join(map(str, idx))}] = {_fmt_array(_json_value(np.asarray(arr[idx])))}"
                         for idx in listed)
     more = f", ... and {len(nonzero) - MAX_LISTED} more non-zero entries" if len(nonzero) > MAX_LISTED else ""
     return f"zeros({shape}) except {entries}{more}"
