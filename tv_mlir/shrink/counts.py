@@ -42,6 +42,11 @@ LOOKUPS = True
 # (exp_coincide) and max/min pieces that cross at a count it never reaches (count_max)
 # hide bugs. Kept, switched off, for its tests and for a sound successor.
 ATOMS = False
+# Rule (k), poles: a divide by a count-dependent value is a polynomial in the counts only
+# off the denominator's zeros; an affine denominator's zero is kept within the class,
+# any other such denominator pins (docs/shrinking.md, rule k "poles"; gen_pole.py). A
+# switch so the tests can show the hole it closes.
+POLES = True
 # A power with a constant integer exponent up to this is multiplied out by the verifier
 # (semantics/elementwise.py): its degree is the exponent times its base's, not an atom's.
 MAX_EXPONENT = 64
@@ -270,6 +275,17 @@ class _Flow:
             return [UNBOUNDED] * out
         if not any(ds):
             return [0] * out
+        if n == "stablehlo.divide" and ds[1] and POLES:
+            # 1 / q(k) is a polynomial in the counts only where q(k) != 0: a pole at a count
+            # the original size reaches and the shrunk one does not is inf or NaN in one
+            # twin there only (pole_nan). An affine q = a k + b of one count has its pole at
+            # k0 = -b / a: the class keeps room for it, as for a piece split at k0; any
+            # other denominator of counts has poles this does not locate: pinned.
+            zero = self.pole(op.operands[1])
+            if zero is None:
+                return [UNBOUNDED] * out
+            self.threshold = max(self.threshold, zero)
+            return [min(sum(ds), UNBOUNDED)] * out
         if n in DEGREE_ADDING or n == "stablehlo.divide":
             return [min(sum(ds), UNBOUNDED)] * out
         if n == "stablehlo.select":
@@ -311,6 +327,55 @@ class _Flow:
             self.calls[key] = [inner.get(r, 0) for r in fn.body.returns]
         return self.calls[key]
 
+    def pole(self, v: str) -> int | None:
+        """The count a denominator v vanishes at, as a number of positions the class must
+        reach (0 when it vanishes at no positive count, or at 0, which every size reaches),
+        or None when v is not an affine function a k + b (a != 0) of one count k."""
+        form = self.affine(v)
+        if form is None:
+            return None
+        a, b = form
+        k0 = -b / a
+        return int(math.floor(k0)) if math.isfinite(k0) and k0 > 0 else 0
+
+    def affine(self, v: str, depth: int = 0) -> tuple[float, float] | None:
+        """v as a k + b for one count k (a seed): through broadcasts, reshapes, converts,
+        negations, and adds, subtracts, multiplies and divides with a constant."""
+        if v in self.seeds:
+            return 1.0, 0.0
+        d = self.facts.defs.get(v)
+        if d is None or depth > 64:
+            return None
+        op = d[0]
+        n = op.name
+        if n in ("stablehlo.broadcast_in_dim", "stablehlo.reshape", "stablehlo.convert"):
+            return self.affine(op.operands[0], depth + 1)
+        if n == "stablehlo.negate":
+            f = self.affine(op.operands[0], depth + 1)
+            return None if f is None else (-f[0], -f[1])
+        if n not in ("stablehlo.add", "stablehlo.subtract", "stablehlo.multiply", "stablehlo.divide"):
+            return None
+        x, y = op.operands
+        cx, cy = self.constant(x), self.constant(y)
+        if (cx is None) == (cy is None):
+            return None  # two count-dependent operands (or none: no count here)
+        f = self.affine(y if cy is None else x, depth + 1)
+        c = float(cx if cx is not None else cy)  # type: ignore[arg-type]
+        if f is None or not math.isfinite(c):
+            return None
+        a, b = f
+        if n == "stablehlo.add":
+            out = (a, b + c)
+        elif n == "stablehlo.subtract":
+            out = (a, b - c) if cy is not None else (-a, c - b)
+        elif n == "stablehlo.multiply":
+            out = (a * c, b * c)
+        elif cy is not None and c != 0:
+            out = (a / c, b / c)
+        else:
+            return None  # c / (a k + b): no affine form
+        return out if out[0] != 0 else None
+
     def constant(self, v: str) -> float | int | None:
         d = self.facts.defs.get(v)
         while d is not None and d[0].name == "stablehlo.broadcast_in_dim":
@@ -335,4 +400,4 @@ def _piece(c: float | int | None) -> int:
     return int(abs(c)) + 1 if c is not None and math.isfinite(c) else 0
 
 
-__all__ = ["ATOMS", "MAX_EXPONENT", "MAX_PREDICATES", "count_bound", "count_bounds", "outer_degree"]
+__all__ = ["ATOMS", "MAX_EXPONENT", "MAX_PREDICATES", "POLES", "count_bound", "count_bounds", "outer_degree"]
