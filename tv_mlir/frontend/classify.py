@@ -61,16 +61,28 @@ def attr_sharding(attrs: dict[str, Any], t: TensorType, n: int, loc: str) -> Sha
 
 
 
+def classify_pair(ref: Module, other: Module) -> None:
+    """Both entries classified (`classify`), each against the other's signature."""
+    classify(ref)
+    classify(other, ref.global_arg_types())
+    if not ref.per_device and other.per_device is False:
+        classify(ref, other.global_arg_types())
+
+
+def is_classified(module: Module) -> bool:
+    """Whether `classify` has run on the module: it gives every argument and result a
+    sharding entry (None when it has none). Before it, `per_device` is only its default."""
+    main = module.main
+    return len(module.arg_shardings) == len(main.arg_types) and len(module.result_shardings) == len(main.result_types)
+
+
 def check_signatures(ref: Module, other: Module) -> None:
     """Both as functions of global arrays (a per-device program's arguments are shards).
     This is also where the pair first meets (before the proof, and again at the shrunk
     sizes), so chlo ops one side holds and XLA rewrote away in the other are expanded here
     the way XLA expands them (`passes.legalize_chlo`)."""
     align_pair(ref, other)
-    classify(ref)
-    classify(other, ref.global_arg_types())
-    if not ref.per_device and other.per_device is False:
-        classify(ref, other.global_arg_types())
+    classify_pair(ref, other)
     if ref.global_arg_types() != other.global_arg_types():
         raise UsageError(f"input signatures differ: {ref.source} takes {ref.signature()}, "
                          f"{other.source} takes {other.signature()}")

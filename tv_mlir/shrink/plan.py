@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tv_mlir.frontend.classify import classify_pair, is_classified
 from tv_mlir.ir import Module
 from tv_mlir.semantics.ops import MULTIPLYING_REDUCERS, SELECTING_REDUCERS
 from tv_mlir.shrink.constants import order, sites, tie_constants
@@ -123,7 +124,15 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
     most this many: families (classes tied by scale or product relations, which grow
     together) are grown cheapest first while the estimate stays within it, the others
     keep their first size (`held`, with the reason). `ranges`: the closed bounds the user
-    assumes per program input (`assume.resolve`; rule k's index predicates, lookups.py)."""
+    assumes per program input (`assume.resolve`; rule k's index predicates, lookups.py).
+
+    Modules that were never classified (read and planned without `check_signatures`, as
+    the plan snapshot tool and the tests' helpers may do) are classified here first: their
+    `per_device` default (a global program) made an XLA per-device entry's shards look like
+    global arguments of another size, so the same pair planned differently by caller
+    (flax/fwd.partitioned: ffn 32 kept, or 32 -> 16 after check_signatures)."""
+    if not (is_classified(ref) and is_classified(other)):
+        classify_pair(ref, other)
     a = analysis or analyse(ref, other)
     facts = [ProgramFacts.of("ref", ref), ProgramFacts.of("other", other)]
     n = len(a.classes)
