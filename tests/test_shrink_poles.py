@@ -3,7 +3,8 @@ read a divide as a product, so 1 / (k - c) counted like a polynomial in the coun
 one only where k != c, and a pole at a count the original size reaches and the shrunk one
 does not is inf or NaN in one twin there only. Pair: testdata/shrink_rules/gen_pole.py
 (manifest_pole.json; XLA at the original size on inputs with exactly c positive entries).
-Verdicts with the full-size check and the second witness off, so that the rule is what
+The same offset in a clip (`count_offset`: max(k - 20, 0)) split at the clip's constant 0
+instead of at k = 20. Verdicts with the full-size check and the second witness off, so that the rule is what
 keeps the bug visible."""
 from __future__ import annotations
 
@@ -25,24 +26,25 @@ POLE = json.loads((D / "manifest_pole.json").read_text())
 RULES_OFF = {"full_size_check": "off", "second_witness": False}
 
 
-def _files(kind: str) -> tuple[str, str]:
-    return str(D / "pole_nan.small.ref.mlir"), str(D / f"pole_nan.small.{kind}.mlir")
+def _files(kind: str, pair: str = "pole_nan") -> tuple[str, str]:
+    return str(D / f"{pair}.small.ref.mlir"), str(D / f"{pair}.small.{kind}.mlir")
 
 
-def _plan(kind: str) -> ShrinkPlan:
-    ref, other = _files(kind)
+def _plan(kind: str, pair: str = "pole_nan") -> ShrinkPlan:
+    ref, other = _files(kind, pair)
     return plan(_raw(ref, prepare(ref, Options())).module, _raw(other, prepare(other, Options())).module)
 
 
-def _counted(kind: str) -> int:
-    return next(e.verified for e in _plan(kind).entries if e.where == "x dim 0")
+def _counted(kind: str, pair: str = "pole_nan") -> int:
+    return next(e.verified for e in _plan(kind, pair).entries if e.where == "x dim 0")
 
 
-def test_pole_manifest_lists_the_pair_ran_on_xla() -> None:
-    assert [e["pair"] for e in POLE] == ["pole_nan"]
+def test_pole_manifest_lists_the_pairs_ran_on_xla() -> None:
+    assert [e["pair"] for e in POLE] == ["pole_nan", "count_offset"]
     assert all(e["ran_on_xla"] for e in POLE)
-    for f in POLE[0]["files"].values():
-        assert (D / f).exists(), f
+    for e in POLE:
+        for f in e["files"].values():
+            assert (D / f).exists(), f
 
 
 def test_without_poles_the_nan_hides(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -65,6 +67,22 @@ def test_a_denominator_without_a_positive_zero_still_shrinks() -> None:
     # s / (k + 1) and s * (1 / (1 + k)): the pole is at k = -1, which no count reaches.
     assert _counted("ok") == 4
     assert tv_mlir.verify(*_files("ok"), **RULES_OFF).verdict == "equivalent"
+
+
+def test_without_offsets_the_missing_clip_hides(monkeypatch: pytest.MonkeyPatch) -> None:
+    # s + 0.1 max(k - 20, 0) against s: the clip's constant is 0, the split is at k = 20.
+    monkeypatch.setattr(counts, "OFFSETS", False)
+    assert _counted("bug", "count_offset") == 4
+    assert tv_mlir.verify(*_files("bug", "count_offset"), **RULES_OFF).verdict == "equivalent"
+
+
+def test_a_clip_after_an_offset_keeps_its_split() -> None:
+    assert counts.OFFSETS is True
+    assert _counted("bug", "count_offset") == 32
+    v = tv_mlir.verify(*_files("bug", "count_offset"), **RULES_OFF)
+    assert v.verdict == "not-equivalent", v.reason
+    assert v.counterexample is not None and v.counterexample.confirmed_at == "original sizes"
+    assert tv_mlir.verify(*_files("ok", "count_offset"), **RULES_OFF).verdict == "equivalent"
 
 
 def _flow(text: str) -> tuple[int, int]:

@@ -47,6 +47,9 @@ ATOMS = False
 # any other such denominator pins (docs/shrinking.md, rule k "poles"; gen_pole.py). A
 # switch so the tests can show the hole it closes.
 POLES = True
+# Rule (k), offsets: a count compared or clipped with a constant after an affine map
+# (max(k - 20, 0)) splits where the map reaches the constant (k = 20), not at the constant.
+OFFSETS = True
 # A power with a constant integer exponent up to this is multiplied out by the verifier
 # (semantics/elementwise.py): its degree is the exponent times its base's, not an atom's.
 MAX_EXPONENT = 64
@@ -308,7 +311,16 @@ class _Flow:
             # max(k, 1), k > 0: pieces split at a constant; each piece needs its points.
             others = [o for o, d in zip(op.operands, ds) if not d]
             if len(others) == len(ds) - 1 and all(self.constant(o) is not None for o in others):
-                self.threshold = max([self.threshold] + [_piece(self.constant(o)) for o in others])
+                cs = [self.constant(o) for o in others]
+                splits = [_piece(c) for c in cs]
+                # max(k - 20, 0) splits at k = 20, not at 0: the count's affine form moves the
+                # split (count_offset); a count-dependent operand of no affine form keeps
+                # the constant's own split, as before.
+                form = self.affine(next(o for o, d in zip(op.operands, ds) if d)) if OFFSETS else None
+                if form is not None:
+                    k0s = [(float(c) - form[1]) / form[0] for c in cs]  # type: ignore[arg-type]
+                    splits += [_piece(k0) for k0 in k0s if math.isfinite(k0) and k0 > 0]
+                self.threshold = max([self.threshold] + splits)
                 return [max(ds)] * out
         if ATOMS and n in PIECEWISE:
             # max(a, b) of two count-dependent values: piece by piece one of them (rule e's
@@ -400,4 +412,4 @@ def _piece(c: float | int | None) -> int:
     return int(abs(c)) + 1 if c is not None and math.isfinite(c) else 0
 
 
-__all__ = ["ATOMS", "MAX_EXPONENT", "MAX_PREDICATES", "POLES", "count_bound", "count_bounds", "outer_degree"]
+__all__ = ["ATOMS", "MAX_EXPONENT", "MAX_PREDICATES", "OFFSETS", "POLES", "count_bound", "count_bounds", "outer_degree"]
