@@ -50,6 +50,12 @@ POLES = True
 # Rule (k), offsets: a count compared or clipped with a constant after an affine map
 # (max(k - 20, 0)) splits where the map reaches the constant (k = 20), not at the constant.
 OFFSETS = True
+# Rule (k), non-affine splits: a count-dependent value of no affine form in one count
+# (k k - 2000, (k - 3)(k - 40), k1 + k2) compared or clipped with a constant splits where
+# it reaches the constant, which the constant alone does not locate (k k - 2000 > 0 splits
+# at 44.7): the class is pinned (docs/shrinking.md, rule k "non-affine splits";
+# gen_count_forms.py count_square). A switch so the tests can show the hole it closes.
+SPLITS = True
 # A power with a constant integer exponent up to this is multiplied out by the verifier
 # (semantics/elementwise.py): its degree is the exponent times its base's, not an atom's.
 MAX_EXPONENT = 64
@@ -314,10 +320,13 @@ class _Flow:
                 cs = [self.constant(o) for o in others]
                 splits = [_piece(c) for c in cs]
                 # max(k - 20, 0) splits at k = 20, not at 0: the count's affine form moves the
-                # split (count_offset); a count-dependent operand of no affine form keeps
-                # the constant's own split, as before.
-                form = self.affine(next(o for o, d in zip(op.operands, ds) if d)) if OFFSETS else None
-                if form is not None:
+                # split (count_offset).
+                form = self.affine(next(o for o, d in zip(op.operands, ds) if d))
+                if form is None and SPLITS:
+                    # k k - 2000 > 0: the split is at a root of a polynomial (44.7) that the
+                    # constant (0) does not locate: no bound, pinned (count_square).
+                    return [UNBOUNDED] * out
+                if form is not None and OFFSETS:
                     k0s = [(float(c) - form[1]) / form[0] for c in cs]  # type: ignore[arg-type]
                     splits += [_piece(k0) for k0 in k0s if math.isfinite(k0) and k0 > 0]
                 self.threshold = max([self.threshold] + splits)
@@ -412,4 +421,5 @@ def _piece(c: float | int | None) -> int:
     return int(abs(c)) + 1 if c is not None and math.isfinite(c) else 0
 
 
-__all__ = ["ATOMS", "MAX_EXPONENT", "MAX_PREDICATES", "OFFSETS", "POLES", "count_bound", "count_bounds", "outer_degree"]
+__all__ = ["ATOMS", "MAX_EXPONENT", "MAX_PREDICATES", "OFFSETS", "POLES", "SPLITS",
+           "count_bound", "count_bounds", "outer_degree"]
