@@ -10,9 +10,9 @@ witness off, so that the rule is what keeps the bug visible.
   compared or clipped with a constant pins the class (counts.SPLITS).
 - `count_rational`: Q(k) against -R(k) / (k + 1) / ... / (k + 5) over 52 entries, the
   quotient and remainder of k (k - 1) ... (k - 13) by (k + 1) ... (k + 5). Each program has
-  degree 9, the cross-multiplied difference 14; rule (k) shrinks to 13, where every count
-  0..13 gives equal twins. Still open (the solver times out at 13: `unknown`, no false
-  `equivalent` seen); the xfail below is the hole and turns into a failure when it closes.
+  degree 9, the cross-multiplied difference 14; rule (k) shrank to 13, where every count
+  0..13 gives equal twins (the solver times out there: `unknown`). Now the pair's bound
+  adds both programs' count-dependent denominators (counts.RATIONAL): 26, not-equivalent.
 """
 from __future__ import annotations
 
@@ -119,8 +119,69 @@ def test_an_affine_count_against_a_constant_keeps_its_split() -> None:
     assert _flow("%q = stablehlo.compare GT, %b, %c0 : (tensor<f32>, tensor<f32>) -> tensor<i1>") == (1, 41)
 
 
-@pytest.mark.xfail(strict=True, reason="open: rule (k) takes each program's degree alone, not the "
-                                       "cross-multiplied difference's (docs/shrinking.md, rule k 'rational degrees')")
-def test_a_rational_pair_keeps_a_count_where_the_twins_differ() -> None:
-    # The twins are equal at 0..13 positive entries and differ from 14 on (XLA, gen_count_forms.py).
-    assert _counted("count_rational", "bug") >= 14
+def test_without_rational_degrees_the_plan_reaches_no_difference(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The hole: each program's degree alone (9), 9 + 2 x 2 = 13 entries, where every count
+    # 0..13 gives equal twins (XLA: they differ from 14 positives on). The verdict there is
+    # `unknown` (the solver times out), so only the plan is asserted.
+    monkeypatch.setattr(counts, "RATIONAL", False)
+    assert _counted("count_rational", "bug") == 13
+
+
+def test_rational_degrees_keep_a_count_where_the_twins_differ() -> None:
+    # D = 9 + 0 + 5 (the fraction's five affine denominators): 18 -> 26 of 52.
+    assert counts.RATIONAL is True
+    assert _counted("count_rational", "bug") == 26
+    assert tv_mlir.verify(*_files("count_rational", "bug"), **RULES_OFF).verdict == "not-equivalent"
+    # The two polynomials have no denominators: still 13.
+    assert _counted("count_rational", "ok") == 13
+    assert tv_mlir.verify(*_files("count_rational", "ok"), **RULES_OFF).verdict == "equivalent"
+
+
+def _fractions(body: str) -> tuple[int, int]:
+    """(D, S) of the entry's result: S its count-dependent denominators (counts.RATIONAL)."""
+    text = FRAC.replace("BODY", body)
+    m = _raw(text, prepare(text, Options())).module
+    fa = ProgramFacts.of("ref", m)
+    seeds = {op.results[0] for op in fa.ops() if op.name == "stablehlo.reduce"}
+    flow = counts._Flow(fa, seeds)
+    d = flow.result_degree()
+    return d, flow.poles
+
+
+FRAC = """module @jit_f {
+  func.func public @main(%arg0: tensor<64xf32>) -> tensor<f32> {
+    %z = stablehlo.constant dense<0.000000e+00> : tensor<64xf32>
+    %p = stablehlo.compare GT, %arg0, %z : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xi1>
+    %m = stablehlo.convert %p : (tensor<64xi1>) -> tensor<64xf32>
+    %c0 = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+    %k = stablehlo.reduce(%m init: %c0) applies stablehlo.add across dimensions = [0] : (tensor<64xf32>, tensor<f32>) -> tensor<f32>
+    %one = stablehlo.constant dense<1.000000e+00> : tensor<f32>
+    %two = stablehlo.constant dense<2.000000e+00> : tensor<f32>
+    %a = stablehlo.add %k, %one : tensor<f32>
+    %b = stablehlo.add %k, %two : tensor<f32>
+    %fa = stablehlo.divide %one, %a : tensor<f32>
+    %fb = stablehlo.divide %one, %b : tensor<f32>
+    BODY
+    return %r : tensor<f32>
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("body, expected", [
+    ("%r = stablehlo.add %fa, %fb : tensor<f32>", (1, 2)),  # 1/(k+1) + 1/(k+2): both denominators
+    ("%r = stablehlo.multiply %fa, %fa : tensor<f32>", (2, 2)),  # 1/(k+1)^2: with multiplicity
+    ("%r = stablehlo.multiply %k, %k : tensor<f32>", (2, 0)),  # a polynomial: none
+])
+def test_denominators_are_counted_with_multiplicity(body: str, expected: tuple[int, int]) -> None:
+    assert _fractions(body) == expected
+
+
+def test_a_fraction_summed_over_elements_has_no_bound() -> None:
+    # sum_i (m_i / (k + 1)): a fraction summed over elements (its denominators multiply
+    # past any count in general): no bound. (The same divided after the sum is k / (k + 1).)
+    body = """%fv = stablehlo.broadcast_in_dim %fa, dims = [] : (tensor<f32>) -> tensor<64xf32>
+    %mv = stablehlo.multiply %m, %fv : tensor<64xf32>
+    %r = stablehlo.reduce(%mv init: %c0) applies stablehlo.add across dimensions = [0] : (tensor<64xf32>, tensor<f32>) -> tensor<f32>"""
+    d, _ = _fractions(body)
+    assert d >= counts.UNBOUNDED

@@ -56,6 +56,11 @@ OFFSETS = True
 # at 44.7): the class is pinned (docs/shrinking.md, rule k "non-affine splits";
 # gen_count_forms.py count_square). A switch so the tests can show the hole it closes.
 SPLITS = True
+# Rule (k), rational degrees: two programs with count-dependent denominators differ by
+# p1 / q1 - p2 / q2, whose numerator p1 q2 - p2 q1 has degree up to D + S1 + S2 (S: each
+# program's count-dependent denominators, with multiplicity), not D: the pair's bound adds
+# both (docs/shrinking.md, rule k "rational degrees"; gen_count_forms.py count_rational).
+RATIONAL = True
 # A power with a constant integer exponent up to this is multiplied out by the verifier
 # (semantics/elementwise.py): its degree is the exponent times its base's, not an atom's.
 MAX_EXPONENT = 64
@@ -71,12 +76,66 @@ class PredicatedSums:
 
 
 def count_bounds(fa: ProgramFacts, a: DimAnalysis, families: dict[int, set[int]], degree: dict[int, int],
-                 out: Bounds, lookups: IndexPredicates | None = None) -> None:
+                 out: Bounds, lookups: IndexPredicates | None = None,
+                 other_poles: dict[frozenset[int], int] | None = None) -> None:
     """Rule (k) for one program: per family whose sums read data predicates, the bound
     D + T d + threshold on every class summed over (or a pin), into `out`. `lookups`: the
-    program's compares evaluated on the assumed input ranges (`lookups.index_predicates`)."""
-    data = _data_values(fa)
+    program's compares evaluated on the assumed input ranges (`lookups.index_predicates`).
+    `other_poles`: per family, the pair's other programs' S (`count_poles`): the difference
+    of two fractions p1 / q1 - p2 / q2 has the numerator p1 q2 - p2 q1, whose degree is at
+    most max(D1, D2) + S1 + S2."""
     lookups = lookups if LOOKUPS and lookups is not None else IndexPredicates()
+    found = _predicated(fa, a, families, lookups)
+    for fam, ps in found.items():
+        if not ps.sums:
+            continue
+        flow = _Flow(fa, ps.results)
+        d_out = flow.result_degree()
+        threshold = flow.threshold
+        m = len(ps.predicates)
+        exact = lookups.types(ps.predicates)
+        types = exact if exact is not None else 2 ** m
+        poles = flow.poles + (other_poles or {}).get(fam, 0) if RATIONAL else 0
+        if poles and d_out < UNBOUNDED:
+            # p1 / q1 - p2 / q2 = (p1 q2 - p2 q1) / (q1 q2): the numerator's degree is at most
+            # D plus every affine denominator of both programs (count_rational).
+            d_out = min(d_out + poles, UNBOUNDED)
+        for c, ops in ps.sums.items():
+            where = ops[0].loc or ops[0].name
+            if d_out >= UNBOUNDED or types > 2 ** MAX_PREDICATES:
+                why = (f"a sum over it of data predicates (at {where}) whose results meet a non-polynomial op"
+                       if d_out >= UNBOUNDED else f"a sum over it of {m} data predicates (at {where})"
+                       + (f" of {types} types on the assumed input ranges" if exact is not None else ""))
+                out.pins.setdefault(c, "rule k: " + why)
+                continue
+            if d_out == 0:
+                continue
+            bound, formula = count_bound(d_out, types, max(degree.get(c, 1), 1), threshold)
+            kinds = f", {types} types on the assumed input ranges" if exact is not None else ""
+            dens = f" (D counts {poles} count-dependent denominator{'s' if poles > 1 else ''} of the pair)" \
+                if poles else ""
+            out.at_least(c, bound, f"counts of {m} data predicate{'s' if m > 1 else ''}{kinds} summed at {where}: "
+                                   f"{formula}{dens}")
+
+
+def count_poles(fa: ProgramFacts, a: DimAnalysis, families: dict[int, set[int]],
+                lookups: IndexPredicates | None = None) -> dict[frozenset[int], int]:
+    """Per family whose sums read data predicates: the largest S of the program's results
+    (its divides by count-dependent values, with multiplicity; `_Flow.poles`), which its
+    partner's bound adds (`count_bounds`)."""
+    lookups = lookups if LOOKUPS and lookups is not None else IndexPredicates()
+    out: dict[frozenset[int], int] = {}
+    for fam, ps in _predicated(fa, a, families, lookups).items():
+        if ps.sums:
+            flow = _Flow(fa, ps.results)
+            flow.result_degree()
+            out[fam] = flow.poles
+    return out
+
+
+def _predicated(fa: ProgramFacts, a: DimAnalysis, families: dict[int, set[int]],
+                lookups: IndexPredicates) -> dict[frozenset[int], PredicatedSums]:
+    data = _data_values(fa)
     found: dict[frozenset[int], PredicatedSums] = {}
     for op in fa.ops():
         if op.name != "stablehlo.compare" or not any(v in data for v in op.operands):
@@ -90,27 +149,7 @@ def count_bounds(fa: ProgramFacts, a: DimAnalysis, families: dict[int, set[int]]
             if a.classes[c].size > 1:
                 fam = frozenset(families[c])
                 _follow(fa, a, fam, op.results[0], found.setdefault(fam, PredicatedSums()))
-    for ps in found.values():
-        if not ps.sums:
-            continue
-        d_out, threshold = outer_degree(fa, ps.results)
-        m = len(ps.predicates)
-        exact = lookups.types(ps.predicates)
-        types = exact if exact is not None else 2 ** m
-        for c, ops in ps.sums.items():
-            where = ops[0].loc or ops[0].name
-            if d_out >= UNBOUNDED or types > 2 ** MAX_PREDICATES:
-                why = (f"a sum over it of data predicates (at {where}) whose results meet a non-polynomial op"
-                       if d_out >= UNBOUNDED else f"a sum over it of {m} data predicates (at {where})"
-                       + (f" of {types} types on the assumed input ranges" if exact is not None else ""))
-                out.pins.setdefault(c, "rule k: " + why)
-                continue
-            if d_out == 0:
-                continue
-            bound, formula = count_bound(d_out, types, max(degree.get(c, 1), 1), threshold)
-            kinds = f", {types} types on the assumed input ranges" if exact is not None else ""
-            out.at_least(c, bound, f"counts of {m} data predicate{'s' if m > 1 else ''}{kinds} summed at {where}: "
-                                   f"{formula}")
+    return found
 
 
 def count_bound(d_out: int, types: int, d: int, threshold: int) -> tuple[int, str]:
@@ -237,8 +276,7 @@ def outer_degree(fa: ProgramFacts, seeds: set[str]) -> tuple[int, int]:
     the largest constant a count-dependent value is compared or clipped with. D is
     UNBOUNDED when a count meets an op without a polynomial degree."""
     flow = _Flow(fa, seeds)
-    deg = flow.block(fa.module.main.body, {})
-    return max((deg.get(r, 0) for r in fa.module.main.body.returns), default=0), flow.threshold
+    return flow.result_degree(), flow.threshold
 
 
 @dataclass
@@ -247,13 +285,55 @@ class _Flow:
     seeds: set[str]
     threshold: int = 0
     calls: dict[tuple[str, tuple[int, ...]], list[int]] = field(default_factory=dict)
+    # RATIONAL: per value v, S(v), its divides by a count-dependent (affine) value with
+    # multiplicity (a divide adds one; products, sums, selects add their operands'; a power
+    # e multiplies by e), kept in the degree dict under _S + v. v Q_v is a polynomial of
+    # degree <= D(v) + S(v) (docs/shrinking.md, rule k "rational degrees"); `poles` is the
+    # results' largest S.
+    poles: int = 0
+    call_s: dict[tuple[str, tuple[int, ...]], list[int]] = field(default_factory=dict)
+
+    def result_degree(self) -> int:
+        body = self.facts.module.main.body
+        deg = self.block(body, {})
+        self.poles = max((deg.get(_S + r, 0) for r in body.returns), default=0)
+        return max((deg.get(r, 0) for r in body.returns), default=0)
 
     def block(self, block: Block, deg: dict[str, int]) -> dict[str, int]:
         for op in block.ops:
-            for k, d in enumerate(self.op(op, deg)):
+            if RATIONAL and _meets_fraction(op, deg):
+                # a fraction of counts summed over elements, contracted, looped over or
+                # passed to a function: its denominators multiply past this count: no bound
+                for r in op.results:
+                    deg[r] = UNBOUNDED
+                continue
+            ds = self.op(op, deg)
+            ss = self.fractions(op, deg) if RATIONAL else [0] * len(op.results)
+            for k, d in enumerate(ds):
                 r = op.results[k]
                 deg[r] = max(d, 1) if r in self.seeds else d
+                if ss[k]:
+                    deg[_S + r] = ss[k]
         return deg
+
+    def fractions(self, op: Op, deg: dict[str, int]) -> list[int]:
+        """S of op's results (see `poles`), from its operands' (op: not a region op, no
+        call with a fraction passed in)."""
+        n, out = op.name, len(op.results)
+        ss = [deg.get(_S + o, 0) for o in op.operands]
+        if n == "func.call":
+            key = (op.attrs.get("callee", ""), tuple(deg.get(o, 0) for o in op.operands))
+            return list(self.call_s.get(key, [0] * out))
+        if op.regions:
+            return [0] * out
+        if n == "stablehlo.divide" and deg.get(op.operands[1], 0):
+            return [ss[0] + ss[1] + 1] * out
+        if n == "stablehlo.power" and ss[0]:
+            e = self.constant(op.operands[1])
+            if e is not None and float(e).is_integer() and 0 <= e <= MAX_EXPONENT:
+                return [ss[0] * int(e) + ss[1]] * out
+            return [UNBOUNDED] * out
+        return [min(sum(ss), UNBOUNDED)] * out
 
     def op(self, op: Op, deg: dict[str, int]) -> list[int]:
         ds = [deg.get(o, 0) for o in op.operands]
@@ -346,6 +426,7 @@ class _Flow:
             self.calls[key] = [UNBOUNDED] * len(op.results)  # no recursion (the reader refuses it)
             inner = self.block(fn.body, dict(zip(fn.body.args, ds)))
             self.calls[key] = [inner.get(r, 0) for r in fn.body.returns]
+            self.call_s[key] = [inner.get(_S + r, 0) for r in fn.body.returns]
         return self.calls[key]
 
     def pole(self, v: str) -> int | None:
@@ -404,6 +485,18 @@ class _Flow:
         return splat(d[0]) if d is not None and d[0].name == "stablehlo.constant" else None
 
 
+_S = "S:"  # the degree dict's key prefix for S (SSA names start with %)
+
+
+def _meets_fraction(op: Op, deg: dict[str, int]) -> bool:
+    """A value with count-dependent denominators (S > 0) entering a region op (a sum over
+    elements, a loop), a call or a contraction."""
+    if not (op.regions or op.name == "func.call" or op.name in DOTS):
+        return False
+    used = list(op.operands) + [o for region in op.regions for x in region.walk() for o in x.operands]
+    return any(deg.get(_S + o, 0) for o in used)
+
+
 def _selects(op: Op) -> bool:
     body = op.regions[0].ops if op.regions else []
     return len(body) == 1 and body[0].name in ("stablehlo.maximum", "stablehlo.minimum")
@@ -421,5 +514,5 @@ def _piece(c: float | int | None) -> int:
     return int(abs(c)) + 1 if c is not None and math.isfinite(c) else 0
 
 
-__all__ = ["ATOMS", "MAX_EXPONENT", "MAX_PREDICATES", "OFFSETS", "POLES", "SPLITS",
-           "count_bound", "count_bounds", "outer_degree"]
+__all__ = ["ATOMS", "MAX_EXPONENT", "MAX_PREDICATES", "OFFSETS", "POLES", "RATIONAL", "SPLITS",
+           "count_bound", "count_bounds", "count_poles", "outer_degree"]

@@ -31,7 +31,7 @@ from tv_mlir.frontend.classify import classify_pair, is_classified
 from tv_mlir.ir import Module
 from tv_mlir.semantics.ops import MULTIPLYING_REDUCERS, SELECTING_REDUCERS
 from tv_mlir.shrink.constants import order, sites, tie_constants
-from tv_mlir.shrink.counts import count_bounds
+from tv_mlir.shrink.counts import count_bounds, count_poles
 from tv_mlir.shrink.degree import UNBOUNDED, summand_degrees
 from tv_mlir.shrink.dims import DimAnalysis, analyse
 from tv_mlir.shrink.facts import ProgramFacts, role_constants
@@ -181,8 +181,16 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
         exchanged(fa, a, rules)
     counts = Bounds()
     if COUNTS:
-        for fa in facts:
-            count_bounds(fa, a, families, degree, counts, index_predicates(fa, ranges))
+        looked = [index_predicates(fa, ranges) for fa in facts]
+        poles = [count_poles(fa, a, families, lk) for fa, lk in zip(facts, looked)]
+        for i, (fa, lk) in enumerate(zip(facts, looked)):
+            # the other programs' count-dependent denominators (rule k, rational degrees)
+            others: dict[frozenset[int], int] = {}
+            for j, pj in enumerate(poles):
+                if j != i:
+                    for fam, sj in pj.items():
+                        others[fam] = others.get(fam, 0) + sj
+            count_bounds(fa, a, families, degree, counts, lk, others)
     for c, b in counts.mins.items():
         mins[c] = max(mins[c], b)
         note(c, "k", f"rule k: {counts.why[c]} (at least {b})")
