@@ -133,10 +133,19 @@ def _exit_1_needs_confirmation(verdict: Verdict, options: Options) -> None:
     verdict.reason = f"not confirmed at the original sizes ({where}): {verdict.reason}"
 
 
+def _input_names(ref: Module) -> list[str]:
+    """The names `--assume` and the reports give the pair's inputs."""
+    return list(ref.main.arg_names) or [f"arg{i}" for i in range(len(ref.global_arg_types()))]
+
+
+def _assumed_bounds(ref: Module, options: Options) -> list[Any]:
+    """Per input of `ref`, what `--assume` bounds it to (`assume.resolve`)."""
+    return resolve_bounds(options.assume, _input_names(ref), ref.global_arg_types())
+
+
 def _check_assume(ref: Module, options: Options) -> None:
     """Every --assume names an integer input of the pair (UsageError before any proof)."""
-    names = list(ref.main.arg_names) or [f"arg{i}" for i in range(len(ref.global_arg_types()))]
-    resolve_bounds(options.assume, names, ref.global_arg_types())
+    _assumed_bounds(ref, options)
 
 
 def assumed(options: Options) -> dict[str, list[int | str]]:
@@ -264,9 +273,8 @@ def _full_size_check(verdict: Verdict, shrunk: bool, originals: tuple[Module, Mo
         return
     ref, other = originals
     progress(options, "full-size check: both original programs on XLA")
-    names = list(ref.main.arg_names) or [f"arg{i}" for i in range(len(ref.global_arg_types()))]
-    out = fullsize.check(ref, other, options.full_size_check, runner, names,
-                         resolve_bounds(options.assume, names, ref.global_arg_types()))
+    out = fullsize.check(ref, other, options.full_size_check, runner, _input_names(ref),
+                         _assumed_bounds(ref, options))
     verdict.full_size_check = out.check
     progress(options, f"full-size check: {out.check.outcome}: {out.check.reason}")
     if out.counterexample is not None:
@@ -359,9 +367,9 @@ def _shrink(ref: Loaded | Module, other: Loaded | Module, ref_m: Module, other_m
     shrunk class that many admissible sizes larger, `budget` its element budget (plan.plan)."""
 
     try:
-        names = list(ref_m.main.arg_names) or [f"arg{i}" for i in range(len(ref_m.global_arg_types()))]
-        ranges = resolve_bounds(options.assume, names, ref_m.global_arg_types())  # rule k's index predicates
-        result = shrink_pair(ref, other, ref_m, other_m, grow=grow, budget=budget, ranges=ranges)
+        # the assumed ranges: rule k's index predicates (shrink/lookups.py)
+        result = shrink_pair(ref, other, ref_m, other_m, grow=grow, budget=budget,
+                             ranges=_assumed_bounds(ref_m, options))
     except Unsupported as exc:
         progress(options, f"shrink: not applied ({exc})")
         return ref_m, other_m, {"applied": False, "reason": str(exc)}, None

@@ -146,11 +146,17 @@ class Symbolic(Algebra, Protocol):
 # Shared by the symbolic algebras (their elements live in numpy object arrays).
 
 
-def contents_key(alg: Algebra, arrays: Sequence[Any]) -> tuple[Any, ...] | None:
-    """The arrays' contents as one key (`Algebra.content_key`), None if any has none."""
+def contents_key(alg: Algebra, arrays: Sequence[Any], memo: dict[int, Any] | None = None
+                 ) -> tuple[Any, ...] | None:
+    """The arrays' contents as one key (`Algebra.content_key`), None if any has none.
+    `memo` (array id -> key, for arrays the caller keeps alive): a replicated argument or a
+    result shared by several devices is the same array on each, keyed once."""
     keys = []
     for a in arrays:
-        k = alg.content_key(a)
+        if memo is None:
+            k = alg.content_key(a)
+        else:
+            k = memo[id(a)] if id(a) in memo else memo.setdefault(id(a), alg.content_key(a))
         if k is None:
             return None
         keys.append(k)

@@ -261,9 +261,10 @@ class Interpreter:
         # its group, a replicated computation) are observed once: the observer's merges
         # hold for the same terms on any device.
         seen: dict[Any, list[np.ndarray]] = {}
+        memo: dict[int, Any] = {}
         for d in range(n):
             mine = [p[d] for p in parts]
-            key = contents_key(self.alg, mine)
+            key = contents_key(self.alg, mine, memo)
             got = seen.get(key) if key is not None else None
             if got is None:
                 op_d = replace(op, results=tuple(f"{name}@{d}" for name in op.results))

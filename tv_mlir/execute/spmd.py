@@ -115,10 +115,11 @@ def step(interp: Any, op: Op, args: list[Any], types: tuple[TensorType, ...]) ->
     # shared as the same arrays, which the observer then also sees once (`Interpreter._observe`).
     outs: list[list[Any]] = []
     keys: dict[Any, int] = {}
+    memo: dict[int, Any] = {}
     shareable = not op.regions or not _free_values(interp, op)
     for d in range(n):
         dargs = [a.parts[d] if isinstance(a, Local) else a for a in args]
-        key = contents_key(interp.alg, dargs) if shareable else None
+        key = contents_key(interp.alg, dargs, memo) if shareable else None
         if key is not None and key in keys:
             outs.append(outs[keys[key]])
             continue
@@ -126,7 +127,6 @@ def step(interp: Any, op: Op, args: list[Any], types: tuple[TensorType, ...]) ->
             keys[key] = d
         outs.append(interp.view(d).apply(op, dargs, types))
     return [Local(tuple(o[k] for o in outs)) for k in range(len(op.results))]
-
 
 
 def run_per_device_entry(interp: Any, module: Module, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
