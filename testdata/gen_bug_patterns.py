@@ -122,6 +122,11 @@ WRONG_ROWS_BIG = _sub(r"dense<\[0, 64, 128, 192\]> : tensor<4xi32>",
                       lambda m: "dense<[192, 128, 64, 0]> : tensor<4xi32>")
 
 
+# The realistic sizes (issue 15): one-line edits of XLA's own partitioned modules.
+SHIFT_BIG_WRONG_END = _sub(r"slice %arg0 \[0:1, 0:1024\]", lambda m: "slice %arg0 [1023:1024, 0:1024]")
+CONV_BIG_WRONG_END = _sub(r"slice %arg0 \[0:8, 0:1, 0:64, 0:64\]", lambda m: "slice %arg0 [0:8, 127:128, 0:64, 0:64]")
+
+
 @dataclass
 class Pattern:
     name: str
@@ -147,6 +152,14 @@ PATTERNS = [
     # The same at a size the verifier shrinks (the contraction and free dims are shrinkable).
     Pattern("matmul_rows_big", matmul, (jax.ShapeDtypeStruct((256, 512), F32), jax.ShapeDtypeStruct((512, 128), F32)),
             (S(None, "sp"), S("sp", None)), S("sp", None), {"wrong_rows": WRONG_ROWS_BIG}),
+    # Issue 15's realistic sizes: shrunk (scatter and convolution rules, offset tables) and
+    # verified in seconds; the halo from the wrong neighbour or the wrong end of it, and the
+    # strided window a row off, confirmed on XLA at these sizes.
+    Pattern("shift_big", shift, (jax.ShapeDtypeStruct((4096, 1024), F32),), (S("sp", None),), S("sp", None),
+            {"reversed_halo": REVERSE_HALO, "wrong_end": SHIFT_BIG_WRONG_END}),
+    Pattern("conv_big", conv, (jax.ShapeDtypeStruct((8, 512, 64, 64), F32), jax.ShapeDtypeStruct((3, 3, 64, 64), F32)),
+            (S(None, "sp"), S()), S(None, "sp"),
+            {"reversed_halo": REVERSE_HALO, "window_offset": CONV_WINDOW_OFFSET, "wrong_end": CONV_BIG_WRONG_END}),
     Pattern("fft", fft, (jax.ShapeDtypeStruct((8, 4), F32),), (S("sp", None),), S("sp", None),
             {"wrong_slice": FFT_WRONG_SLICE}),
     Pattern("fft_big", fft, (jax.ShapeDtypeStruct((64, 256), F32),), (S("sp", None),), S("sp", None),
@@ -154,8 +167,91 @@ PATTERNS = [
 ]
 
 
+# --- Adversarial pairs of the shrink rules these patterns need (docs/shrinking.md,
+# "Scatter and convolution"): single-device programs `<name>.{ref,ok,bug}.mlir`, each bug
+# hidden at the shrunk sizes when its rule's bound is switched off.
+
+def _conv1d(x, w, pad):
+    return lax.conv_general_dilated(x, w, (1,), (pad,), dimension_numbers=("NWC", "WIO", "NWC"))
+
+
+def _neighbours(x):
+    """x[t - 1] * x[t + 1] of the channel sums (zero padded): 0 at both ends, so a term that
+    exists only where a position has a neighbour on each side."""
+    xs = jnp.sum(x, axis=-1, keepdims=True)
+    left = jnp.array([1.0, 0.0, 0.0], F32).reshape(3, 1, 1)
+    right = jnp.array([0.0, 0.0, 1.0], F32).reshape(3, 1, 1)
+    return _conv1d(xs, left, (1, 1)) * _conv1d(xs, right, (1, 1))
+
+
+def conv_interior_ref(x, w):
+    return _conv1d(x, w, (1, 1))
+
+
+def conv_interior_ok(x, w):
+    # the same padding written as a pad, then a conv without padding
+    return _conv1d(jnp.pad(x, ((0, 0), (1, 1), (0, 0))), w, (0, 0))
+
+
+def conv_interior_bug(x, w):
+    # a term at interior positions only: no position of a class shrunk to 2 or less has
+    # both neighbours, so the convolution's zones (CONV_ZONES) are what keep it visible
+    return _conv1d(x, w, (1, 1)) + 0.1 * _neighbours(x)
+
+
+ROW = 5
+
+
+def scatter_row_ref(a, v):
+    return a.at[ROW].set(v)
+
+
+def scatter_row_ok(a, v):
+    rows = lax.broadcasted_iota(jnp.int32, a.shape, 0)
+    return jnp.where(rows == ROW, v[None, :], a)
+
+
+def scatter_row_bug(a, v):
+    # the row written one position further: below 7 rows both writes fall off the end,
+    # where a scatter skips them, so the scatter's zone (SCATTER_ZONES) keeps the rows
+    return a.at[ROW + 1].set(v)
+
+
+@dataclass
+class RulePair:
+    name: str
+    ref: Callable[..., Any]
+    ok: Callable[..., Any]
+    bug: Callable[..., Any]
+    args: tuple[Any, ...]
+
+
+RULE_PAIRS = [
+    RulePair("conv_interior", conv_interior_ref, conv_interior_ok, conv_interior_bug,
+             (jax.ShapeDtypeStruct((2, 64, 8), F32), jax.ShapeDtypeStruct((3, 8, 8), F32))),
+    RulePair("scatter_row", scatter_row_ref, scatter_row_ok, scatter_row_bug,
+             (jax.ShapeDtypeStruct((64, 8), F32), jax.ShapeDtypeStruct((8,), F32))),
+]
+
+
+def _check_on_xla(p: RulePair) -> None:
+    """The ground truth at the original sizes: ok equals ref, bug differs."""
+    import numpy as np
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(a.shape).astype(np.float32) for a in p.args]
+    ref, ok, bug = (np.asarray(jax.jit(f)(*args)) for f in (p.ref, p.ok, p.bug))
+    if not np.allclose(ref, ok, atol=1e-4) or np.allclose(ref, bug, atol=1e-4):
+        raise SystemExit(f"{p.name}: the twins do not behave as described on XLA")
+
+
 def main() -> None:
     OUT.mkdir(exist_ok=True)
+    for rp in RULE_PAIRS:
+        _check_on_xla(rp)
+        for kind, fn in (("ref", rp.ref), ("ok", rp.ok), ("bug", rp.bug)):
+            text = jax.jit(fn, keep_unused=True).lower(*rp.args).as_text(debug_info=True)
+            (OUT / f"{rp.name}.{kind}.mlir").write_text(text)
+        print(rp.name, "ref, ok, bug")
     for p in PATTERNS:
         ref, part = tj.export_pair(p.fn, *p.args, in_shardings=p.in_shardings, out_shardings=p.out_shardings,
                                    directory=OUT, name=p.name)

@@ -15,6 +15,8 @@ a counterexample replayed on XLA at the programs' own sizes.
   contractions with DFT matrices (passes/complex.py); its cosines are uninterpreted, so the
   verdict lists the approximation; bug: a shard's slice taken at the wrong offset. fft_big is
   the same at (64, 256), its bug found at the programs' own sizes.
+- shift_big: the shift at f32[4096,1024] (issue 15), verified at 16 x 1 (scatter window
+  and offset table rules); bugs: the halo from the wrong neighbour and from the wrong end.
 """
 from __future__ import annotations
 
@@ -33,7 +35,10 @@ DATA = ROOT / "testdata" / "bug_patterns"
 CORRECT = ["shift", "conv", "matmul_replicated", "matmul_rows", "matmul_rows_big"]
 BUGS = [("shift", "reversed_halo"), ("conv", "reversed_halo"), ("conv", "window_offset"),
         ("matmul_replicated", "wrong_groups"), ("matmul_rows", "wrong_rows"), ("matmul_rows_big", "wrong_rows"),
-        ("fft", "wrong_slice"), ("fft_big", "wrong_slice")]
+        ("fft", "wrong_slice"), ("fft_big", "wrong_slice"),
+        # realistic size, shrunk through the scatter rule and the offset table (the correct
+        # twin and conv_big take 10-30 s: make bench, section patterns)
+        ("shift_big", "reversed_halo"), ("shift_big", "wrong_end")]
 
 
 def _ref(name: str) -> Path:

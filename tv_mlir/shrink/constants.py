@@ -46,6 +46,12 @@ INT_DIVISOR = 4
 # Rule (a), ratios (`ratios`): scaled size values map injectively too. The switch is for
 # the tests that show what the rule does.
 RATIOS = True
+# Rule (h), offset tables: XLA's partitioned modules start a shard's block at
+# table[coordinate[pid]], a constant table of every shard's start q * B (B the block's
+# size); such a table is rewritten with q * B' like the scalar `shard * rows` offsets, and
+# a table that only selects an entry of another table (the coordinate table) holds block
+# counts, which shrinking keeps. Off: a table pins the class it offsets, as before.
+OFFSET_TABLES = True
 
 
 @dataclass
@@ -71,6 +77,16 @@ class Sites:
     chains: list[Multiplier] = field(default_factory=list)
     # Rule (a), integer overflow: arithmetic that leaves its type at the original sizes.
     overflows: list[OverflowSite] = field(default_factory=list)
+    # Offset tables (OFFSET_TABLES): (program, constant) -> (block counts q, block class),
+    # the table holding q * B for the class's size B; and tables read at blocks of two
+    # different classes or sizes (not rewritten: the sites that read them pin).
+    tables: dict[tuple[str, str], tuple[tuple[int, ...], int]] = field(default_factory=dict)
+    clashing_tables: set[tuple[str, str]] = field(default_factory=set)
+
+    def table_values(self, sizes: list[int], original: list[int]) -> dict[tuple[str, str], tuple[int, ...]]:
+        """The rewritten offset tables of the classes that shrink."""
+        return {k: tuple(x * sizes[c] for x in q) for k, (q, c) in self.tables.items()
+                if k not in self.clashing_tables and sizes[c] != original[c]}
 
 
 def sites(a: DimAnalysis, facts: list[ProgramFacts]) -> Sites:
@@ -94,9 +110,16 @@ def sites(a: DimAnalysis, facts: list[ProgramFacts]) -> Sites:
             elif op.name in DYNAMIC_SLICES:
                 # Block-aligned slices: offsets from device ids and tied constants only.
                 starts = op.operands[1:] if op.name == "stablehlo.dynamic_slice" else op.operands[2:]
+                small = op.results[0] if op.name == "stablehlo.dynamic_slice" else op.operands[1]
                 for d, start in enumerate(starts):
-                    consts = [(fa.program, name, splat(fa.defs[name][0]), only_device(fa, name))
-                              for name in block_offset_constants(fa, start)]
+                    consts = []
+                    for name in block_offset_constants(fa, start):
+                        v = splat(fa.defs[name][0])
+                        table = _table(fa, a, name, op.operands[0], small, d) if v is None and OFFSET_TABLES else None
+                        if isinstance(table, tuple):
+                            if out.tables.setdefault((fa.program, name), table) != table:
+                                out.clashing_tables.add((fa.program, name))
+                        consts.append((fa.program, name, v, table is not None or only_device(fa, name)))
                     out.offsets.append((a.class_of[(fa.program, op.operands[0], d)], f"{op.name} at {op.loc}",
                                         index_sources(fa, start) & {"iota", "float", "input"}, consts))
             elif op.name == "stablehlo.gather":
@@ -106,6 +129,31 @@ def sites(a: DimAnalysis, facts: list[ProgramFacts]) -> Sites:
                 for d in (g.start_index_map if g is not None and bad else ()):
                     out.offsets.append((a.class_of[(fa.program, op.operands[0], d)], f"gather at {op.loc}", bad, []))
     return out
+
+
+def _table(fa: ProgramFacts, a: DimAnalysis, name: str, big: str, small: str,
+           d: int) -> tuple[tuple[int, ...], int] | str | None:
+    """What a non-splat integer constant behind a block offset is: "selector" when it is
+    only looked up (as a dynamic_slice's operand) to index another constant table (XLA's
+    device -> shard coordinate table: its entries count blocks); (q, block class) when it
+    is only looked up and every entry is q * B, B the block's size along `d` and the block
+    inside the dim (an offset table); None otherwise."""
+    op = fa.defs[name][0]
+    value = op.attrs.get("value")
+    uses = fa.uses.get(name, [])
+    if not isinstance(value, np.ndarray) or value.dtype.kind not in "iu" or value.ndim != 1 or not uses or \
+            any(u.name != "stablehlo.dynamic_slice" or u.operands[0] != name or name in u.operands[1:] for u in uses):
+        return None
+    looked = [w for u in uses for w in through_broadcasts(fa, u.results[0])]
+    if looked and all(w.name == "stablehlo.dynamic_slice" and k >= 1 and w.operands[0] in fa.defs
+                      and fa.defs[w.operands[0]][0].name == "stablehlo.constant" for w, k in looked):
+        return "selector"
+    n = a.types[(fa.program, big)].shape[d]
+    m = a.types[(fa.program, small)].shape[d]
+    entries = [int(x) for x in value.tolist()]
+    if m <= 0 or m == n or any(x % m or not 0 <= x <= n - m for x in entries):
+        return None
+    return tuple(x // m for x in entries), a.class_of[(fa.program, small, d)]
 
 
 def ratios(a: DimAnalysis, where: Sites, sizes: list[int], tied: dict[tuple[str, str], float | int],
@@ -333,7 +381,8 @@ def tie_constants(a: DimAnalysis, where: Sites, constants: list[Constant], sizes
         if bad:
             pins.setdefault(c, f"{site}: offsets computed from {' and '.join(sorted(bad))} values")
         for program, name, offset, mesh_step in consts:
-            if (program, name) not in tied and offset not in (0, 1) and not mesh_step:
+            if (program, name) in where.clashing_tables or \
+                    ((program, name) not in tied and offset not in (0, 1) and not mesh_step):
                 pins.setdefault(c, f"{site}: start offset uses constant {offset}")
     return tied, pins, bounds, tied_classes
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from tv_mlir.ir import Block, Op
+from tv_mlir.ir import Block, ConvDims, Op
 from tv_mlir.semantics.ops import DEGREE_ADDING, DEGREE_PRESERVING, DOTS, TRANSCENDENTAL_OPS
 from tv_mlir.shrink.degree import PIECEWISE, UNBOUNDED
 from tv_mlir.shrink.dims import DimAnalysis
@@ -218,6 +218,12 @@ def _follow(fa: ProgramFacts, a: DimAnalysis, fam: frozenset[int], start: str, p
                 body = op.regions[0].ops
                 if len(body) == 1 and body[0].name == "stablehlo.add":
                     found_any |= _record(fa, a, fam, op, v, tuple(op.attrs["dimensions"]), ps)
+            elif op.name == "stablehlo.convolution" and v in op.operands[:2] \
+                    and isinstance(op.attrs.get("dimension_numbers"), ConvDims):
+                # Input features are contracted like a dot's contracting dims.
+                dn = op.attrs["dimension_numbers"]
+                dims = (dn.input_feature,) if op.operands[0] == v else (dn.kernel_input_feature,)
+                found_any |= _record(fa, a, fam, op, v, dims, ps)
             elif op.name in DOTS and v in op.operands:
                 dn = op.attrs.get("dot_dimension_numbers")
                 k = list(op.operands).index(v)
@@ -491,7 +497,7 @@ _S = "S:"  # the degree dict's key prefix for S (SSA names start with %)
 def _meets_fraction(op: Op, deg: dict[str, int]) -> bool:
     """A value with count-dependent denominators (S > 0) entering a region op (a sum over
     elements, a loop), a call or a contraction."""
-    if not (op.regions or op.name == "func.call" or op.name in DOTS):
+    if not (op.regions or op.name == "func.call" or op.name in DOTS or op.name == "stablehlo.convolution"):
         return False
     used = list(op.operands) + [o for region in op.regions for x in region.walk() for o in x.operands]
     return any(deg.get(_S + o, 0) for o in used)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tv_mlir.ir import Block, Op
+from tv_mlir.ir import Block, ConvDims, Op
 from tv_mlir.semantics.ops import BRANCHES, DEGREE_ADDING, DEGREE_PRESERVING, DOTS
 from tv_mlir.shrink.dims import DimAnalysis
 from tv_mlir.shrink.facts import ProgramFacts, splat
@@ -290,6 +290,15 @@ def summand_degrees(facts: ProgramFacts, analysis: DimAnalysis, families: dict[i
                     out[c] = max(out.get(c, 0), deg)
                     if deg == 0:
                         counted.add(c)
+            elif op.name == "stablehlo.convolution" and isinstance(op.attrs.get("dimension_numbers"), ConvDims):
+                # Input features are contracted as a dot_general's contracting dims are.
+                lhs, rhs = op.operands[:2]
+                c = analysis.class_of[(facts.program, lhs, op.attrs["dimension_numbers"].input_feature)]
+                d = degrees(c)
+                deg = d.of(lhs) + d.of(rhs)
+                out[c] = max(out.get(c, 0), deg)
+                if deg == 0:
+                    counted.add(c)
             elif op.name == "stablehlo.reduce":
                 body = op.regions[0].ops
                 if len(body) != 1 or body[0].name != "stablehlo.add":

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
+
 from tv_mlir.frontend.classify import parse_gspmd
-from tv_mlir.ir import Op, Sharding, TensorType
+from tv_mlir.ir import ConvDims, Op, ScatterDims, Sharding, TensorType
 from tv_mlir.semantics.ops import (
     ASSOCIATIVE_REDUCERS,
     BRANCHES,
@@ -26,6 +28,24 @@ from tv_mlir.semantics.ops import (
 from tv_mlir.shrink.walker import Walker
 
 DimRule = Callable[[Walker, Op, str], None]  # (walker, op, "op at loc")
+
+# Rule (h) for scatter (docs/shrinking.md, "Scatter and convolution"): window dims a
+# scatter takes whole are elementwise, and a window written at constant start indices is a
+# slice of the operand at constant distances from its ends. Off: every scatter pins.
+SCATTER = True
+# The scatter's end zones: a window written at constant indices is read at distances up
+# to its start and end from the dim's ends (halo width), and widens the result's zones by
+# them. Off: no zone (a row written at index 5 falls off a class shrunk below 6, where the
+# scatter skips it in both twins: scatter_row).
+SCATTER_ZONES = True
+# Rule (h) for convolution: batch and output features are free, input features summed
+# (Newton, like a contraction), spatial dims an offset (stride 1) or a scale by the stride
+# (plus a constant) of the output's. Off: every convolution pins.
+CONVOLUTION = True
+# The convolution's end zones: its padding widens the result's zones and the window's
+# reach (padding, K - 1) is a halo width of the input's class, as slices and pads are.
+# Off: the convolution adds no zone (a bug at interior positions hides: conv_interior).
+CONV_ZONES = True
 
 
 def _elementwise(w: Walker, op: Op, why: str) -> None:
@@ -327,6 +347,171 @@ def _gather(w: Walker, op: Op, why: str) -> None:
             w.uf.pin(w.node(operand, d), f"gather at {op.loc}")
 
 
+def _constant_ints(w: Walker, value: str) -> np.ndarray | None:
+    """A constant integer operand's values, also a scalar constant broadcast or reshaped
+    (jax writes a scatter's index 0 as a broadcast scalar); None otherwise."""
+    op, moved = w.producer(value), False
+    while op is not None and op.name in ("stablehlo.broadcast_in_dim", "stablehlo.reshape"):
+        op, moved = w.producer(op.operands[0]), True
+    if op is None or op.name != "stablehlo.constant":
+        return None
+    v = np.asarray(op.attrs.get("value"))
+    if v.dtype.kind not in "iu" or (moved and v.size != 1):
+        return None
+    shape = w.types[value].shape
+    return np.broadcast_to(v.reshape(-1)[0], shape) if v.size == 1 else v.reshape(shape)
+
+
+def _window_start(w: Walker, indices: str, sd: ScatterDims) -> dict[int, int] | None:
+    """Operand dim -> start of the one window a scatter writes when its indices are a
+    constant holding a single index vector (no scatter batch dims); None otherwise."""
+    vals = _constant_ints(w, indices)
+    shape = w.types[indices].shape
+    vec = sd.index_vector_dim
+    batch = [n for d, n in enumerate(shape) if d != vec]
+    if vals is None or sd.input_batching_dims or any(n != 1 for n in batch):
+        return None
+    flat = vals.reshape(-1)
+    if len(flat) != len(sd.scatter_dims_to_operand_dims):
+        return None
+    return {d: int(x) for d, x in zip(sd.scatter_dims_to_operand_dims, flat)}
+
+
+def _scatter(w: Walker, op: Op, why: str) -> None:
+    """Each result is its operand with windows of the updates combined in. Along an
+    operand dim that every window covers whole from 0 (not addressed by the indices), the
+    scatter does the same at every position: the operand, update and result dims are one
+    class. A window written at constant start indices (one index vector) is a slice of the
+    operand read at constant distances from its ends (rule h): its update dim is an
+    offset of the operand's, or a piece of constant width; the result's zones widen by the
+    positions before and after the window. Dims addressed by data indices, scatter batch
+    dims and windows in the middle of a dim pin."""
+    n = len(op.operands) // 2
+    inputs, indices, updates = op.operands[:n], op.operands[n], op.operands[n + 1:]
+    sd = op.attrs.get("scatter_dimension_numbers")
+    if not SCATTER or not isinstance(sd, ScatterDims) or len(updates) != n or n == 0:
+        for v in op.operands + op.results:
+            w.pin_all(v, f"stablehlo.scatter at {op.loc} reads positions")
+        return
+    for i, o in zip(inputs, op.results):
+        w.same(i, o, why)
+    start = _window_start(w, indices, sd)
+    rank = len(w.types[inputs[0]].shape)
+    windowed = [d for d in range(rank) if d not in sd.inserted_window_dims and d not in sd.input_batching_dims]
+    where = f"scatter at {op.loc}"
+    for d in range(rank):
+        if d in windowed:
+            continue
+        # An inserted window dim (window size 1 at its index) or a batching dim.
+        c = start.get(d, 0) if start is not None and d in sd.inserted_window_dims else None
+        at = anchor(c, w.types[inputs[0]].shape[d]) if c is not None else None
+        for i, o in zip(inputs, op.results):
+            if at is None or not at[0]:
+                w.uf.pin(w.node(i, d), f"{where} addresses it by index")
+            elif SCATTER_ZONES:
+                w.halos.append((w.node(i, d), c + 1, where, o, c + 1, 0))
+    for d, du in zip(windowed, sd.update_window_dims):
+        size = w.types[inputs[0]].shape[d]
+        if d in sd.scatter_dims_to_operand_dims:
+            c = start.get(d) if start is not None else None
+        else:
+            c = 0  # not addressed: every window starts at 0 along it
+        for i, u, o in zip(inputs, updates, op.results):
+            m = w.types[u].shape[du]
+            if c == 0 and m == size:
+                w.same(i, u, why, [(d, du)])
+                continue
+            a, b = (anchor(c, size), anchor(c + m, size)) if c is not None and 0 <= c <= size - m else (None, None)
+            if a is None or b is None or not a[0]:
+                # Data indices, or a start counted from the back (the index constant would
+                # have to move with the size), or a window in the middle.
+                w.uf.pin(w.node(i, d), f"{where} addresses it by index")
+                w.uf.pin(w.node(u, du), f"{where} addresses it by index")
+            elif b[0]:
+                w.uf.pin(w.node(u, du), f"a window of constant width {m} written at {where}")
+                if SCATTER_ZONES:
+                    w.halos.append((w.node(i, d), b[1], where, o, b[1], 0))
+            else:
+                w.offsets.append((w.node(i, d), w.node(u, du), m - size))
+                if SCATTER_ZONES:
+                    w.halos.append((w.node(i, d), max(a[1], b[1]), where, o, a[1], b[1]))
+    scatter_dims = [d for d in range(len(w.types[updates[0]].shape)) if d not in sd.update_window_dims]
+    for u in updates:
+        for d in scatter_dims:
+            w.uf.pin(w.node(u, d), f"{where}: scatter dims (one window per index)")
+    w.pin_all(indices, f"{where}: its indices")
+
+
+def _convolution(w: Walker, op: Op, why: str) -> None:
+    """Batch and output feature dims are free (each output element is the same dot
+    product of its own batch row and kernel column); input features are summed like a
+    dot_general's contracting dims (marked reduced: Newton's degree). A spatial dim is
+    windows of K = (k - 1) rhs_dilation + 1 input positions every `stride`: with stride 1
+    the output is an offset of the input (size n + lo + hi - K + 1), a pad then K slices
+    (rule h); with stride s the output position t reads blocks t + c of s input positions,
+    so the input is s x output (+ e, the constant left over): a scale relation, whose
+    blocks are the output's positions. Both widen the zones by the padding (lo, hi) and
+    read the input K - 1 and the pads from its ends (halo width). Kernel spatial dims,
+    lhs dilation and feature/batch groups pin."""
+    lhs, rhs = op.operands[:2]
+    out = op.results[0]
+    dn = op.attrs.get("dimension_numbers")
+    if not CONVOLUTION or not isinstance(dn, ConvDims):
+        for v in (lhs, rhs, out):
+            w.pin_all(v, f"stablehlo.convolution at {op.loc} reads positions")
+        return
+    where = f"convolution at {op.loc}"
+    groups = int(op.attrs.get("feature_group_count", 1)) != 1 or int(op.attrs.get("batch_group_count", 1)) != 1
+    if groups:
+        for v, d in ((lhs, dn.input_batch), (lhs, dn.input_feature), (rhs, dn.kernel_input_feature),
+                     (rhs, dn.kernel_output_feature), (out, dn.output_batch), (out, dn.output_feature)):
+            w.uf.pin(w.node(v, d), f"{where}: feature or batch groups")
+    else:
+        w.same(lhs, out, why, [(dn.input_batch, dn.output_batch)])
+        w.uf.union(w.node(lhs, dn.input_feature), w.node(rhs, dn.kernel_input_feature), why)
+        w.uf.mark(w.node(lhs, dn.input_feature), "reduced", "stablehlo.convolution")
+        w.uf.union(w.node(rhs, dn.kernel_output_feature), w.node(out, dn.output_feature), why)
+    k = len(dn.input_spatial)
+    strides = _ints(op.attrs.get("window_strides"), k, 1)
+    lhs_dil = _ints(op.attrs.get("lhs_dilation"), k, 1)
+    rhs_dil = _ints(op.attrs.get("rhs_dilation"), k, 1)
+    pad = op.attrs.get("padding")
+    pads = [(0, 0)] * k if pad is None else [tuple(int(x) for x in row) for row in np.asarray(pad).reshape(k, 2)]
+    for d in dn.kernel_spatial:
+        w.uf.pin(w.node(rhs, d), f"{where}: the window's size")
+    for i in range(k):
+        a, b = dn.input_spatial[i], dn.output_spatial[i]
+        n, m = w.types[lhs].shape[a], w.types[out].shape[b]
+        kk = (w.types[rhs].shape[dn.kernel_spatial[i]] - 1) * rhs_dil[i] + 1
+        s, (lo, hi) = strides[i], pads[i]
+        src, dst = w.node(lhs, a), w.node(out, b)
+        if lhs_dil[i] != 1 or n == 0 or m == 0 or s < 1:
+            w.uf.pin(src, f"{where}: lhs dilation")
+            w.uf.pin(dst, f"{where}: lhs dilation")
+            continue
+        if s == 1:
+            w.offsets.append((src, dst, m - n))
+        elif n == s * m:
+            w.scale(src, dst, s)
+        elif n > s * m:
+            # n = s m + e: the blocks are an atom of s m positions, and the input that atom
+            # plus e (constant) positions at its back.
+            blocks = f"{out}~stride{i}"
+            w.bind((blocks,), (TensorType((s * m,), "atom"),))
+            w.scale(w.node(blocks, 0), dst, s)
+            w.offsets.append((w.node(blocks, 0), src, n - s * m))
+        else:
+            w.uf.pin(src, f"{where}: a strided window past the input's end")
+            w.uf.pin(dst, f"{where}: a strided window past the input's end")
+            continue
+        if CONV_ZONES:
+            w.halos.append((src, max(abs(lo), abs(hi), kk - 1), where, out, max(lo, 0), max(hi, 0)))
+
+
+def _ints(v: object, n: int, default: int) -> tuple[int, ...]:
+    return tuple(int(x) for x in v) if v is not None else (default,) * n  # type: ignore[attr-defined]
+
+
 def _reshape(w: Walker, op: Op, why: str) -> None:
     """Both shapes are cut at the union of their running products into atoms (row-major
     order makes every dim a product of consecutive atoms): a dim of one atom joins the
@@ -394,6 +579,8 @@ RULES: dict[str, DimRule] = {
     "stablehlo.concatenate": _concatenate,
     **{name: _dynamic_slice for name in DYNAMIC_SLICES},
     "stablehlo.gather": _gather,
+    "stablehlo.scatter": _scatter,
+    "stablehlo.convolution": _convolution,
     "stablehlo.custom_call": _custom_call,
     "sdy.manual_computation": _manual_computation,
     "sdy.sharding_group": _no_dims,  # no results: a propagation hint relates no dims
@@ -408,13 +595,11 @@ PINNING: dict[str, str] = {
     "stablehlo.reverse": "reads positions",  # element i comes from n - 1 - i
     "stablehlo.sort": "reads positions",  # an element's rank is a position
     "chlo.top_k": "reads positions",  # k counts positions of the sorted dim
-    "stablehlo.scatter": "reads positions",  # data-valued indices address positions
     "stablehlo.reduce_window": "reads positions",  # windows, strides and padding in positions
     "stablehlo.select_and_scatter": "reads positions",  # windows and strides in positions
     "stablehlo.fft": "reads positions",  # the twiddle factors depend on the length
     "stablehlo.dynamic_pad": "reads positions",  # pads by amounts computed at run time
     "stablehlo.real_dynamic_slice": "reads positions",  # start, limit and stride at run time
-    "stablehlo.convolution": "reads positions",  # windows, strides and padding in positions
     "stablehlo.rng": "reads positions",  # the random stream is laid out by position
     "stablehlo.rng_bit_generator": "reads positions",  # the random stream is laid out by position
     # Substitutions run along the matrix dims in order (row i reads rows < i): the
@@ -426,4 +611,4 @@ PINNING: dict[str, str] = {
     **{name: "is not analysed (broadcasts its operands by rank)" for name in BROADCASTING_ELEMENTWISE},
 }
 
-__all__ = ["PINNING", "RULES", "DimRule", "anchor"]
+__all__ = ["CONVOLUTION", "CONV_ZONES", "PINNING", "RULES", "SCATTER", "SCATTER_ZONES", "DimRule", "anchor"]

@@ -24,6 +24,10 @@ from tv_mlir.ir import Module, TensorType
 from tv_mlir.shrink.dim_rules import PINNING, RULES
 from tv_mlir.shrink.walker import Node, NodeSets, Walker
 
+# Rule (h): the base of an offset group is its sharded or reshaped class when it has one
+# (docs/shrinking.md, "Halos and tiles"); off: the smallest class, as before.
+SHARDED_BASE = True
+
 
 @dataclass
 class DimClass:
@@ -160,8 +164,18 @@ def analyse(ref: Module, other: Module) -> DimAnalysis:
     product_ids = sorted({(class_of[p], tuple(class_of[f] for f in fs)) for p, fs in products})
     types = {(p, v): t for p, w in walkers.items() for v, t in w.types.items()}
     offset_ids: list[tuple[int, int, int]] = []
+    relayed = {class_of[n] for g, loc, _ in scales for n in (g, loc)} | \
+        {class_of[n] for p, fs in products for n in (p, *fs)}
     for group in potential:
         base = min(group, key=lambda r: group[r])
+        if SHARDED_BASE:
+            # A class that is sharded or reshaped has its size from the divisor of its
+            # scale component, so it must be the base the others are offsets of (a slice
+            # [1:n] of a shard is the shard minus one, not the shard the slice plus one);
+            # with two such classes in one group plan._halos pins it as before.
+            scaled = [r for r in group if class_of[r] in relayed]
+            if len(scaled) == 1:
+                base = scaled[0]
         offset_ids.extend((class_of[r], class_of[base], group[r] - group[base]) for r in group if r != base)
     halos: dict[int, tuple[int, str]] = {}
     for w in walkers.values():

@@ -80,7 +80,8 @@ class ClassEntry:
 class ShrinkPlan:
     analysis: DimAnalysis
     sizes: list[int]  # per class
-    constants: dict[tuple[str, str], float | int]  # (program, constant's value name) -> new value
+    # (program, constant's value name) -> new value (a tuple: an offset table's entries)
+    constants: dict[tuple[str, str], float | int | tuple[int, ...]]
     entries: list[ClassEntry] = field(default_factory=list)
     # class -> (original, shrunk) size of its finest shard block: position j of the shrunk
     # class is position (j // shrunk) * original + j % shrunk of the original one.
@@ -318,6 +319,8 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
                 if family_of[c] in hold and sizes[c] == first[c] < a.classes[c].size and c not in dead:
                     held[c] = f"not grown: growing it would take the pair past {budget} tensor elements " \
                               f"(the second witness's budget)"
+    # Offset tables follow their block's class (constants.OFFSET_TABLES).
+    tied = {**tied, **where.table_values(sizes, [c.size for c in a.classes])}
     names = {("ref", v): n for v, n in zip(ref.main.body.args, ref.main.arg_names)}
     names.update({("ref", v): f"result {k}" for k, v in enumerate(ref.main.body.returns)})
     entries = []
@@ -490,7 +493,7 @@ def _dead_classes(a: DimAnalysis, facts: list[ProgramFacts]) -> set[int]:
             f = by_program[prog]
             if value in f.unreachable:
                 continue
-            if value in f.needed or "~atom" in value or value.startswith("global ") or value in f.entry_args:
+            if value in f.needed or "~" in value or value.startswith("global ") or value in f.entry_args:
                 live.add(c)
                 break
     return set(range(len(a.classes))) - live

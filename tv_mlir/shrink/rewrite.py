@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from tv_mlir.errors import Unsupported
 from tv_mlir.frontend.read import Loaded
 from tv_mlir.shrink.dim_rules import anchor
@@ -64,7 +66,12 @@ def _attrs(o: Any, program: str, plan: ShrinkPlan, names: dict[Any, str],
         new_t = o.results[0].type
         old = ir.DenseElementsAttr(o.attributes["value"])
         tied = plan.constants.get((program, name)) if name is not None else None
-        if tied is not None:
+        if isinstance(tied, tuple):
+            # An offset table (constants.OFFSET_TABLES): every shard's block start q * B'.
+            entries = np.array(ir.DenseIntElementsAttr(old))
+            o.attributes["value"] = ir.DenseElementsAttr.get(np.array(tied, dtype=entries.dtype).reshape(entries.shape),
+                                                             type=new_t)
+        elif tied is not None:
             elt = ir.RankedTensorType(new_t).element_type
             scalar = (ir.IntegerAttr.get(elt, int(tied)) if isinstance(elt, ir.IntegerType)
                       else ir.FloatAttr.get(elt, float(tied)))

@@ -75,6 +75,13 @@ class Walker:
     offsets: list[tuple[Node, Node, int]] = field(default_factory=list)
     # (dim, width, where, op result, what the op adds to the result's front and back zones)
     halos: list[tuple[Node, int, str, str, int, int]] = field(default_factory=list)
+    # value -> the op that makes it (built on first use: rules that read a constant operand)
+    _defs: dict[str, Op] | None = field(default=None, repr=False)
+
+    def producer(self, value: str) -> Op | None:
+        if self._defs is None:
+            self._defs = {r: op for f in self.module.funcs.values() for op in f.body.walk() for r in op.results}
+        return self._defs.get(value)
 
     def node(self, value: str, axis: int) -> Node:
         n = (self.program, value, axis)

@@ -1,0 +1,27 @@
+#loc1 = loc("a")
+#loc2 = loc("v")
+#loc6 = loc("scatter")
+#loc10 = loc("scatter:"(#loc6))
+module @jit_scatter_row_ref attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%arg0: tensor<64x8xf32> loc("a"), %arg1: tensor<8xf32> loc("v")) -> (tensor<64x8xf32> {jax.result_info = "result"}) {
+    %c = stablehlo.constant dense<5> : tensor<i32> loc(#loc12)
+    %0 = stablehlo.broadcast_in_dim %c, dims = [] : (tensor<i32>) -> tensor<1xi32> loc(#loc14)
+    %1 = "stablehlo.scatter"(%arg0, %0, %arg1) <{indices_are_sorted = true, scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [0], inserted_window_dims = [0], scatter_dims_to_operand_dims = [0]>, unique_indices = true}> ({
+    ^bb0(%arg2: tensor<f32> loc("scatter:"(#loc6)), %arg3: tensor<f32> loc("scatter:"(#loc6))):
+      stablehlo.return %arg3 : tensor<f32> loc(#loc15)
+    }) : (tensor<64x8xf32>, tensor<1xi32>, tensor<8xf32>) -> tensor<64x8xf32> loc(#loc15)
+    return %1 : tensor<64x8xf32> loc(#loc12)
+  } loc(#loc)
+} loc(#loc)
+#loc = loc(unknown)
+#loc3 = loc("testdata/gen_bug_patterns.py":252:19 to :64)
+#loc4 = loc("testdata/gen_bug_patterns.py":265:4 to :10)
+#loc5 = loc("testdata/gen_bug_patterns.py":206:11 to :27)
+#loc7 = loc("main"(#loc3))
+#loc8 = loc("<module>"(#loc4))
+#loc9 = loc("scatter_row_ref"(#loc5))
+#loc11 = loc(callsite(#loc7 at #loc8))
+#loc12 = loc("jit(scatter_row_ref)"(#loc11))
+#loc13 = loc(callsite(#loc9 at #loc11))
+#loc14 = loc("jit(scatter_row_ref)/broadcast_in_dim"(#loc13))
+#loc15 = loc("jit(scatter_row_ref)/scatter"(#loc13))
