@@ -30,13 +30,15 @@ def rows() -> list[tuple[str, Path, Path, str]]:
 
 def main() -> int:
     timeout = float(os.environ.get("BENCH_TIMEOUT", "60"))
-    sections = os.environ.get("BENCH_SECTIONS", "big,sharded,realistic,core,depth,cores,flax8b").split(",")
+    sections = os.environ.get("BENCH_SECTIONS", "big,sharded,realistic,patterns,core,depth,cores,flax8b").split(",")
     if "big" in sections:
         big(timeout)
     if "sharded" in sections:
         sharded(timeout)
     if "realistic" in sections:
         realistic(timeout)
+    if "patterns" in sections:
+        patterns(timeout)
     if "core" in sections:
         core(timeout)
     if "depth" in sections:
@@ -117,6 +119,31 @@ def realistic(timeout: float) -> None:
     print(f"{len(times)} verdicts: {under5} under 5 s, {sum(1 for t in times if t < 30)} under 30 s, "
           f"slowest {max(times):.1f} s (shrinking, verification, counterexample minimisation and XLA replay)")
     print("\n".join(notes))
+
+
+# The public bug patterns at realistic sizes (testdata/bug_patterns, issue 15): XLA's
+# partitioned modules and their one-line bug twins, verified after shrinking (scatter and
+# convolution rules, offset tables). Expected: the correct twin equivalent, every bug
+# not-equivalent confirmed at the original sizes.
+PATTERNS = [("shift_big", "partitioned", "equivalent"), ("shift_big", "reversed_halo.partitioned", "not-equivalent"),
+            ("shift_big", "wrong_end.partitioned", "not-equivalent"), ("conv_big", "partitioned", "equivalent"),
+            ("conv_big", "reversed_halo.partitioned", "not-equivalent"),
+            ("conv_big", "window_offset.partitioned", "not-equivalent"),
+            ("conv_big", "wrong_end.partitioned", "not-equivalent")]
+
+
+def patterns(timeout: float) -> None:
+    d = ROOT / "testdata/bug_patterns"
+    print(f"\n{'bug pattern (realistic size)':<42} {'expect':<15} {'verdict':<15} {'time s':>7} {'confirmed':<15} "
+          "shrink elements")
+    for name, kind, expect in PATTERNS:
+        t = time.perf_counter()
+        v = verify(d / f"{name}.ref.mlir", d / f"{name}.{kind}.mlir", timeout_s=timeout)
+        dt = time.perf_counter() - t
+        c = v.counterexample
+        mark = "" if v.verdict == expect else "  <- differs from expectation"
+        print(f"{name + '.' + kind:<42} {expect:<15} {v.verdict:<15} {dt:>7.1f} "
+              f"{(c.confirmed_at or '-') if c is not None else '-':<15} {(v.shrink or {}).get('elements', '-')}{mark}")
 
 
 def core(timeout: float) -> None:
