@@ -13,7 +13,15 @@ from tv_mlir.algebra import Kind
 from tv_mlir.algebra import terms as T
 from tv_mlir.algebra.fast import FastAlgebra
 from tv_mlir.prove.cuts import CutStore, Origin
+from tv_mlir.prove import local
 from tv_mlir.prove.local import GROUP_FAILURES, LocalProver
+
+
+@pytest.fixture(autouse=True)
+def _every_pair_unfolded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests count unfoldings: a pair proved as an instance of another (`instances`)
+    is not unfolded at all."""
+    monkeypatch.setattr(local, "INSTANCES", False)
 
 
 def _pairs(n: int) -> tuple[CutStore, FastAlgebra, list[tuple[Any, Any]], list[tuple[Any, Any]]]:

@@ -16,6 +16,7 @@ from tv_mlir.algebra.checks import difference_is_zero, ite_difference_is_zero, l
 from tv_mlir.algebra.piecewise import PiecewiseChecker
 from tv_mlir.prove import solve
 from tv_mlir.prove.cuts import CutStore
+from tv_mlir.prove.instances import InstanceTable
 
 SWEEP_BLOWUP = 1000  # local proofs are small; a blow-up means the match is a coincidence
 UNFOLD_TERMS = 300_000  # new own terms one local proof may make
@@ -25,6 +26,7 @@ UNFOLD_TERMS = 300_000  # new own terms one local proof may make
 # tokens missed that row in every run) fails for every element, each failure unfolding
 # hundreds of cut variables.
 GROUP_FAILURES = 3
+INSTANCES = True  # proofs by instance (`instances`); the switch the tests flip
 
 
 @dataclass
@@ -56,9 +58,15 @@ class LocalProver:
     # sorted batch of cut variables -> the substitution memo of that batch (`_substituted`),
     # for one `prove_pairs` call: the terms it keeps alive are those of one op's proofs.
     _memos: dict[tuple[int, ...], dict[int, Any]] = field(default_factory=dict)
+    # Pairs proved so far, by signature: a pair that is one of them over other free
+    # constants is proved without unfolding (`instances`). None: every pair is unfolded.
+    instances: InstanceTable | None = None
+    _trail: set[int] = field(default_factory=set)  # cut variables the current attempt unfolded
 
     def __post_init__(self) -> None:
         self._cases = PiecewiseChecker(self.store.definition)
+        if self.instances is None and INSTANCES:
+            self.instances = InstanceTable(self.store)
 
     def prove_pairs(self, pairs: Sequence[tuple[Any, Any]], kind: Kind, timeout_s: float,
                     steps: int | None = None, max_unfold: int | None = None,
@@ -87,6 +95,8 @@ class LocalProver:
         todo = list(range(len(pairs)))
         failures: Counter[Hashable] = Counter()
         proved_groups: set[Hashable] = set()
+        table = self.instances
+        trails: dict[int, set[int]] = {}
         for common in (0, deep) if deep else (0,):
             attempts: dict[int, _Attempt] = {}
             for i in todo:
@@ -94,6 +104,12 @@ class LocalProver:
                 group = groups[i] if groups is not None else None
                 if group is not None and group not in proved_groups and failures[group] >= GROUP_FAILURES:
                     continue
+                how = table.proved(a, b, kind) if table is not None and not common else None
+                if how is not None:
+                    status[i] = how
+                    proved_groups.add(group)
+                    continue
+                self._trail = trails[i] = set()
                 try:
                     with T.term_budget((a, b), UNFOLD_TERMS):
                         att = self._unfold(a, b, kind, steps, max_unfold, common)
@@ -102,6 +118,8 @@ class LocalProver:
                 if att.result is True:
                     status[i] = "simplified"
                     proved_groups.add(group)
+                    if table is not None:  # at once: the elements after it are its likeliest instances
+                        table.record(a, b, kind, trails[i], "simplified")
                 elif att.result is not False:
                     attempts[i] = att
                 elif not common:
@@ -115,6 +133,10 @@ class LocalProver:
             for i in solve.prove_batch([(i, T.formula(e)) for i, e in open_], timeout_s):
                 status[i] = "solver"
             todo = [i for i, att in attempts.items() if status[i] is None and att.cut_points]
+        if table is not None:
+            for i, how in enumerate(status):
+                if how in ("lattice", "solver") and i in trails:
+                    table.record(pairs[i][0], pairs[i][1], kind, trails[i], how)
         self.failed += sum(1 for x in status if x is None)
         return status
 
@@ -214,12 +236,14 @@ class LocalProver:
         return T.simplifies_true(eq, self._simplify)
 
     def _unfold_side(self, terms: list[Any], vs: set[int], batch: list[int]) -> tuple[list[Any], set[int]]:
+        self._trail.update(batch)
         return self._substituted(terms, batch), self._unfolded_vars(vs, batch)
 
     def _unfold_both(self, left: list[Any], lv: set[int], right: list[Any], rv: set[int], batch: list[int]
                      ) -> tuple[list[Any], set[int], list[Any], set[int]]:
         """The same batch unfolded on both sides in one substitution: the sides share most
         of their subterms, which are then rebuilt once."""
+        self._trail.update(batch)
         both = self._substituted(left + right, batch)
         n = len(left)
         return both[:n], self._unfolded_vars(lv, batch), both[n:], self._unfolded_vars(rv, batch)

@@ -1,0 +1,291 @@
+"""Proofs by instance: a local proof carries over to every pair of elements that is the
+same problem over other free constants.
+
+Why: a tensor's elements are proved one by one, and most of them repeat one proof with
+other leaves. Column h of an embedding gradient's all-reduce is row v's case split on the
+token ids over the cotangents g[t, h]; every column is the same split over other
+cotangents. Unfolding and splitting once per column costs milliseconds per element; the
+walk below costs a fraction of one.
+
+What a local proof of (a, b) shows: a == b holds for all values of the free constants
+left once the cut variables it unfolded are replaced by their definitions (cut points are
+free constants; a definition is the cut variable's value, so putting it in is an
+identity). The checks it runs read, besides the terms, the definitions of integer and
+Boolean cut variables (the case split on an index looks through them) and facts the store
+keeps per free constant: known bounds and narrow ranges (comparisons fold by them), the
+real ranges of short definitions, and the sign a cut point's name carries.
+
+The signature of a pair (`InstanceTable._walk`) writes all of that down with the terms'
+own ids replaced by numbers in the order a depth-first walk meets them: every node's kind,
+sort, data and children; at a free constant its facts (never its name); at a cut variable
+that the proof unfolded, its definition; at an integer or Boolean cut variable, the
+signature of its definition (`_Canon`: built bottom-up, the free constants of the children
+wired into the node's own list, kept per term for the whole sweep: index arithmetic is
+shared by many pairs), with its free constants numbered as the walk meets them. Inside an
+integer definition real cut points stay free constants, as the proof leaves them. Equal
+signatures mean one term structure up to a one-to-one renaming of free constants with the
+same facts, so the first pair's proof, which held for all values of its free constants,
+holds for the second's. (The proof may have unfolded a variable on one side only; its
+formula then holds for all values of that variable, so also with the definition put in on
+the other side.) A cut variable whose wrap-around facts name another term (`intervals`)
+is not written down: such a pair is never recorded or looked up.
+
+The proof's unfolded variables are written as walk numbers, so a later pair is walked
+with the same variables unfolded (the walk numbers a node before it decides whether to
+unfold it) and compared with the recorded signature as a whole."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tv_mlir.algebra import fast, intervals
+from tv_mlir.algebra import terms as T
+from tv_mlir.algebra.base import Kind
+from tv_mlir.algebra.term import BOOL, BVAR, INT, POLY, VAR, Term
+from tv_mlir.prove.cuts import CutStore
+
+WALK_LIMIT = 20_000  # nodes one signature may have; past it the pair is neither recorded nor looked up
+LEAF_LIMIT = 4096  # free constants one term's signature may list; past it the term has none
+PATTERNS_PER_KEY = 8  # unfolding patterns kept per shallow signature (most recently used first)
+MAX_SIGNATURES = 200_000  # signatures kept in all; past it nothing more is recorded
+
+Canon = tuple[int, tuple[int, ...]]  # (shape number, the free constants' ids in order)
+
+
+@dataclass
+class _Canon:
+    """Signatures of terms (module docstring): a shape number, interned from the node and
+    its children's shape numbers, and the list of free constants it wires."""
+
+    cuts: CutStore
+    shapes: dict[tuple[Any, ...], int] = field(default_factory=dict)
+    memo: dict[int, Canon | None] = field(default_factory=dict)  # outside unfolded variables
+
+    def _intern(self, key: tuple[Any, ...]) -> int:
+        n = self.shapes.get(key)
+        if n is None:
+            n = self.shapes[key] = len(self.shapes)
+        return n
+
+    def of(self, root: Term) -> Canon | None:
+        """The signature of a term that nothing is unfolded in (an integer definition)."""
+        memo = self.memo
+        got = memo.get(root.id, False)
+        if got is not False:
+            return got  # type: ignore[return-value]
+        store = root.store
+        stack: list[tuple[Term, list[Term] | None]] = [(root, None)]
+        while stack:
+            t, kids = stack.pop()
+            if kids is None:
+                if t.id in memo:
+                    continue
+                kids = self._children(t)
+                stack.append((t, kids))
+                stack.extend((k, None) for k in reversed(kids) if k.id not in memo)
+                continue
+            memo[t.id] = self._combine(t, [memo[k.id] for k in kids], store)
+        return memo[root.id]
+
+    def _children(self, t: Term) -> list[Term]:
+        if t.kind in (VAR, BVAR):
+            cut = self.cuts.cuts_by_id.get(t.id)
+            # Integer and Boolean cut variables are read through (the case split does);
+            # real ones inside them are left as they are, as the proof leaves them.
+            if cut is not None and isinstance(cut.term, Term) and t.sort in (INT, BOOL):
+                return [cut.term]
+            return []
+        return list(t.args)
+
+    def leaf(self, t: Term) -> int | None:
+        """The shape number of a free constant: its sort and facts, never its name."""
+        store = t.store
+        if t.id in (store.caches.get(intervals._WRAPS) or ()):
+            return None
+        real_range = (store.caches.get(fast.REAL_RANGES) or {}).get(t.id)
+        return self._intern(("leaf", t.sort, _sign(t), store.bounds.get(t.id), store.ranges.get(t.id), real_range))
+
+    def _combine(self, t: Term, kids: list[Canon | None], store: Any) -> Canon | None:
+        if t.kind in (VAR, BVAR) and not kids:
+            shape = self.leaf(t)
+            return None if shape is None else (shape, (t.id,))
+        if any(k is None for k in kids):
+            return None
+        if t.kind in (VAR, BVAR):  # a definition put in
+            shape, leaves = kids[0]  # type: ignore[misc]
+            return self._intern(("def", t.sort, shape)), leaves
+        pos: dict[int, int] = {}
+        merged: list[int] = []
+        wiring = []
+        for _, leaves in kids:  # type: ignore[misc]
+            w = []
+            for x in leaves:
+                p = pos.get(x)
+                if p is None:
+                    p = pos[x] = len(merged)
+                    merged.append(x)
+                w.append(p)
+            wiring.append(tuple(w))
+        if len(merged) > LEAF_LIMIT:
+            return None
+        if t.kind == POLY:
+            at = {a.id: i for i, a in enumerate(t.args)}
+            data: Any = tuple((tuple((at[x], e) for x, e in m), c) for m, c in t.data)
+        else:
+            data = t.data
+        shapes = tuple(k[0] for k in kids)  # type: ignore[index]
+        return self._intern((t.kind, t.sort, data, shapes, tuple(wiring))), tuple(merged)
+
+
+@dataclass
+class InstanceTable:
+    """Signatures of proved pairs (module docstring), for one sweep's cut store.
+
+    Keyed by the pair's shallow signature (no real cut variable unfolded), then by the
+    proof's unfolding pattern (the elements of one tensor share it), then the full
+    signature, with how it was proved."""
+
+    store: CutStore
+    hits: int = 0
+    recorded: int = 0
+    _canon: _Canon = field(init=False)
+    _patterns: dict[Any, dict[frozenset[int], dict[Any, str]]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._canon = _Canon(self.store)
+
+    def proved(self, a: Any, b: Any, kind: Kind) -> str | None:
+        """How a pair that (a, b) is an instance of was proved, or None."""
+        roots = _roots(a, b)
+        if roots is None:
+            return None
+        shallow = self._walk(a, b, kind, roots, frozenset(), by_number=True)
+        if shallow is None:
+            return None
+        patterns = self._patterns.get(shallow[0])
+        if not patterns:
+            return None
+        for unfold, signatures in patterns.items():
+            got = self._walk(a, b, kind, roots, unfold, by_number=True) if unfold else shallow
+            how = signatures.get(got[0]) if got is not None else None
+            if how is not None:
+                self.hits += 1
+                if next(iter(patterns)) is not unfold:  # most recently used first
+                    rest = [(u, sig) for u, sig in patterns.items() if u is not unfold]
+                    patterns.clear()
+                    patterns[unfold] = signatures
+                    patterns.update(rest)
+                return how
+        return None
+
+    def record(self, a: Any, b: Any, kind: Kind, unfolded: set[int], how: str) -> None:
+        """(a, b) was proved (`how`) with the cut variables `unfolded` (ids) put in."""
+        if self.recorded >= MAX_SIGNATURES:
+            return
+        roots = _roots(a, b)
+        if roots is None:
+            return
+        shallow = self._walk(a, b, kind, roots, frozenset(), by_number=True)
+        full = self._walk(a, b, kind, roots, frozenset(unfolded), by_number=False)
+        if shallow is None or full is None:
+            return
+        patterns = self._patterns.setdefault(shallow[0], {})
+        signatures = patterns.pop(full[1], None)
+        if signatures is None:
+            if len(patterns) >= PATTERNS_PER_KEY:
+                patterns.pop(next(reversed(patterns)))  # the least recently used pattern
+            signatures = {}
+        rest = list(patterns.items())
+        patterns.clear()
+        patterns[full[1]] = signatures  # newest first
+        patterns.update(rest)
+        if full[0] not in signatures:
+            signatures[full[0]] = how
+            self.recorded += 1
+
+    def _walk(self, a: Any, b: Any, kind: Kind, roots: list[Term], unfold: frozenset[int], by_number: bool
+              ) -> tuple[tuple[Any, ...], frozenset[int]] | None:
+        """The signature of the pair and the walk numbers of the real cut variables put in.
+        `unfold` names those variables by walk number (by_number) or by id. Nodes are
+        numbered as the depth-first walk first meets them; the free constants of an integer
+        definition (`_Canon`) as the walk meets the definition, which may be before the walk
+        reaches one of them as a node of its own (where a real one may still be unfolded)."""
+        cuts = self.store.cuts_by_id
+        canon = self._canon
+        number: dict[int, int] = {}
+        visited: set[int] = set()
+        out: list[Any] = [kind.name, _classes(a), _classes(b), len(T.element_terms(a))]
+        opened: set[int] = set()
+        stack: list[tuple[Term, tuple[Term, ...] | None]] = [(r, None) for r in reversed(roots)]
+        while stack:
+            t, kids = stack.pop()
+            if kids is not None:  # children done: write the node
+                n = number[t.id]
+                if t.kind == POLY:
+                    data: Any = tuple((tuple((number[x], e) for x, e in m), c) for m, c in t.data)
+                    out.append((n, POLY, t.sort, data, tuple(number[k.id] for k in kids)))
+                elif t.kind in (VAR, BVAR):
+                    out.append((n, "def", number[kids[0].id]))
+                else:
+                    out.append((n, t.kind, t.sort, t.data, tuple(number[k.id] for k in kids)))
+                continue
+            if t.id in visited:
+                continue
+            visited.add(t.id)
+            n = number.get(t.id)
+            if n is None:
+                n = number[t.id] = len(number)
+                if n > WALK_LIMIT:
+                    return None
+            if t.kind in (VAR, BVAR):
+                cut = cuts.get(t.id)
+                d = cut.term if cut is not None and isinstance(cut.term, Term) else None
+                if d is not None and t.sort in (INT, BOOL):
+                    got = canon.of(d)
+                    if got is None:
+                        return None
+                    wires = []
+                    for x in got[1]:
+                        m = number.get(x)
+                        if m is None:
+                            m = number[x] = len(number)
+                        wires.append(m)
+                    out.append((n, "intdef", got[0], tuple(wires)))
+                    continue
+                if d is not None and (n if by_number else t.id) in unfold:
+                    opened.add(n)
+                    stack.append((t, (d,)))
+                    stack.append((d, None))
+                    continue
+                leaf = canon.leaf(t)
+                if leaf is None:
+                    return None
+                out.append((n, "leaf", leaf))
+                continue
+            stack.append((t, t.args))
+            stack.extend((k, None) for k in reversed(t.args))
+        out.append(tuple(number[r.id] for r in roots))
+        return tuple(out), frozenset(opened)
+
+
+def _roots(a: Any, b: Any) -> list[Term] | None:
+    terms = T.element_terms(a) + T.element_terms(b)
+    if not terms or not all(type(t) is Term for t in terms):
+        return None  # folded elements or the z3 core's terms
+    return terms
+
+
+def _classes(x: Any) -> Any:
+    """An element's IEEE class where it is known (part of the problem, not a term)."""
+    k = getattr(x, "k", None)
+    return k if isinstance(k, int) else None
+
+
+def _sign(t: Term) -> int:
+    """The sign a free constant's name carries (`fast.known_sign` reads it)."""
+    name = str(t.data)
+    if name.startswith(fast.POSITIVE_CUT_PREFIX + "!"):
+        return fast.POS_SIGN
+    if name.startswith(fast.NONNEGATIVE_CUT_PREFIX + "!"):
+        return fast.NONNEG_SIGN
+    return 0
