@@ -46,10 +46,13 @@ NON_OP_UNINTERPRETED = {
     **{f"float_of_bits_{d}": 1 for d in _BIT_FLOATS},
     # What a failed LAPACK factorisation leaves (tv_mlir/semantics/linalg.py `_failed`).
     "lapack_args": 2, "lapack_failed": 2,
+    # A 32-bit word of XLA's random bit generators (tv_mlir/semantics/random.py): of the key
+    # and counter words and the word's place in the stream.
+    "philox_u32": 7, "threefry_u32": 6,
 }
 UNINTERPRETED.update(NON_OP_UNINTERPRETED)
 # Of those, the ones finite at every finite argument (the symbolic algebras' `_domain`).
-FINITE_UFS = frozenset({"erfc", *(f"bits_of_{d}" for d in _BIT_FLOATS)})
+FINITE_UFS = frozenset({"erfc", *(f"bits_of_{d}" for d in _BIT_FLOATS), "philox_u32", "threefry_u32"})
 # Functions positive on every finite real (over the reals: no underflow to 0), and those
 # positive wherever their first argument is (b^e for b > 0: RoPE's inverse frequencies
 # 1 / 10000^(2i/d) divide by one; the square roots of a positive variance). Both cores'

@@ -13,6 +13,8 @@ import ml_dtypes
 import numpy as np
 import scipy.special as sc  # type: ignore[import-untyped]  # scipy ships no stubs; jax depends on it
 
+from tv_mlir.algebra.prng import FUNCS as PRNG_FUNCS
+
 # The float types whose bits and neighbours have functions, with the unsigned integer type
 # of the same width.
 FLOAT_BITS: dict[str, tuple[type, type]] = {
@@ -110,4 +112,5 @@ FUNCS: dict[str, Callable[..., np.ndarray]] = {
     # LAPACK's left-overs of a failed factorisation depend on its implementation: no value
     # here claims to be them (a witness through them needs XLA's replay).
     "lapack_args": unknown_value, "lapack_failed": unknown_value,
+    **PRNG_FUNCS,
 }
