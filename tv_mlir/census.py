@@ -36,11 +36,9 @@ SEMANTICS, UNKNOWN_TESTED_STATUS, UNSUPPORTED = "semantics", "unknown-tested", "
 # verdict a test asserts: op -> the test file that does (tests/test_census.py checks that the
 # file exists and names the op).
 UNKNOWN_TESTED: dict[str, str] = {
-    # A function of its state (sound as an uninterpreted function of it), but the state is
-    # ui64, which is not modelled (tests/test_ops_xla_more.py says why in full).
-    "stablehlo.rng_bit_generator": "tests/test_ops_xla_more.py",
     # Stateful: a hidden generator state, no seed operand; equal operands draw different
-    # numbers, so no sharing of equal arguments is sound.
+    # numbers, so no sharing of equal arguments is sound. (stablehlo.rng_bit_generator, a
+    # function of its state operand, has semantics: tv_mlir/semantics/random.py.)
     "stablehlo.rng": "tests/test_verify.py",
     # jax's CPU LAPACK calls other than potrf and trsm: LU, QR, eigh, SVD (tv_mlir/semantics/linalg.py)
     **{f"stablehlo.custom_call @lapack_s{r}_ffi": "tests/test_ops_xla_more.py"

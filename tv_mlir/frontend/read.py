@@ -463,39 +463,15 @@ class _Converter:
         entry = func_name(entry_func(module, self.source_name))
         self.mlir_funcs = {func_name(op.operation): op.operation for op in module.body.operations
                            if op.operation.name == "func.func"}
-        try:
-            # Manual-computation bodies last: those the round-trip form calls become regions.
-            ordered = sorted(self.mlir_funcs.items(), key=lambda kv: kv[0].startswith(ROUND_TRIP_BODY))
-            for name, o in ordered:
-                if name not in self.inlined:
-                    f = self.func(o)
-                    funcs[f.name] = f
-        except Unsupported as exc:
-            raise self._state_op(module, exc) or exc from None
+        # Manual-computation bodies last: those the round-trip form calls become regions.
+        ordered = sorted(self.mlir_funcs.items(), key=lambda kv: kv[0].startswith(ROUND_TRIP_BODY))
+        for name, o in ordered:
+            if name not in self.inlined:
+                f = self.func(o)
+                funcs[f.name] = f
+        check_ui64(funcs)
         attrs = {k: convert_attr(v) for k, v in module.operation.attributes.items()}
         return tir.Module(funcs=funcs, entry=entry, attrs=attrs, source=self.source_name, meshes=dict(self.meshes))
-
-    def _state_op(self, module: Any, exc: Unsupported) -> Unsupported | None:
-        """A refused ui64 is most often a random generator's state: name the generator (the
-        op that has no model) rather than the bitcast that first made the state."""
-        from jaxlib.mlir import ir
-
-        if exc.op != "type ui64":
-            return None
-        found: list[Any] = []
-
-        def visit(op: Any) -> Any:
-            if op.operation.name in UI64_STATE_OPS:
-                found.append(op.operation)
-                return ir.WalkResult.INTERRUPT
-            return ir.WalkResult.ADVANCE
-
-        module.operation.walk(visit)
-        if not found:
-            return None
-        o = found[0]
-        return Unsupported(f"{o.name}: its generator state is ui64, which is not modelled ({exc})",
-                           short_loc(o.location, self.source_name), o.name)
 
     # -- shardings ------------------------------------------------------------
     def mesh(self, a: Any, loc: str) -> tir.Mesh:
@@ -1100,16 +1076,45 @@ NP_DTYPES: dict[str, np.dtype] = {name: np.dtype(t) for name, t in {
 # Element types with a dtype above that the model does not cover, and why. Any other type
 # is not modelled either (a quantized type, ...): read as an integer it would give wrong
 # verdicts, so the reader refuses it, naming it.
-# Ops whose ui64 operands and results are a random generator's state (the reader names the
-# op when it refuses the state's type).
-UI64_STATE_OPS = frozenset({"stablehlo.rng_bit_generator"})
+# ui64 is a random generator's state (stablehlo.rng_bit_generator) and what jax makes of it.
+# The numeric algebra holds a ui64 as its int64 bits (exact modulo 2**64), the symbolic ones
+# as its unsigned value: the two agree on the ops below, which make, move, bitcast or test
+# for equality, and on nothing that orders, divides or converts a ui64 as a number. Any
+# other op with a ui64 operand or result is refused, naming it.
+UI64_OPS = frozenset({
+    "stablehlo.rng_bit_generator", "stablehlo.bitcast_convert", "stablehlo.constant", "stablehlo.reshape",
+    "stablehlo.transpose", "stablehlo.broadcast_in_dim", "stablehlo.slice", "stablehlo.dynamic_slice",
+    "stablehlo.dynamic_update_slice", "stablehlo.concatenate", "stablehlo.select", "stablehlo.reverse",
+    "stablehlo.get_tuple_element", "stablehlo.tuple", "stablehlo.optimization_barrier", "stablehlo.while",
+    "stablehlo.if", "stablehlo.case", "stablehlo.all_gather", "stablehlo.all_to_all",
+    "stablehlo.collective_permute", "stablehlo.collective_broadcast", "stablehlo.custom_call",
+    "func.call", "func.return", "stablehlo.return", "sdy.sharding_constraint", "sdy.manual_computation",
+    "sdy.reshard", "sdy.return", "mhlo.copy", "stablehlo.compare",
+})
+
+
+def check_ui64(funcs: dict[str, tir.Func]) -> None:
+    """Refuse the first op that does more with a ui64 than `UI64_OPS` allow (a compare
+    only as EQ / NE: the numeric int64 bits order a ui64 past 2**63 below 0)."""
+    for f in funcs.values():
+        types = dict(zip(f.body.args, f.body.arg_types))
+        for op in f.body.walk():
+            types.update(zip(op.results, op.result_types))
+            for region in op.regions:
+                types.update(zip(region.args, region.arg_types))
+        for op in f.body.walk():
+            operand_types = [types[v] for v in op.operands if v in types]
+            if not any(t.dtype == "ui64" for t in (*operand_types, *op.result_types)):
+                continue
+            direction = str(op.attrs.get("comparison_direction", "")).rsplit(".", 1)[-1].upper()
+            if op.name not in UI64_OPS or (op.name == "stablehlo.compare" and direction not in ("EQ", "NE")):
+                raise Unsupported(f"{op.name} on ui64: only a random generator's state is modelled "
+                                  "(made, moved, bitcast, or compared for equality)", op.loc, op.name)
 
 # Complex types are read: passes/complex.py rewrites them into real pairs, or the verdict
 # is unknown naming the first op it cannot rewrite.
 NOT_MODELLED: dict[str, str] = {
     "f8E8M0FNU": "a float without sign and zero (a scale) is not modelled as a real",
-    # Integers are replayed numerically in int64, where ui64 values past 2**63 do not fit.
-    "ui64": "ui64 is not modelled (values past 2**63 do not fit the numeric replay's int64)",
 }
 
 

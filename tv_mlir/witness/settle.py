@@ -478,5 +478,8 @@ def concrete_inputs(cex: Counterexample, types: Sequence[TensorType]) -> list[np
     arrays: list[np.ndarray] = []
     for vals, t in zip(cex.inputs.values(), types):
         dtype = {Kind.FLOAT: np.float64, Kind.INT: np.int64, Kind.BOOL: np.bool_}[Kind.of(t)]
+        if t.dtype == "ui64":  # the numeric algebra holds a ui64 as its int64 bits
+            arrays.append(np.array(vals, dtype=np.uint64).astype(np.int64).reshape(t.shape))
+            continue
         arrays.append(np.array(vals, dtype=dtype).reshape(t.shape))
     return arrays
