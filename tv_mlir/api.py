@@ -224,7 +224,7 @@ def _second_witness(shrink: dict[str, Any], originals: tuple[Module, Module],
         record["skipped"] = "no shrunk class can grow within the budget"
         return None
     progress(options, f"second witness: verifying at grown sizes ({', '.join(str(e['second']) for e in classes)})")
-    v = prove_staged(small_ref, small_other, options, shrunk_sizes(summary))
+    v = prove_staged(small_ref, small_other, options, shrunk_sizes(summary), True)  # the first cut's lineage
     record["verdict"] = v.verdict
     record["time_s"] = round(time.perf_counter() - t0, 3)
     if v.verdict != "equivalent":

@@ -34,7 +34,29 @@ def module_text(m: Module) -> str:
     out += [f"in {repr(attr_key(s))}" for s in m.arg_shardings]
     out += [f"out {repr(attr_key(s))}" for s in m.result_shardings]
     _block(m.main.body, {}, out)
+    # Functions the entry calls (a pipeline without `inline`): an op names its callee, and
+    # two callees of one name in two programs are two computations, so their bodies go in.
+    for name in _callees(m):
+        f = m.funcs[name]
+        out.append(f"func {name} -> {' '.join(str(t) for t in f.result_types)} {{")
+        _block(f.body, {}, out)
+        out.append("}")
     return "\n".join(out)
+
+
+def _callees(m: Module) -> list[str]:
+    """The functions other than the entry that the entry reaches through ops' attributes
+    (func.call's callee, a composite's decomposition), in order of first reach."""
+    seen: dict[str, None] = {}
+    stack = [m.main]
+    while stack:
+        f = stack.pop()
+        for op in f.body.walk():
+            for v in op.attrs.values():
+                if isinstance(v, str) and v in m.funcs and v != m.entry and v not in seen:
+                    seen[v] = None
+                    stack.append(m.funcs[v])
+    return list(seen)
 
 
 def stage_hash(ref: Module, other: Module, context: str = "") -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -50,30 +50,41 @@ def trace(module: Module, input_sets: list[list[np.ndarray]], max_unroll: int, m
     values: Values = {}
     n = module.num_devices
     for inputs in input_sets:
-        run: dict[str, Any] = {}
-
-        def record(op: Op, results: list[np.ndarray], run: dict[str, Any] = run) -> None:
-            for name, r in zip(op.results, results):
-                run[name] = r
-
         budget = Budget(max_iterations=max_unroll, max_elements=max_elements, calls=[module.entry])
-        interp = Interpreter(module, NumericAlgebra(), max_unroll, observer=record, budget=budget)
+        interp = _Tracer(module, NumericAlgebra(), max_unroll, budget=budget)
         interp.run(inputs)
+        run = interp.seen
         if module.per_device:
             for name, s, x in zip(module.main.body.args, module.arg_shardings, inputs):
                 run[name] = scatter(x, s, n, "").parts if s is not None else (x,) * n
         else:
             run.update(zip(module.main.body.args, inputs))
-        grouped: dict[str, Any] = {}
         for name, r in run.items():
-            base, _, dev = name.partition("@")
-            if dev:
-                grouped.setdefault(base, [None] * n)[int(dev)] = r
-            else:
-                grouped[base] = r
-        for name, r in grouped.items():
-            values.setdefault(name, []).append(tuple(r) if isinstance(r, list) else r)
+            values.setdefault(name, []).append(r)
     return values
+
+
+@dataclass
+class _Tracer(Interpreter):
+    """An interpreter that keeps every top-level value, a per-device one as its tuple of
+    parts. The general observer (`Interpreter._observe`) calls back once per device under a
+    device-qualified copy of the op, and a deep plan's trace spent a third of its time there."""
+
+    seen: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.observer = _unused  # _step observes top-level ops only when there is an observer
+
+    def _observe(self, op: Op, results: list[Any]) -> list[Any]:
+        for name, r in zip(op.results, results):
+            parts = getattr(r, "parts", None)
+            self.seen[name] = tuple(parts) if parts is not None else r
+        return results
+
+
+def _unused(op: Op, results: list[Any]) -> None:
+    raise AssertionError("_Tracer._observe records values itself")
 
 
 def _weights(shape: tuple[int, ...], cache: dict[tuple[int, ...], np.ndarray]) -> np.ndarray:
@@ -326,8 +337,7 @@ def _layouts(runs: list[Any], meshes: list[Mesh], per_device: bool, shapes: set[
         return
     local = np.shape(first[0])
     for mesh in meshes:
-        for s in _shardings(mesh, len(local)):
-            gshape = tuple(d * s.shards(i) for i, d in enumerate(local))
+        for s, gshape in _layout_table(mesh, local, _shardings):
             if gshape not in shapes:
                 continue
             done: dict[int, np.ndarray | None] = {}
@@ -339,3 +349,11 @@ def _layouts(runs: list[Any], meshes: list[Mesh], per_device: bool, shapes: set[
 
             if at(KEY_RUN) is not None and not _same_along_a_split(runs[KEY_RUN], s):
                 yield s, at
+
+
+@lru_cache(maxsize=1024)
+def _layout_table(mesh: Mesh, local: tuple[int, ...], layouts: Any) -> tuple[tuple[Sharding, tuple[int, ...]], ...]:
+    """Every layout `layouts` (`_shardings`, passed so that the key names it) gives a value
+    of per-device shape `local`, with the global shape it gives: the same few shapes recur
+    for thousands of values of a deep plan."""
+    return tuple((s, tuple(d * s.shards(i) for i, d in enumerate(local))) for s in layouts(mesh, len(local)))

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -35,11 +35,11 @@ from tv_mlir.options import Options
 from tv_mlir.passes.normalize import cse
 from tv_mlir.progress import progress
 from tv_mlir.prove.fingerprints import random_inputs
-from tv_mlir.stages import lineage
+from tv_mlir.stages import lineage, reuse
 from tv_mlir.stages.bar import StageBar
 from tv_mlir.stages.cache import ProofCache, cache_key
 from tv_mlir.stages.chain import Chain, op_order
-from tv_mlir.stages.extract import NotFormed, StagePair, build
+from tv_mlir.stages.extract import NotFormed, StagePair, _types, build
 from tv_mlir.stages.finite import NONNEG, POS, finite_and_signed
 from tv_mlir.stages.flat import flatten
 from tv_mlir.stages.hashing import stage_hash
@@ -80,18 +80,52 @@ class StageRecord:
     first_divergence: dict[str, Any] | None = None  # from the stage's own counterexample
 
 
-def prove_staged(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] | None = None) -> Verdict:
+def prove_staged(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] | None = None,
+                 reuse_lineage: bool = False) -> Verdict:
     """The verdict for a prepared pair, by stages where the pair can be cut (see the module
-    docstring), else by `driver.prove_pair` on the whole."""
+    docstring), else by `driver.prove_pair` on the whole.
+
+    reuse_lineage: the pair is the one cut last at other sizes (the second witness): take
+    that cut's lineage rather than run both programs again. A lineage kept there or in the
+    proof cache (stages/reuse.py) is only evidence, so this is sound whatever it holds; if
+    the stages do not all prove, the pair is cut again from its own runs and proved as any
+    other."""
     if not options.stages:
         return prove_pair(ref, other, options, sizes)
+    if not reuse_lineage:
+        reuse.forget()  # a later reuse reads what this pair's own cut found, nothing older
     t0 = time.perf_counter()
-    cut = Cut([], "")
+    cut = _safe_cut(ref, other, options, sizes, True, reuse_lineage)
+    if cut.reused:
+        verdict = _prove_cut(ref, other, options, sizes, cut, t0, tentative=True)
+        if verdict is not None:
+            assert verdict.stages is not None
+            verdict.stages["lineage"] = f"from {cut.reused}"
+            if cut.keep is not None:  # proved: kept for the second witness and under these programs' key
+                cut.keep()
+            return verdict
+        progress(options, "the reused lineage did not prove the pair: cutting it from its own runs")
+        cut = _safe_cut(ref, other, options, sizes, False)
+    verdict = _prove_cut(ref, other, options, sizes, cut, t0)
+    assert verdict is not None
+    return verdict
+
+
+def _safe_cut(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] | None,
+              allow_reuse: bool, second: bool = False) -> Cut:
     try:
-        cut = _cut(ref, other, options, sizes)
+        return _cut(ref, other, options, sizes, allow_reuse, second)
     except TvError as exc:  # an op the numeric runs do not know: the whole proof reports it
-        cut = Cut([], f"not cut: {exc.one_line()}")
+        return Cut([], f"not cut: {exc.one_line()}")
+
+
+def _prove_cut(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] | None, cut: Cut,
+               t0: float, tentative: bool = False) -> Verdict | None:
+    """The verdict by the cut's stages; `tentative` (a reused lineage): None unless every
+    stage proves, before any lifting, widening or whole proof."""
     stages = cut.stages
+    if tentative and (len(stages) < MIN_STAGES or not cut.chain):
+        return None
     if len(stages) < MIN_STAGES and not any(s.loop for s in stages):
         summary: dict[str, Any] = {"used": False, "reason": cut.why or f"{len(stages)} stage(s): proved whole"}
         loop = next((op for op in ref.main.body.ops if op.name == "stablehlo.while"), None)
@@ -136,6 +170,8 @@ def prove_staged(ref: Module, other: Module, options: Options, sizes: Mapping[in
     failed = _first_failure(records)
     if failed is None:
         return _equivalent(ref, records, results, summary, options)
+    if tentative:
+        return None
     summary["failed"] = {"stage": failed.index, "name": failed.name, "verdict": failed.verdict,
                          "reason": failed.reason, "locs": failed.locs[:5]}
     lifted = _lift(ref, other, options, cut, failed, summary)
@@ -286,6 +322,8 @@ class Cut:
     chain: Chain | None = None  # the cuts, to build longer spans of them (`_widen`)
     chain_index: list[int | None] = field(default_factory=list)  # per stage: its link of the chain (not the prologue)
     loop_links: set[int] = field(default_factory=set)  # links proved by induction (several stages each)
+    reused: str = ""  # where the lineage came from when not from this pair's runs (stages/reuse.py)
+    keep: Callable[[], None] | None = None  # keeps a reused lineage once its stages proved
 
 
 def too_large_to_cut(ref: Module, other: Module) -> bool:
@@ -299,7 +337,10 @@ def _elements(m: Module) -> int:
     return sum(t.size * devices for f in m.funcs.values() for op in f.body.walk() for t in op.result_types)
 
 
-def _cut(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] | None) -> Cut:
+def _cut(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] | None,
+         allow_reuse: bool = False, second: bool = False) -> Cut:
+    """The pair cut into stages. `allow_reuse`: from a kept lineage where there is one (the
+    last cut's at other sizes when `second`, else the proof cache's for these programs)."""
     flat = flatten(other)
     if not flat.ok:
         return Cut([], f"not cut: {flat.reason}")
@@ -321,14 +362,40 @@ def _cut(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] 
     bounds = resolve_bounds(options.assume, names, ref.global_arg_types(), sizes)
     input_sets = random_inputs(ref.global_arg_types(), bounds=bounds)
     cut = Cut([], "", input_sets, names, bounds)
-    r_vals = lineage.trace(ref, input_sets[lineage.RUNS], options.max_unroll, MAX_CUT_ELEMENTS)
-    o_vals = lineage.trace(flat.module, input_sets[lineage.RUNS], options.max_unroll, MAX_CUT_ELEMENTS)
-    cut.outputs_agree = lineage.outputs_agree(r_vals, o_vals, ref, flat.module)
-    r_rank = _ranks(r_side)
-    o_rank = _ranks(o_side)
-    wanted = [v for v, k in o_side.kind.items() if k in ("flow", "prologue")]
-    candidates = [v for v, k in r_side.kind.items() if k != "const"]
-    links = lineage.find(r_vals, o_vals, flat.module, wanted, candidates, r_rank, o_rank)
+    r_vals: lineage.Values = {}
+    o_vals: lineage.Values = {}
+    shape_key = reuse.shape_free(ref, flat.module)
+    cache = ProofCache.open(options.cache_dir, enabled=options.cache and not loops)
+    disk_key = (reuse.content_key(ref, flat.module, f"{tool_fingerprint()}|{bounds}|{options.max_unroll}")
+                if cache.root is not None else None)
+    # Loop stages read the runs' values (the loops' constant operands): no reuse there.
+    kept, cut.reused = None, ""
+    if allow_reuse and not loops:
+        kept, cut.reused = (reuse.last(shape_key), "the pair's cut at the other sizes") if second else (None, "")
+        # At other sizes the outputs may differ where they agreed (a bug only a larger size
+        # shows), and a link may not hold: one run says, and a pair whose run differs is cut
+        # from its own runs, which report a difference before any stage is proved. The
+        # cache's lineage is of these very programs, on these very inputs: it held.
+        if kept is not None:
+            kept = {v: k for v, k in kept.items() if _fits(k, v, r_side, o_side)}
+            if not reuse.holds(kept, ref, flat.module, input_sets[lineage.RUNS.start], options.max_unroll,
+                               MAX_CUT_ELEMENTS):
+                kept = None
+        if kept is None and disk_key is not None:
+            kept, cut.reused = reuse.load(cache, disk_key), "the proof cache"
+    if kept is not None:
+        links = {v: k for v, k in kept.items() if _fits(k, v, r_side, o_side)}
+        cut.keep = partial(reuse.remember, shape_key, dict(links), cache, disk_key)
+    else:
+        cut.reused = ""
+        r_vals = lineage.trace(ref, input_sets[lineage.RUNS], options.max_unroll, MAX_CUT_ELEMENTS)
+        o_vals = lineage.trace(flat.module, input_sets[lineage.RUNS], options.max_unroll, MAX_CUT_ELEMENTS)
+        cut.outputs_agree = lineage.outputs_agree(r_vals, o_vals, ref, flat.module)
+        wanted = [v for v, k in o_side.kind.items() if k in ("flow", "prologue")]
+        candidates = [v for v, k in r_side.kind.items() if k != "const"]
+        links = lineage.find(r_vals, o_vals, flat.module, wanted, candidates, _ranks(r_side), _ranks(o_side))
+        if cut.outputs_agree and not loops:
+            reuse.remember(shape_key, links, cache, disk_key)
     # Other arguments hold the reference's arguments by definition (same global signature).
     for k, a in enumerate(flat.module.main.body.args):
         s = flat.module.arg_shardings[k] if flat.module.per_device else None
@@ -371,6 +438,22 @@ def _cut(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] 
     if not cut.outputs_agree and len(cuts.other) >= 2:
         cut.divergence = _first_unlinked(o_side, links, cuts.other[-2], list(flat.module.main.body.returns))
     return cut
+
+
+def _fits(link: lineage.Link, v: str, r_side: Side, o_side: Side) -> bool:
+    """Whether a kept link can hold at all: both values exist and the other's value under
+    the link's layout has the reference value's shape (a kept lineage may be stale)."""
+    r_t, o_t = _types(r_side).get(link.ref), _types(o_side).get(v)
+    if r_t is None or o_t is None:
+        return False
+    s = link.sharding
+    if s is None:
+        return r_t.shape == o_t.shape
+    try:
+        return (s.mesh.size == o_side.module.num_devices and len(s.dims) == len(o_t.shape)
+                and s.global_type(o_t).shape == r_t.shape)
+    except KeyError:  # an axis its mesh does not have
+        return False
 
 
 def _first_unlinked(side: Side, links: dict[str, lineage.Link], start: int, outputs: list[str]) -> Op | None:

@@ -1,0 +1,232 @@
+"""Staged proofs at depth (issue 13): what keeps a deep plan's cost flat, and stays sound.
+
+- The second witness (the pair again at other sizes) takes the first cut's lineage, and a
+  warm re-run takes the proof cache's, instead of running both programs again
+  (stages/reuse.py). A lineage is evidence: a kept one that does not fit the programs (stale,
+  foreign, wrong) never changes a verdict, the pair is then cut from its own runs.
+- The stage hash holds the bodies of the functions a stage calls: two callees of one name
+  are two computations, and the cache is shared across programs.
+- The lineage's tracer keeps what the interpreter's general observer kept."""
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tv_mlir.api import prepare, verify
+from tv_mlir.frontend.classify import check_signatures
+from tv_mlir.ir import Module
+from tv_mlir.options import Options
+from tv_mlir.prove.fingerprints import random_inputs
+from tv_mlir.stages import lineage, reuse
+from tv_mlir.stages import run as stages_run
+from tv_mlir.stages.extract import _types
+from tv_mlir.stages.flat import flatten
+from tv_mlir.stages.hashing import stage_hash
+from tv_mlir.stages.plan import Side
+
+ROOT = Path(__file__).resolve().parents[1]
+CORE = ROOT / "testdata" / "core"
+STAGES = ROOT / "testdata" / "stages"
+QUICK = dict(full_size_check="off", stage_min_elements=0)
+
+
+def _count_traces(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls: list[int] = []
+    real = lineage.trace
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(lineage, "trace", counted)
+    return calls
+
+
+def _pair(ref: Path, other: Path) -> tuple[Module, Module]:
+    r, o = prepare(str(ref), Options()), prepare(str(other), Options())
+    check_signatures(r, o)
+    return r, o
+
+
+def test_the_second_witness_takes_the_first_cuts_lineage(monkeypatch: pytest.MonkeyPatch) -> None:
+    """decoder_L1 at two sets of sizes: the programs run for the lineage once (ref and
+    other: two traces), not once per witness; with the reuse off, twice."""
+    calls = _count_traces(monkeypatch)
+    args = (CORE / "decoder_L1.ref.mlir", CORE / "decoder_L1.shardy.mlir")
+    v = verify(*args, cache=False, **QUICK)
+    assert v.verdict == "equivalent", v.reason
+    assert v.shrink["second"].get("verdict") == "equivalent", v.shrink["second"]
+    assert len(calls) == 2
+    monkeypatch.setattr(reuse, "last", lambda key: None)
+    calls.clear()
+    assert verify(*args, cache=False, **QUICK).verdict == "equivalent"
+    assert len(calls) == 4
+
+
+def test_a_warm_run_takes_the_lineage_from_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _count_traces(monkeypatch)
+    args = (CORE / "decoder_L2.ref.mlir", CORE / "decoder_L2.shardy.mlir")
+    cold = verify(*args, cache_dir=str(tmp_path), second_witness=False, **QUICK)
+    assert cold.verdict == "equivalent" and "lineage" not in cold.stages and len(calls) == 2
+    warm = verify(*args, cache_dir=str(tmp_path), second_witness=False, **QUICK)
+    assert warm.verdict == "equivalent" and warm.stages["lineage"] == "from the proof cache"
+    assert len(calls) == 2 and warm.stages["cached"] == cold.stages["proved"]
+    # A corrupt entry is a miss: the pair is cut from its own runs, and the entry rewritten.
+    entries = [p for p in tmp_path.rglob("*.json") if '"lineage"' in p.read_text()]
+    assert len(entries) == 1
+    entries[0].write_text("{not json")
+    again = verify(*args, cache_dir=str(tmp_path), second_witness=False, **QUICK)
+    assert again.verdict == "equivalent" and "lineage" not in again.stages and len(calls) == 4
+    assert json.loads(entries[0].read_text())["record"]["kind"] == "lineage"
+
+
+def _kept(ref: Module, other: Module, wrong: bool, groups_wrong: int = 10**6) -> dict[str, lineage.Link]:
+    """The pair's own lineage (its arguments' links left out: they hold by definition), or,
+    `wrong`, each link pointed at the next reference value of the same shape and layout (in
+    the first `groups_wrong` groups of such values): every stage still forms, and the
+    stages do not prove."""
+    options = Options(stage_min_elements=0, cache=False)
+    links = stages_run._cut(ref, other, options, None).chain.links
+    args = set(stages_run.cse(flatten(other).module).main.body.args)
+    own = {v: k for v, k in links.items() if v not in args}
+    if not wrong:
+        return own
+    r_types = _types(Side.of(stages_run.cse(ref)))
+    groups: dict[tuple, list[str]] = {}
+    for v in sorted(own):
+        groups.setdefault((r_types[own[v].ref].shape, own[v].sharding), []).append(v)
+    out = dict(own)
+    for names in [g for g in groups.values() if len({own[v].ref for v in g}) > 1][:groups_wrong]:
+        refs = [own[v].ref for v in names]
+        for k, v in enumerate(names):
+            out[v] = replace(own[v], ref=refs[(k + 1) % len(refs)])
+    assert out != own
+    return out
+
+
+def _keep(ref: Module, other: Module, links: dict[str, lineage.Link], monkeypatch: pytest.MonkeyPatch) -> None:
+    key = reuse.shape_free(stages_run.cse(ref), stages_run.cse(flatten(other).module))
+    monkeypatch.setattr(reuse, "_LAST", {key: links})
+
+
+def _spy_proofs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    proved: list[int] = []
+    real = stages_run._prove_stages
+
+    def spy(stages, *args):  # type: ignore[no-untyped-def]
+        proved.append(len(stages))
+        return real(stages, *args)
+
+    monkeypatch.setattr(stages_run, "_prove_stages", spy)
+    return proved
+
+
+@pytest.mark.parametrize("kept", ["own", "wrong"])
+def test_a_kept_lineage_never_hides_a_bug(kept: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lineage kept for the second witness, which skips the runs that show a bug before
+    any stage is proved: the bug twin's own or a wrong one. One run shows the outputs differ,
+    the pair is cut from its own runs, and the bug is reported as without a kept lineage
+    (no stage proved, the last stage named, the residual add of the missing psum); with
+    that run left out, the kept lineage's stages are proved first."""
+    ref, other = _pair(CORE / "decoder_L2.ref.mlir", CORE / "decoder_L2_bug_missing_psum.shardy.mlir")
+    _keep(ref, other, _kept(ref, other, kept == "wrong"), monkeypatch)
+    proved = _spy_proofs(monkeypatch)
+    options = Options(stage_min_elements=0, cache=False, second_witness=False, full_size_check="off")
+    v = stages_run.prove_staged(ref, other, options, None, True)
+    assert v.verdict == "not-equivalent", v.reason
+    assert not proved and "lineage" not in v.stages
+    assert v.stages["failed"]["reason"] == "the random runs differ at its outputs"
+    assert "gen_core.py" in v.counterexample.first_divergence["loc"], v.counterexample.first_divergence
+
+
+def test_a_wrong_kept_lineage_still_proves_the_correct_twin(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kept for the second witness, a wrong lineage fails its one run and is dropped: the
+    pair is cut from its own runs (one round of stage proofs)."""
+    ref, other = _pair(CORE / "decoder_L2.ref.mlir", CORE / "decoder_L2.shardy.mlir")
+    _keep(ref, other, _kept(ref, other, True), monkeypatch)
+    proved = _spy_proofs(monkeypatch)
+    options = Options(stage_min_elements=0, cache=False, second_witness=False, full_size_check="off")
+    v = stages_run.prove_staged(ref, other, options, None, True)
+    assert v.verdict == "equivalent", v.reason
+    assert len(proved) == 1 and "lineage" not in v.stages
+
+
+def test_a_wrong_lineage_in_the_cache_is_proved_then_dropped(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cache's lineage is taken unchecked (it is of these very programs): a wrong one
+    (written over the right one's entry) gives stages that do not all prove, and the pair
+    is then cut from its own runs: equivalent, as without it."""
+    args = (CORE / "decoder_L1.ref.mlir", CORE / "decoder_L1.shardy.mlir")
+    opts = dict(cache_dir=str(tmp_path), second_witness=False, **QUICK)
+    assert verify(*args, **opts).verdict == "equivalent"
+    entry = next(p for p in tmp_path.rglob("*.json") if '"lineage"' in p.read_text())
+    ref, other = _pair(*args)
+    wrong = _kept(ref, other, True, groups_wrong=1)
+    data = json.loads(entry.read_text())
+    own = {v: (r, s) for v, r, s in data["record"]["links"]}
+    data["record"]["links"] = [[v, wrong[v].ref, own[v][1]] for v in own]
+    assert any(wrong[v].ref != own[v][0] for v in own)
+    entry.write_text(json.dumps(data))
+    for p in tmp_path.rglob("*.json"):  # the stage proofs: proved again
+        if p != entry:
+            p.unlink()
+    proved = _spy_proofs(monkeypatch)
+    v = verify(*args, **opts)
+    assert v.verdict == "equivalent", v.reason
+    assert len(proved) == 2 and "lineage" not in v.stages
+    assert json.loads(entry.read_text())["record"]["links"] == [[v, r, s] for v, (r, s) in own.items()]
+
+
+CALLER = """
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %y = func.call @f(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+func.func private @f(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %b = stablehlo.OP %a, %a : tensor<4xf32>
+  return %b : tensor<4xf32>
+}
+"""
+
+
+def test_a_callee_body_is_part_of_the_stage_hash() -> None:
+    """A stage that calls @f (the pipeline did not inline it): @f adding or multiplying
+    are two stages, whose proofs the cache must not share."""
+    opts = Options(pipeline="none")
+    add, mul = (prepare(CALLER.replace("OP", op), opts) for op in ("add", "multiply"))
+    assert any(op.name == "func.call" for op in add.main.body.ops)
+    assert stage_hash(add, add) != stage_hash(mul, add)
+    assert stage_hash(add, add) == stage_hash(prepare(CALLER.replace("OP", "add"), opts), add)
+
+
+def test_the_tracer_keeps_every_value_per_device() -> None:
+    """The lineage's tracer against the interpreter's general observer (device-qualified
+    names, one call per device): the same values, per-device ones as tuples of parts."""
+    from tv_mlir.algebra import NumericAlgebra
+    from tv_mlir.execute.interp import Interpreter
+
+    ref, other = _pair(CORE / "decoder_L1.ref.mlir", CORE / "decoder_L1.shardy.mlir")
+    flat = flatten(other).module
+    inputs = random_inputs(ref.global_arg_types())[1]
+    got = lineage.trace(flat, [inputs], 16, 10**7)
+    seen: dict[str, list] = {}
+
+    def record(op, results):  # type: ignore[no-untyped-def]
+        for name, r in zip(op.results, results):
+            base, _, dev = name.partition("@")
+            seen.setdefault(base, {})[int(dev) if dev else -1] = r
+
+    Interpreter(flat, NumericAlgebra(), observer=record).run(inputs)
+    assert seen and set(seen) <= set(got)
+    for name, by_device in seen.items():
+        value = got[name][0]
+        if -1 in by_device:
+            np.testing.assert_array_equal(value, by_device[-1])
+        else:
+            assert isinstance(value, tuple) and len(value) == flat.num_devices
+            for d, part in by_device.items():
+                np.testing.assert_array_equal(value[d], part)
