@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -230,3 +231,27 @@ def test_the_tracer_keeps_every_value_per_device() -> None:
             assert isinstance(value, tuple) and len(value) == flat.num_devices
             for d, part in by_device.items():
                 np.testing.assert_array_equal(value[d], part)
+
+
+def test_a_value_links_to_the_reference_value_made_like_it() -> None:
+    """A sum A, its reshape R and the reduce B of R over the size-1 dim: B equals A but for
+    rounding (3e-12 here). The other program makes the same three values, its b bitwise
+    equal to its a. Linked by value alone, b goes to A (exact) and B is held by nothing,
+    so no cut can pass B (the 126-layer stack's last backward layers, one 96-op stage
+    each); linked by how it is made (its op reads r, linked to R, and B's op reads R), b
+    goes to B. Without the operands, the old choice."""
+    rng = np.random.default_rng(3)
+    x = [rng.normal(size=(4, 6)) for _ in range(3)]
+    a = [v.sum(axis=1) for v in x]
+    ref = {"X": x, "A": a, "R": [v.reshape(1, 4) for v in a], "B": [v * (1 + 3e-12) for v in a]}
+    other = {"a": [v.copy() for v in a], "r": [v.reshape(1, 4) for v in a], "b": [v.copy() for v in a]}
+    rank_r = {"X": 0.0, "A": 0.2, "R": 0.3, "B": 0.4}
+    rank_o = {"a": 0.2, "r": 0.3, "b": 0.4}
+    reads = ({"A": ("X",), "R": ("A",), "B": ("R",)}, {"a": ("x",), "r": ("a",), "b": ("r",)})
+    glob = SimpleNamespace(per_device=False, arg_shardings=(), result_shardings=(), num_devices=1)
+    names = ["a", "r", "b"]
+    links = lineage.find(ref, other, glob, names, ["A", "R", "B"], rank_r, rank_o, reads, {"x": "X"})
+    assert {v: k.ref for v, k in links.items()} == {"a": "A", "r": "R", "b": "B"}
+    assert lineage._error(ref["B"][0], other["b"][0]) > lineage.EXACT  # B is a loose match only
+    plain = lineage.find(ref, other, glob, names, ["A", "R", "B"], rank_r, rank_o)
+    assert plain["b"].ref == "A"

@@ -268,10 +268,20 @@ def _along(mesh: Mesh, axis: str) -> tuple[tuple[int, ...], ...]:
 
 
 def find(ref_values: Values, other_values: Values, other: Module, names: Iterable[str],
-         ref_names: Iterable[str], ref_rank: dict[str, float], other_rank: dict[str, float]) -> dict[str, Link]:
-    """The lineage of the other program's values `names` among the reference values
-    `ref_names`. Of several reference values that match (a mask computed twice), the one
-    at the nearest relative position (`*_rank`, 0..1) is taken."""
+         ref_names: Iterable[str], ref_rank: dict[str, float], other_rank: dict[str, float],
+         operands: tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...]]] | None = None,
+         given: dict[str, str] | None = None) -> dict[str, Link]:
+    """The lineage of the other program's values `names` (in program order) among the
+    reference values `ref_names`. Of several reference values that match (a mask computed
+    twice), the one the value is made like is taken first, then an exact match, then the
+    nearest relative position (`*_rank`, 0..1).
+
+    Made like (`operands`: per value of each program, the operands of the op that makes it;
+    `given`: links known beforehand, the other's arguments): the reference value's op
+    reads a value that an operand of the other's op is linked to. A reduce over size-1
+    dims of a reshape of a sum equals the sum itself, and linked to the sum, the other's
+    copy of that reduce left the reference's unheld, live across a whole backward layer:
+    no cut there (the 126-layer stack's last 11 backward layers were one stage each)."""
     cache: dict[tuple[int, ...], np.ndarray] = {}
     table: dict[tuple, list[str]] = {}
     shapes: set[tuple[int, ...]] = set()
@@ -285,13 +295,15 @@ def find(ref_values: Values, other_values: Values, other: Module, names: Iterabl
             shapes.add(np.shape(runs[KEY_RUN]))
     meshes = _meshes(other)
     links: dict[str, Link] = {}
+    held = dict(given or {})  # other value -> the reference value it is linked to
+    r_reads, o_reads = operands or ({}, {})
     for name in names:
         runs = other_values.get(name)
         if runs is None or len(runs) <= KEY_RUN:
             continue
-        # (exact?, error when not exact, distance): an exact match at the nearest program
-        # position, else the loose match with the smallest error.
-        best: tuple[int, float, float, Link] | None = None
+        read = {held[o] for o in o_reads.get(name, ()) if o in held}
+        # (not made alike?, exact?, error when not exact, distance)
+        best: tuple[int, int, float, float, Link] | None = None
         here = other_rank.get(name, 0.0)
         for layout, global_runs in _layouts(runs, meshes, other.per_device, shapes):
             key = _key(global_runs(KEY_RUN), cache)
@@ -302,18 +314,22 @@ def find(ref_values: Values, other_values: Values, other: Module, names: Iterabl
             near = sorted(bucket, key=lambda r: abs(ref_rank.get(r, 0.0) - here))[:CANDIDATES]
             for r in near:
                 dist = abs(ref_rank.get(r, 0.0) - here)
-                if best is not None and best[0] == 0 and dist >= best[2]:
+                if best is not None and best[:2] == (0, 0) and dist >= best[3]:
                     break
+                alike = 0 if read and not read.isdisjoint(r_reads.get(r, ())) else 1
+                if best is not None and alike > best[0]:
+                    continue
                 err = _run_error(global_runs, ref_values[r][:len(runs)])
                 if err > LOOSE:
                     continue
-                score = (0, 0.0, dist) if err <= EXACT else (1, err, dist)
-                if best is None or score < best[:3]:
+                score = (alike, 0, 0.0, dist) if err <= EXACT else (alike, 1, err, dist)
+                if best is None or score < best[:4]:
                     best = (*score, Link(r, layout))
-                if score[0] == 0:
+                if score[:2] == (0, 0):
                     break
         if best is not None:
-            links[name] = best[3]
+            links[name] = best[4]
+            held[name] = best[4].ref
     return links
 
 

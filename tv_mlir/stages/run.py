@@ -393,7 +393,13 @@ def _cut(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] 
         cut.outputs_agree = lineage.outputs_agree(r_vals, o_vals, ref, flat.module)
         wanted = [v for v, k in o_side.kind.items() if k in ("flow", "prologue")]
         candidates = [v for v, k in r_side.kind.items() if k != "const"]
-        links = lineage.find(r_vals, o_vals, flat.module, wanted, candidates, _ranks(r_side), _ranks(o_side))
+        # Ops with regions (loops) are left out: a loop's results are aligned by the loop
+        # rule (stages/loops.py), which reads the lineage the values alone give.
+        reads = ({v: op.operands for v, op in r_side.producer.items() if not op.regions},
+                 {v: op.operands for v, op in o_side.producer.items() if not op.regions})
+        given = dict(zip(flat.module.main.body.args, ref.main.body.args))
+        links = lineage.find(r_vals, o_vals, flat.module, wanted, candidates, _ranks(r_side), _ranks(o_side),
+                             reads, given)
         if cut.outputs_agree and not loops:
             reuse.remember(shape_key, links, cache, disk_key)
     # Other arguments hold the reference's arguments by definition (same global signature).
