@@ -150,6 +150,8 @@ class InstanceTable:
     recorded: int = 0
     _canon: _Canon = field(init=False)
     _patterns: dict[Any, dict[frozenset[int], dict[Any, str]]] = field(default_factory=dict)
+    # Full signatures (with the unfolding) of pairs the solver did not prove.
+    _solver_failures: set[Any] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self._canon = _Canon(self.store)
@@ -202,6 +204,24 @@ class InstanceTable:
         if full[0] not in signatures:
             signatures[full[0]] = how
             self.recorded += 1
+
+    def solver_failed(self, a: Any, b: Any, kind: Kind, unfolded: set[int]) -> bool:
+        """The solver failed before on this pair's problem over other free constants
+        (`note_solver_failure`): asking again costs the same timeout for the same outcome.
+        Leaving a pair unproved is always sound."""
+        key = self._full(a, b, kind, unfolded)
+        return key is not None and key in self._solver_failures
+
+    def note_solver_failure(self, a: Any, b: Any, kind: Kind, unfolded: set[int]) -> None:
+        if len(self._solver_failures) < MAX_SIGNATURES:
+            key = self._full(a, b, kind, unfolded)
+            if key is not None:
+                self._solver_failures.add(key)
+
+    def _full(self, a: Any, b: Any, kind: Kind, unfolded: set[int]) -> Any | None:
+        roots = _roots(a, b)
+        got = self._walk(a, b, kind, roots, frozenset(unfolded), by_number=False) if roots is not None else None
+        return None if got is None else got
 
     def _walk(self, a: Any, b: Any, kind: Kind, roots: list[Term], unfold: frozenset[int], by_number: bool
               ) -> tuple[tuple[Any, ...], frozenset[int]] | None:
