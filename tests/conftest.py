@@ -401,3 +401,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         name = getattr(item, "originalname", item.name)  # without the [parameters]
         if f"{item.path.name}::{name}" in SLOW_TESTS:
             item.add_marker(pytest.mark.slow)
+
+
+def count_unfoldings(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A list that grows by one per local proof attempt (`LocalProver._unfold` call)."""
+    from tv_mlir.prove.local import LocalProver
+
+    calls: list[int] = []
+    real = LocalProver._unfold
+
+    def counted(self: LocalProver, *args: Any) -> Any:
+        calls.append(1)
+        return real(self, *args)
+    monkeypatch.setattr(LocalProver, "_unfold", counted)
+    return calls

@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import count_unfoldings
 from tv_mlir.algebra import Kind
 from tv_mlir.algebra import terms as T
 from tv_mlir.algebra.fast import FastAlgebra
-from tv_mlir.prove.cuts import CutStore, Origin
 from tv_mlir.prove import local
+from tv_mlir.prove.cuts import CutStore, Origin
 from tv_mlir.prove.local import GROUP_FAILURES, LocalProver
 
 
@@ -42,20 +43,9 @@ def _pairs(n: int) -> tuple[CutStore, FastAlgebra, list[tuple[Any, Any]], list[t
     return cuts, alg, good, bad
 
 
-def _counting(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    calls: list[int] = []
-    real = LocalProver._unfold
-
-    def counted(self: LocalProver, *args: Any) -> Any:
-        calls.append(1)
-        return real(self, *args)
-    monkeypatch.setattr(LocalProver, "_unfold", counted)
-    return calls
-
-
 def test_a_failing_group_stops_after_its_failures(monkeypatch: pytest.MonkeyPatch) -> None:
     cuts, alg, _, bad = _pairs(8)
-    calls = _counting(monkeypatch)
+    calls = count_unfoldings(monkeypatch)
     prover = LocalProver(cuts, alg)
     status = prover.prove_pairs(bad, Kind.FLOAT, 0.2, deep=0, steps=1, groups=["g"] * len(bad))
     assert status == [None] * len(bad)
@@ -64,7 +54,7 @@ def test_a_failing_group_stops_after_its_failures(monkeypatch: pytest.MonkeyPatc
 
 def test_pairs_without_a_group_are_all_tried(monkeypatch: pytest.MonkeyPatch) -> None:
     cuts, alg, _, bad = _pairs(8)
-    calls = _counting(monkeypatch)
+    calls = count_unfoldings(monkeypatch)
     LocalProver(cuts, alg).prove_pairs(bad, Kind.FLOAT, 0.2, deep=0, steps=1, groups=[None] * len(bad))
     assert len(calls) == len(bad)
 
@@ -74,7 +64,7 @@ def test_a_group_with_a_proof_is_never_cut_short(monkeypatch: pytest.MonkeyPatch
     tried and the provable ones proved."""
     cuts, alg, good, bad = _pairs(8)
     pairs = good[:1] + bad[: GROUP_FAILURES + 2] + good[1:]
-    calls = _counting(monkeypatch)
+    calls = count_unfoldings(monkeypatch)
     status = LocalProver(cuts, alg).prove_pairs(pairs, Kind.FLOAT, 0.2, deep=0, steps=1, groups=["g"] * len(pairs))
     assert len(calls) == len(pairs)
     assert status[0] == "simplified" and all(s == "simplified" for s in status[GROUP_FAILURES + 3:])

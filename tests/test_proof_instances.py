@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests.conftest import count_unfoldings
 from tv_mlir.algebra import Kind
 from tv_mlir.algebra import terms as T
 from tv_mlir.algebra.fast import POS_SIGN, FastAlgebra
@@ -40,20 +41,9 @@ def _columns(n: int, wrong_last: bool = False) -> tuple[FastAlgebra, CutStore, l
     return alg, cuts, list(zip(ref.tolist(), ours.tolist()))
 
 
-def _counting(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    calls: list[int] = []
-    real = LocalProver._unfold
-
-    def counted(self: LocalProver, *args: Any) -> Any:
-        calls.append(1)
-        return real(self, *args)
-    monkeypatch.setattr(LocalProver, "_unfold", counted)
-    return calls
-
-
 def test_columns_after_the_first_are_instances(monkeypatch: pytest.MonkeyPatch) -> None:
     alg, cuts, pairs = _columns(6)
-    calls = _counting(monkeypatch)
+    calls = count_unfoldings(monkeypatch)
     prover = LocalProver(cuts, alg)
     status = prover.prove_pairs(pairs, Kind.FLOAT, 0.2)
     assert status == ["simplified"] * 6
@@ -63,7 +53,7 @@ def test_columns_after_the_first_are_instances(monkeypatch: pytest.MonkeyPatch) 
 def test_without_the_switch_every_column_is_unfolded(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(local, "INSTANCES", False)
     alg, cuts, pairs = _columns(6)
-    calls = _counting(monkeypatch)
+    calls = count_unfoldings(monkeypatch)
     assert LocalProver(cuts, alg).prove_pairs(pairs, Kind.FLOAT, 0.2) == ["simplified"] * 6
     assert len(calls) == 6
 

@@ -75,41 +75,34 @@ def test_without_the_convolution_rule_conv_big_pins(monkeypatch: pytest.MonkeyPa
 
 # --- adversarial pairs
 
-def test_scatter_row_bug_is_found_with_the_scatter_zone() -> None:
-    # a.at[5].set(v) against a.at[6].set(v): the row index is a halo width of 6 (2R + 2 = 14)
-    p = _plan(*_pair("scatter_row", "bug"))
-    assert _size(p, "a dim 0") >= 14
-    v = tv_mlir.verify(*_pair("scatter_row", "bug"), **RULES_OFF)
+# (pair, the shrunk dim, the size its zone keeps, the zone's switch, the size without it):
+# scatter_row is a.at[5].set(v) against a.at[6].set(v) (the row index is a halo width of 6,
+# 2R + 2 = 14; below 6 rows both writes fall off the end and a scatter skips them);
+# conv_interior adds a term x[t-1] x[t+1] at interior positions only (the padded window
+# keeps 2R + 2 = 6; at 1 or 2 positions there is no interior).
+ZONE_PAIRS = [("scatter_row", "a dim 0", 14, "SCATTER_ZONES", 5), ("conv_interior", "x dim 1", 6, "CONV_ZONES", 2)]
+
+
+@pytest.mark.parametrize("name,dim,kept,switch,without", ZONE_PAIRS)
+def test_the_bug_is_found_with_the_zone(name: str, dim: str, kept: int, switch: str, without: int) -> None:
+    assert _size(_plan(*_pair(name, "bug")), dim) >= kept
+    v = tv_mlir.verify(*_pair(name, "bug"), **RULES_OFF)
     assert v.verdict == "not-equivalent", v.reason
     assert v.counterexample is not None and v.counterexample.confirmed_at == "original sizes"
 
 
-def test_without_the_scatter_zone_the_row_falls_off_and_hides(monkeypatch: pytest.MonkeyPatch) -> None:
-    # rows shrunk below 6: both writes are out of bounds, a scatter skips them
-    monkeypatch.setattr(dim_rules, "SCATTER_ZONES", False)
-    assert _size(_plan(*_pair("scatter_row", "bug")), "a dim 0") < 6
-    assert tv_mlir.verify(*_pair("scatter_row", "bug"), **RULES_OFF).verdict == "equivalent"
+@pytest.mark.parametrize("name,dim,kept,switch,without", ZONE_PAIRS)
+def test_without_the_zone_the_bug_hides(monkeypatch: pytest.MonkeyPatch, name: str, dim: str, kept: int, switch: str,
+                                        without: int) -> None:
+    monkeypatch.setattr(dim_rules, switch, False)
+    assert _size(_plan(*_pair(name, "bug")), dim) <= without
+    assert tv_mlir.verify(*_pair(name, "bug"), **RULES_OFF).verdict == "equivalent"
 
 
 def test_scatter_row_correct_twin_is_equivalent_shrunk() -> None:
     # the same write as an iota mask (rule b: 2 x 5 + 2)
     assert _size(_plan(*_pair("scatter_row", "ok")), "a dim 0") < 64
     assert tv_mlir.verify(*_pair("scatter_row", "ok"), **RULES_OFF).verdict == "equivalent"
-
-
-def test_conv_interior_bug_is_found_with_the_convolution_zone() -> None:
-    # a term x[t-1] x[t+1] at interior positions only: the padded window keeps 2R + 2 = 6
-    p = _plan(*_pair("conv_interior", "bug"))
-    assert _size(p, "x dim 1") >= 6
-    v = tv_mlir.verify(*_pair("conv_interior", "bug"), **RULES_OFF)
-    assert v.verdict == "not-equivalent", v.reason
-    assert v.counterexample is not None and v.counterexample.confirmed_at == "original sizes"
-
-
-def test_without_the_convolution_zone_the_interior_term_hides(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(dim_rules, "CONV_ZONES", False)
-    assert _size(_plan(*_pair("conv_interior", "bug")), "x dim 1") <= 2
-    assert tv_mlir.verify(*_pair("conv_interior", "bug"), **RULES_OFF).verdict == "equivalent"
 
 
 def test_conv_interior_correct_twin_is_equivalent_shrunk() -> None:
