@@ -252,11 +252,12 @@ class InstanceTable:
             if t.id in visited:
                 continue
             visited.add(t.id)
-            n = number.get(t.id)
-            if n is None:
-                n = number[t.id] = len(number)
-                if n > WALK_LIMIT:
+            seen_as = number.get(t.id)  # numbered already as a free constant of an integer definition
+            if seen_as is None:
+                seen_as = number[t.id] = len(number)
+                if seen_as > WALK_LIMIT:
                     return None
+            n = seen_as
             if t.kind in (VAR, BVAR):
                 cut = cuts.get(t.id)
                 d = cut.term if cut is not None and isinstance(cut.term, Term) else None

@@ -408,7 +408,7 @@ def _scatter(w: Walker, op: Op, why: str) -> None:
         for i, o in zip(inputs, op.results):
             if at is None or not at[0]:
                 w.uf.pin(w.node(i, d), f"{where} addresses it by index")
-            elif SCATTER_ZONES:
+            elif SCATTER_ZONES and c is not None:  # at is only set where c is
                 w.halos.append((w.node(i, d), c + 1, where, o, c + 1, 0))
     for d, du in zip(windowed, sd.update_window_dims):
         size = w.types[inputs[0]].shape[d]

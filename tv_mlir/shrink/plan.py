@@ -320,7 +320,8 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
                     held[c] = f"not grown: growing it would take the pair past {budget} tensor elements " \
                               f"(the second witness's budget)"
     # Offset tables follow their block's class (constants.OFFSET_TABLES).
-    tied = {**tied, **where.table_values(sizes, [c.size for c in a.classes])}
+    rewritten: dict[tuple[str, str], float | int | tuple[int, ...]] = {
+        **tied, **where.table_values(sizes, [c.size for c in a.classes])}
     names = {("ref", v): n for v, n in zip(ref.main.body.args, ref.main.arg_names)}
     names.update({("ref", v): f"result {k}" for k, v in enumerate(ref.main.body.returns)})
     entries = []
@@ -353,7 +354,7 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
             inner = [m for m in members if a.classes[c].size % max(1, a.classes[m].size) == 0]
             finest = min(inner, key=lambda m: a.classes[m].size)
             blocks[c] = (a.classes[finest].size, sizes[finest])
-    return ShrinkPlan(a, sizes, tied, entries, blocks, held)
+    return ShrinkPlan(a, sizes, rewritten, entries, blocks, held)
 
 
 def _coordinates(a: DimAnalysis, facts: list[ProgramFacts]) -> list[list[int]]:

@@ -69,8 +69,9 @@ def _attrs(o: Any, program: str, plan: ShrinkPlan, names: dict[Any, str],
         if isinstance(tied, tuple):
             # An offset table (constants.OFFSET_TABLES): every shard's block start q * B'.
             entries = np.array(ir.DenseIntElementsAttr(old))
-            o.attributes["value"] = ir.DenseElementsAttr.get(np.array(tied, dtype=entries.dtype).reshape(entries.shape),
-                                                             type=new_t)
+            table = np.ascontiguousarray(np.array(tied, dtype=entries.dtype).reshape(entries.shape))
+            # jaxlib's stubs name the buffer protocol type, which numpy's stubs do not claim.
+            o.attributes["value"] = ir.DenseElementsAttr.get(table, type=new_t)  # type: ignore[call-overload]
         elif tied is not None:
             elt = ir.RankedTensorType(new_t).element_type
             scalar = (ir.IntegerAttr.get(elt, int(tied)) if isinstance(elt, ir.IntegerType)
