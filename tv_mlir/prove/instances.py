@@ -59,7 +59,8 @@ class _Canon:
 
     cuts: CutStore
     shapes: dict[tuple[Any, ...], int] = field(default_factory=dict)
-    memo: dict[int, Canon | None] = field(default_factory=dict)  # outside unfolded variables
+    memo: dict[int, Canon | None] = field(default_factory=dict)  # term id -> its signature
+    leaves: dict[int, int | None] = field(default_factory=dict)  # free constant's id -> its shape
 
     def _intern(self, key: tuple[Any, ...]) -> int:
         n = self.shapes.get(key)
@@ -98,12 +99,21 @@ class _Canon:
         return list(t.args)
 
     def leaf(self, t: Term) -> int | None:
-        """The shape number of a free constant: its sort and facts, never its name."""
+        """The shape number of a free constant: its sort and facts, never its name. Kept
+        per constant: its facts are set when it is made (an input's bounds) or cut (its
+        definition's ranges, `terms.record_range`), before any term mentions it."""
+        got = self.leaves.get(t.id, False)
+        if got is not False:
+            return got
         store = t.store
         if t.id in (store.caches.get(intervals._WRAPS) or ()):
-            return None
-        real_range = (store.caches.get(fast.REAL_RANGES) or {}).get(t.id)
-        return self._intern(("leaf", t.sort, _sign(t), store.bounds.get(t.id), store.ranges.get(t.id), real_range))
+            shape = None
+        else:
+            real_range = (store.caches.get(fast.REAL_RANGES) or {}).get(t.id)
+            shape = self._intern(("leaf", t.sort, _sign(t), store.bounds.get(t.id), store.ranges.get(t.id),
+                                  real_range))
+        self.leaves[t.id] = shape
+        return shape
 
     def _combine(self, t: Term, kids: list[Canon | None], store: Any) -> Canon | None:
         if t.kind in (VAR, BVAR) and not kids:
