@@ -160,8 +160,8 @@ class InstanceTable:
     recorded: int = 0
     _canon: _Canon = field(init=False)
     _patterns: dict[Any, dict[frozenset[int], dict[Any, str]]] = field(default_factory=dict)
-    # Full signatures (with the unfolding) of pairs the solver did not prove.
-    _solver_failures: set[Any] = field(default_factory=set)
+    # Full signatures (with the unfolding) of pairs the solver did not prove -> the timeout.
+    _solver_failures: dict[Any, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._canon = _Canon(self.store)
@@ -215,18 +215,20 @@ class InstanceTable:
             signatures[full[0]] = how
             self.recorded += 1
 
-    def solver_failed(self, a: Any, b: Any, kind: Kind, unfolded: set[int]) -> bool:
+    def solver_failed(self, a: Any, b: Any, kind: Kind, unfolded: set[int], timeout_s: float) -> bool:
         """The solver failed before on this pair's problem over other free constants
-        (`note_solver_failure`): asking again costs the same timeout for the same outcome.
-        Leaving a pair unproved is always sound."""
+        (`note_solver_failure`) with at least this timeout: asking again costs the same
+        timeout for the same outcome. (The final local proofs give the solver more time
+        than the sweep's: a failure in the sweep does not stop them.) Leaving a pair
+        unproved is always sound."""
         key = self._full(a, b, kind, unfolded)
-        return key is not None and key in self._solver_failures
+        return key is not None and self._solver_failures.get(key, -1.0) >= timeout_s
 
-    def note_solver_failure(self, a: Any, b: Any, kind: Kind, unfolded: set[int]) -> None:
+    def note_solver_failure(self, a: Any, b: Any, kind: Kind, unfolded: set[int], timeout_s: float) -> None:
         if len(self._solver_failures) < MAX_SIGNATURES:
             key = self._full(a, b, kind, unfolded)
             if key is not None:
-                self._solver_failures.add(key)
+                self._solver_failures[key] = max(timeout_s, self._solver_failures.get(key, -1.0))
 
     def _full(self, a: Any, b: Any, kind: Kind, unfolded: set[int]) -> Any | None:
         roots = _roots(a, b)
