@@ -160,8 +160,8 @@ class InstanceTable:
     recorded: int = 0
     _canon: _Canon = field(init=False)
     _patterns: dict[Any, dict[frozenset[int], dict[Any, str]]] = field(default_factory=dict)
-    # Full signatures (with the unfolding) of pairs the solver did not prove -> the timeout.
-    _solver_failures: dict[Any, float] = field(default_factory=dict)
+    # Signatures of formulas the solver did not prove -> (the batch's timeout, the formula's share).
+    _solver_failures: dict[Any, tuple[float, float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._canon = _Canon(self.store)
@@ -215,25 +215,33 @@ class InstanceTable:
             signatures[full[0]] = how
             self.recorded += 1
 
-    def solver_failed(self, a: Any, b: Any, kind: Kind, unfolded: set[int], timeout_s: float) -> bool:
-        """The solver failed before on this pair's problem over other free constants
-        (`note_solver_failure`) with at least this timeout: asking again costs the same
-        timeout for the same outcome. (The final local proofs give the solver more time
-        than the sweep's: a failure in the sweep does not stop them.) Leaving a pair
-        unproved is always sound."""
-        key = self._full(a, b, kind, unfolded)
-        return key is not None and self._solver_failures.get(key, -1.0) >= timeout_s
+    def solver_failed(self, formula: Any, timeout_s: float, share: float) -> bool:
+        """The solver failed before on this formula over other free constants, given at
+        least this timeout for its batch and this share of it (`note_solver_failure`):
+        asking again costs the same time for the same outcome. Keyed by the formula the
+        solver is asked, exactly (a proof's signature would not do: it puts definitions in
+        on both sides where the proof put one in on one side, which makes a failed formula
+        look like an easier one). The final local proofs give the solver more time than the
+        sweep's, so a failure in the sweep does not stop them. Leaving a pair unproved is
+        always sound."""
+        key = self._formula(formula)
+        got = self._solver_failures.get(key) if key is not None else None
+        return got is not None and got[0] >= timeout_s and got[1] >= share
 
-    def note_solver_failure(self, a: Any, b: Any, kind: Kind, unfolded: set[int], timeout_s: float) -> None:
+    def note_solver_failure(self, formula: Any, timeout_s: float, share: float) -> None:
+        """`share`: the least time the formula had alone (a batch that times out is asked
+        again one formula at a time, each with its part of the timeout)."""
         if len(self._solver_failures) < MAX_SIGNATURES:
-            key = self._full(a, b, kind, unfolded)
+            key = self._formula(formula)
             if key is not None:
-                self._solver_failures[key] = max(timeout_s, self._solver_failures.get(key, -1.0))
+                old = self._solver_failures.get(key, (-1.0, -1.0))
+                self._solver_failures[key] = (max(timeout_s, old[0]), max(share, old[1]))
 
-    def _full(self, a: Any, b: Any, kind: Kind, unfolded: set[int]) -> Any | None:
-        roots = _roots(a, b)
-        got = self._walk(a, b, kind, roots, frozenset(unfolded), by_number=False) if roots is not None else None
-        return None if got is None else got
+    def _formula(self, formula: Any) -> Any | None:
+        if type(formula) is not Term:
+            return None
+        got = self._walk(None, None, Kind.BOOL, [formula], frozenset(), by_number=True)
+        return None if got is None else got[0]
 
     def _walk(self, a: Any, b: Any, kind: Kind, roots: list[Term], unfold: frozenset[int], by_number: bool
               ) -> tuple[tuple[Any, ...], frozenset[int]] | None:
@@ -246,7 +254,7 @@ class InstanceTable:
         canon = self._canon
         number: dict[int, int] = {}
         visited: set[int] = set()
-        out: list[Any] = [kind.name, _classes(a), _classes(b), len(T.element_terms(a))]
+        out: list[Any] = [kind.name, _classes(a), _classes(b), len(T.element_terms(a)) if a is not None else -1]
         opened: set[int] = set()
         stack: list[tuple[Term, tuple[Term, ...] | None]] = [(r, None) for r in reversed(roots)]
         while stack:

@@ -131,13 +131,15 @@ class LocalProver:
             open_ = [(i, att.result) for i, att in attempts.items()
                      if status[i] is None and (att.cut_points or solve_inputs_only)]
             if table is not None:  # the same problem over other constants failed before: skip it
-                open_ = [(i, e) for i, e in open_ if not table.solver_failed(*pairs[i], kind, trails[i], timeout_s)]
+                share = timeout_s / max(1, len(open_))
+                open_ = [(i, e) for i, e in open_ if not table.solver_failed(e, timeout_s, share)]
             for i in solve.prove_batch([(i, T.formula(e)) for i, e in open_], timeout_s):
                 status[i] = "solver"
             if table is not None:
-                for i, _ in open_:
+                share = timeout_s / max(1, len(open_))
+                for i, e in open_:
                     if status[i] is None:
-                        table.note_solver_failure(*pairs[i], kind, trails[i], timeout_s)
+                        table.note_solver_failure(e, timeout_s, share)
             todo = [i for i, att in attempts.items() if status[i] is None and att.cut_points]
         if table is not None:
             for i, how in enumerate(status):
