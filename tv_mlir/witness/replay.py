@@ -89,12 +89,21 @@ def _element_of(block: tuple[tuple[slice, ...], np.ndarray], index: tuple[int, .
 
 
 def values_differ(a: Any, b: Any, rtol: float = 1e-6, atol: float = 1e-9) -> bool:
-    a, b = float(_num(a)), float(_num(b))
+    """Two output values differ: integers and Booleans exactly (a ui64 draw or an int64
+    count a few units apart is a real difference, which a float tolerance at 1e12 would
+    call equal), floats within the tolerances."""
+    a, b = _num(a), _num(b)
+    if isinstance(a, _EXACT) and isinstance(b, _EXACT):
+        return int(a) != int(b)
+    a, b = float(a), float(b)
     if np.isnan(a) or np.isnan(b):
         return np.isnan(a) != np.isnan(b)
     if np.isinf(a) or np.isinf(b):
         return a != b
     return abs(a - b) > atol + rtol * max(abs(a), abs(b))
+
+
+_EXACT = (bool, int, np.integer, np.bool_)
 
 
 def _num(x: Any) -> Any:
