@@ -158,3 +158,17 @@ def test_a_solver_failure_is_not_asked_again_for_an_instance(monkeypatch: pytest
     first = sum(asked)
     assert prover.prove_pairs(pairs[1:], Kind.FLOAT, 0.2) == [None] * 5  # the next op's
     assert first == 1 and sum(asked) - first == (0 if switch else 5)
+
+
+@pytest.mark.parametrize("switch", [True, False])
+def test_verify_counts_the_merges_by_instance(monkeypatch: pytest.MonkeyPatch, switch: bool) -> None:
+    """--json stats: merged_by_instance, the local proofs carried over; the verdict is the
+    same either way (sequence-parallel plan of testdata/sharded)."""
+    from tests.conftest import TESTDATA
+    from tv_mlir.api import verify
+
+    monkeypatch.setattr(local, "INSTANCES", switch)
+    d = TESTDATA / "sharded"
+    v = verify(d / "seq_parallel.ref.mlir", d / "seq_parallel.shardy.mlir", cache=False)
+    assert v.verdict == "equivalent", v.reason
+    assert (v.stats["merged_by_instance"] > 0) == switch, v.stats

@@ -258,7 +258,9 @@ def _symbolic_runs(p: _Proof) -> tuple[list[np.ndarray], list[np.ndarray], list[
             raise p.unsupported(exc) from None
     p.stats.update(merged=sweeper.merged, merged_by_position=sweeper.placed, cut_points=sweeper.store.count,
                    symbolic_classes=sweeper.store.symbolic_classes,
-                   failed_merges=sweeper.local.failed)
+                   failed_merges=sweeper.local.failed,
+                   # local proofs carried over from a proved pair (prove/instances.py)
+                   merged_by_instance=sweeper.local.instances.hits if sweeper.local.instances else 0)
     # Throughput of the symbolic core: scalar operations (one per elementwise result, 2K - 1
     # per dot result, n - 1 per sum of n) per second of symbolic execution, sweep included.
     p.stats["element_ops"] = p.alg.element_ops
