@@ -133,14 +133,9 @@ def _exit_1_needs_confirmation(verdict: Verdict, options: Options) -> None:
     verdict.reason = f"not confirmed at the original sizes ({where}): {verdict.reason}"
 
 
-def _input_names(ref: Module) -> list[str]:
-    """The names `--assume` and the reports give the pair's inputs."""
-    return list(ref.main.arg_names) or [f"arg{i}" for i in range(len(ref.global_arg_types()))]
-
-
 def _assumed_bounds(ref: Module, options: Options) -> list[Any]:
     """Per input of `ref`, what `--assume` bounds it to (`assume.resolve`)."""
-    return resolve_bounds(options.assume, _input_names(ref), ref.global_arg_types())
+    return resolve_bounds(options.assume, ref.input_names(), ref.global_arg_types())
 
 
 def _check_assume(ref: Module, options: Options) -> None:
@@ -273,7 +268,7 @@ def _full_size_check(verdict: Verdict, shrunk: bool, originals: tuple[Module, Mo
         return
     ref, other = originals
     progress(options, "full-size check: both original programs on XLA")
-    out = fullsize.check(ref, other, options.full_size_check, runner, _input_names(ref),
+    out = fullsize.check(ref, other, options.full_size_check, runner, ref.input_names(),
                          _assumed_bounds(ref, options))
     verdict.full_size_check = out.check
     progress(options, f"full-size check: {out.check.outcome}: {out.check.reason}")

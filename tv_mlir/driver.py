@@ -120,7 +120,7 @@ class _Proof:
 
     @property
     def names(self) -> list[str]:
-        return list(self.ref.main.arg_names) or [f"arg{i}" for i in range(len(self.types))]
+        return self.ref.input_names()
 
     def stop(self, verdict: str, reason: str, **fields: Any) -> _Stop:
         return _Stop(Verdict(verdict, reason, stats=self.stats, approximations=sorted(self.alg.approximations),

@@ -150,6 +150,11 @@ class Module:
         return tuple(s.global_type(t) if s is not None else t
                      for t, s in zip(self.main.arg_types, self.arg_shardings))
 
+    def input_names(self) -> list[str]:
+        """The names the pair's inputs go by (`--assume`, reports): the entry's argument
+        names, or arg0, arg1, ... where it has none."""
+        return list(self.main.arg_names) or [f"arg{i}" for i in range(len(self.main.arg_types))]
+
     def global_result_types(self) -> tuple[TensorType, ...]:
         if not self.per_device:
             return self.main.result_types

@@ -74,7 +74,6 @@ class _Canon:
         got = memo.get(root.id, False)
         if got is not False:
             return got  # type: ignore[return-value]
-        store = root.store
         stack: list[tuple[Term, list[Term] | None]] = [(root, None)]
         while stack:
             t, kids = stack.pop()
@@ -85,7 +84,7 @@ class _Canon:
                 stack.append((t, kids))
                 stack.extend((k, None) for k in reversed(kids) if k.id not in memo)
                 continue
-            memo[t.id] = self._combine(t, [memo[k.id] for k in kids], store)
+            memo[t.id] = self._combine(t, [memo[k.id] for k in kids])
         return memo[root.id]
 
     def _children(self, t: Term) -> list[Term]:
@@ -115,7 +114,7 @@ class _Canon:
         self.leaves[t.id] = shape
         return shape
 
-    def _combine(self, t: Term, kids: list[Canon | None], store: Any) -> Canon | None:
+    def _combine(self, t: Term, kids: list[Canon | None]) -> Canon | None:
         if t.kind in (VAR, BVAR) and not kids:
             shape = self.leaf(t)
             return None if shape is None else (shape, (t.id,))
@@ -182,11 +181,7 @@ class InstanceTable:
             how = signatures.get(got[0]) if got is not None else None
             if how is not None:
                 self.hits += 1
-                if next(iter(patterns)) is not unfold:  # most recently used first
-                    rest = [(u, sig) for u, sig in patterns.items() if u is not unfold]
-                    patterns.clear()
-                    patterns[unfold] = signatures
-                    patterns.update(rest)
+                _to_front(patterns, unfold, signatures)
                 return how
         return None
 
@@ -202,15 +197,12 @@ class InstanceTable:
         if shallow is None or full is None:
             return
         patterns = self._patterns.setdefault(shallow[0], {})
-        signatures = patterns.pop(full[1], None)
+        signatures = patterns.get(full[1])
         if signatures is None:
             if len(patterns) >= PATTERNS_PER_KEY:
                 patterns.pop(next(reversed(patterns)))  # the least recently used pattern
             signatures = {}
-        rest = list(patterns.items())
-        patterns.clear()
-        patterns[full[1]] = signatures  # newest first
-        patterns.update(rest)
+        _to_front(patterns, full[1], signatures)
         if full[0] not in signatures:
             signatures[full[0]] = how
             self.recorded += 1
@@ -307,6 +299,17 @@ class InstanceTable:
             stack.extend((k, None) for k in reversed(t.args))
         out.append(tuple(number[r.id] for r in roots))
         return tuple(out), frozenset(opened)
+
+
+def _to_front(patterns: dict[frozenset[int], dict[Any, str]], key: frozenset[int], value: dict[Any, str]) -> None:
+    """Put `key` first (dicts keep insertion order: patterns are tried most recently used
+    first, and the last one is dropped when a key has too many)."""
+    if next(iter(patterns), None) == key:
+        return
+    rest = [(k, v) for k, v in patterns.items() if k != key]
+    patterns.clear()
+    patterns[key] = value
+    patterns.update(rest)
 
 
 def _roots(a: Any, b: Any) -> list[Term] | None:

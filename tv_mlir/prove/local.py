@@ -130,13 +130,15 @@ class LocalProver:
                     status[i] = "lattice"
             open_ = [(i, att.result) for i, att in attempts.items()
                      if status[i] is None and (att.cut_points or solve_inputs_only)]
-            if table is not None:  # the same problem over other constants failed before: skip it
-                share = timeout_s / max(1, len(open_))
+            # Each formula's least share of the batch's time (a batch that times out is asked
+            # again one formula at a time): the same problem over other constants that failed
+            # with as much time is not asked again.
+            share = timeout_s / max(1, len(open_))
+            if table is not None:
                 open_ = [(i, e) for i, e in open_ if not table.solver_failed(e, timeout_s, share)]
             for i in solve.prove_batch([(i, T.formula(e)) for i, e in open_], timeout_s):
                 status[i] = "solver"
             if table is not None:
-                share = timeout_s / max(1, len(open_))
                 for i, e in open_:
                     if status[i] is None:
                         table.note_solver_failure(e, timeout_s, share)

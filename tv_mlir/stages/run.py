@@ -358,7 +358,7 @@ def _cut(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] 
         return Cut([], f"not cut: {elements} tensor elements, below --stage-min-elements {options.stage_min_elements}")
     if (len(r_side.flow) < MIN_STAGES or len(o_side.flow) < MIN_STAGES) and not loops:
         return Cut([], "not cut: too few ops")
-    names = list(ref.main.arg_names) or [f"arg{i}" for i in range(len(ref.global_arg_types()))]
+    names = ref.input_names()
     bounds = resolve_bounds(options.assume, names, ref.global_arg_types(), sizes)
     input_sets = random_inputs(ref.global_arg_types(), bounds=bounds)
     cut = Cut([], "", input_sets, names, bounds)
