@@ -62,7 +62,7 @@ def test_the_second_witness_takes_the_first_cuts_lineage(monkeypatch: pytest.Mon
     assert v.verdict == "equivalent", v.reason
     assert v.shrink["second"].get("verdict") == "equivalent", v.shrink["second"]
     assert len(calls) == 2
-    monkeypatch.setattr(reuse, "last", lambda key: None)
+    monkeypatch.setattr(reuse.Memory, "last", lambda self, key: None)
     calls.clear()
     assert verify(*args, cache=False, **QUICK).verdict == "equivalent"
     assert len(calls) == 4
@@ -109,9 +109,10 @@ def _kept(ref: Module, other: Module, wrong: bool, groups_wrong: int = 10**6) ->
     return out
 
 
-def _keep(ref: Module, other: Module, links: dict[str, lineage.Link], monkeypatch: pytest.MonkeyPatch) -> None:
+def _keep(ref: Module, other: Module, links: dict[str, lineage.Link]) -> reuse.Memory:
+    """A memory holding `links` as the lineage of the pair's cut at other sizes."""
     key = reuse.shape_free(stages_run.cse(ref), stages_run.cse(flatten(other).module))
-    monkeypatch.setattr(reuse, "_LAST", {key: links})
+    return reuse.Memory(key, links)
 
 
 def _spy_proofs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -134,10 +135,10 @@ def test_a_kept_lineage_never_hides_a_bug(kept: str, monkeypatch: pytest.MonkeyP
     (no stage proved, the last stage named, the residual add of the missing psum); with
     that run left out, the kept lineage's stages are proved first."""
     ref, other = _pair(CORE / "decoder_L2.ref.mlir", CORE / "decoder_L2_bug_missing_psum.shardy.mlir")
-    _keep(ref, other, _kept(ref, other, kept == "wrong"), monkeypatch)
+    memory = _keep(ref, other, _kept(ref, other, kept == "wrong"))
     proved = _spy_proofs(monkeypatch)
     options = Options(stage_min_elements=0, cache=False, second_witness=False, full_size_check="off")
-    v = stages_run.prove_staged(ref, other, options, None, True)
+    v = stages_run.prove_staged(ref, other, options, None, memory)
     assert v.verdict == "not-equivalent", v.reason
     assert not proved and "lineage" not in v.stages
     assert v.stages["failed"]["reason"] == "the random runs differ at its outputs"
@@ -148,10 +149,10 @@ def test_a_wrong_kept_lineage_still_proves_the_correct_twin(monkeypatch: pytest.
     """Kept for the second witness, a wrong lineage fails its one run and is dropped: the
     pair is cut from its own runs (one round of stage proofs)."""
     ref, other = _pair(CORE / "decoder_L2.ref.mlir", CORE / "decoder_L2.shardy.mlir")
-    _keep(ref, other, _kept(ref, other, True), monkeypatch)
+    memory = _keep(ref, other, _kept(ref, other, True))
     proved = _spy_proofs(monkeypatch)
     options = Options(stage_min_elements=0, cache=False, second_witness=False, full_size_check="off")
-    v = stages_run.prove_staged(ref, other, options, None, True)
+    v = stages_run.prove_staged(ref, other, options, None, memory)
     assert v.verdict == "equivalent", v.reason
     assert len(proved) == 1 and "lineage" not in v.stages
 

@@ -21,6 +21,7 @@ from tv_mlir.options import SECOND_WITNESS_FLOOR, SECOND_WITNESS_GROWTH, SECOND_
 from tv_mlir.passes import load_pipeline, run_pipeline
 from tv_mlir.progress import progress
 from tv_mlir.shrink.pair import shrink_pair
+from tv_mlir.stages.reuse import Memory
 from tv_mlir.stages.run import prove_staged, too_large_to_cut
 from tv_mlir.verdict import FullSizeCheck, Verdict
 from tv_mlir.witness import fullsize
@@ -62,7 +63,8 @@ def verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, *
     if ref_sym or other_sym:
         shrink = dict(shrink or {"applied": False, "reason": "off (--no-shrink, or no shrink in the pipeline)"})
         shrink["symbolic"] = {"instantiated_at": SYMBOLIC_SIZE, "ref": ref_sym, "other": other_sym}
-    verdict = prove_staged(ref_m, other_m, options, shrunk_sizes(shrink))
+    memory = Memory()  # the cut's lineage, for the second witness's cut of the same pair
+    verdict = prove_staged(ref_m, other_m, options, shrunk_sizes(shrink), memory)
     verdict.shrink = shrink
     second: SecondWitness | None = None
     runner = XlaRunner()  # one for every XLA run at the original sizes (it caches compiled modules)
@@ -79,7 +81,7 @@ def verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, *
         if verdict.verdict == "equivalent" and fsc is not None and fsc.ran and fsc.outcome == "agree":
             shrink["second"] = {"skipped": "the full-size check ran at the original sizes and agreed"}
         elif verdict.verdict == "equivalent":
-            second = _second_witness(shrink, originals, options)
+            second = _second_witness(shrink, originals, options, memory)
             if second is not None and second.verdict.verdict != "equivalent":
                 verdict, ref_m, embedding = _second_disagrees(second, shrink), second.small_ref, second.embedding
                 verdict.full_size_check = fsc  # the check's record (skipped, or failed) stays
@@ -175,9 +177,10 @@ class SecondWitness:
 
 
 def _second_witness(shrink: dict[str, Any], originals: tuple[Module, Module],
-                    options: Options) -> SecondWitness | None:
+                    options: Options, memory: Memory) -> SecondWitness | None:
     """Prove the pair again at the next admissible size of every shrunk class (plan.plan
     grow=1), within an element budget; record both assignments in `shrink["second"]`.
+    `memory`: the first proof's lineage, which the second cut tries first.
     None when the second proof is off or there is nothing to prove (the map says why)."""
     if not options.second_witness:
         shrink["second"] = {"skipped": "off (--no-second-witness)"}
@@ -219,7 +222,7 @@ def _second_witness(shrink: dict[str, Any], originals: tuple[Module, Module],
         record["skipped"] = "no shrunk class can grow within the budget"
         return None
     progress(options, f"second witness: verifying at grown sizes ({', '.join(str(e['second']) for e in classes)})")
-    v = prove_staged(small_ref, small_other, options, shrunk_sizes(summary), True)  # the first cut's lineage
+    v = prove_staged(small_ref, small_other, options, shrunk_sizes(summary), memory)  # the first cut's lineage
     record["verdict"] = v.verdict
     record["time_s"] = round(time.perf_counter() - t0, 3)
     if v.verdict != "equivalent":

@@ -12,6 +12,7 @@ are kept: a pair whose runs differ is reported from those runs, which a kept lin
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,9 +22,6 @@ from tv_mlir.ir import Mesh, Module, Sharding
 from tv_mlir.stages.cache import ProofCache, cache_key
 from tv_mlir.stages.hashing import module_text
 from tv_mlir.stages.lineage import LOOSE, Link, _assemble, _error, outputs_agree, trace
-
-# The last lineage found from a pair's own runs, by `shape_free` (one entry).
-_LAST: dict[str, dict[str, Link]] = {}
 
 
 def shape_free(ref: Module, other: Module) -> str:
@@ -50,21 +48,24 @@ def content_key(ref: Module, other: Module, context: str) -> str:
     return cache_key(h.hexdigest(), "lineage")
 
 
-def forget() -> None:
-    _LAST.clear()
+@dataclass
+class Memory:
+    """The last lineage a pair's own runs found, for a later cut of the same pair in the same
+    `verify` (its second witness: the same programs at other sizes, with the same value
+    names), keyed by `shape_free`; passed from cut to cut, one entry."""
 
+    shape_key: str = ""
+    links: dict[str, Link] | None = None
 
-def remember(shape_key: str, links: dict[str, Link], cache: ProofCache, disk_key: str | None) -> None:
-    _LAST.clear()
-    _LAST[shape_key] = dict(links)
-    if disk_key is not None:
-        cache.put(disk_key, {"kind": "lineage", "links": [[v, k.ref, _sharding_json(k.sharding)]
-                                                          for v, k in links.items()]})
+    def last(self, shape_key: str) -> dict[str, Link] | None:
+        return dict(self.links) if self.links is not None and self.shape_key == shape_key else None
 
-
-def last(shape_key: str) -> dict[str, Link] | None:
-    got = _LAST.get(shape_key)
-    return dict(got) if got is not None else None
+    def remember(self, shape_key: str, links: dict[str, Link], cache: ProofCache, disk_key: str | None) -> None:
+        """Keep the lineage here and, under `disk_key`, in the proof cache."""
+        self.shape_key, self.links = shape_key, dict(links)
+        if disk_key is not None:
+            cache.put(disk_key, {"kind": "lineage", "links": [[v, k.ref, _sharding_json(k.sharding)]
+                                                              for v, k in links.items()]})
 
 
 def load(cache: ProofCache, disk_key: str) -> dict[str, Link] | None:

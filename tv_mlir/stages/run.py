@@ -81,21 +81,20 @@ class StageRecord:
 
 
 def prove_staged(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] | None = None,
-                 reuse_lineage: bool = False) -> Verdict:
+                 memory: reuse.Memory | None = None) -> Verdict:
     """The verdict for a prepared pair, by stages where the pair can be cut (see the module
     docstring), else by `driver.prove_pair` on the whole.
 
-    reuse_lineage: the pair is the one cut last at other sizes (the second witness): take
-    that cut's lineage rather than run both programs again. A lineage kept there or in the
-    proof cache (stages/reuse.py) is only evidence, so this is sound whatever it holds; if
-    the stages do not all prove, the pair is cut again from its own runs and proved as any
-    other."""
+    memory: where this pair's cut keeps its lineage, and where the cut of the same pair at
+    other sizes kept its own (the second witness takes it rather than run both programs
+    again). A lineage kept there or in the proof cache (stages/reuse.py) is only evidence,
+    so this is sound whatever it holds; if the stages do not all prove, the pair is cut
+    again from its own runs and proved as any other."""
     if not options.stages:
         return prove_pair(ref, other, options, sizes)
-    if not reuse_lineage:
-        reuse.forget()  # a later reuse reads what this pair's own cut found, nothing older
+    memory = reuse.Memory() if memory is None else memory
     t0 = time.perf_counter()
-    cut = _safe_cut(ref, other, options, sizes, True, reuse_lineage)
+    cut = _safe_cut(ref, other, options, sizes, True, memory)
     if cut.reused:
         verdict = _prove_cut(ref, other, options, sizes, cut, t0, tentative=True)
         if verdict is not None:
@@ -105,16 +104,16 @@ def prove_staged(ref: Module, other: Module, options: Options, sizes: Mapping[in
                 cut.keep()
             return verdict
         progress(options, "the reused lineage did not prove the pair: cutting it from its own runs")
-        cut = _safe_cut(ref, other, options, sizes, False)
+        cut = _safe_cut(ref, other, options, sizes, False, memory)
     verdict = _prove_cut(ref, other, options, sizes, cut, t0)
     assert verdict is not None
     return verdict
 
 
 def _safe_cut(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] | None,
-              allow_reuse: bool, second: bool = False) -> Cut:
+              allow_reuse: bool, memory: reuse.Memory) -> Cut:
     try:
-        return _cut(ref, other, options, sizes, allow_reuse, second)
+        return _cut(ref, other, options, sizes, allow_reuse, memory)
     except TvError as exc:  # an op the numeric runs do not know: the whole proof reports it
         return Cut([], f"not cut: {exc.one_line()}")
 
@@ -338,9 +337,11 @@ def _elements(m: Module) -> int:
 
 
 def _cut(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] | None,
-         allow_reuse: bool = False, second: bool = False) -> Cut:
+         allow_reuse: bool = False, memory: reuse.Memory | None = None) -> Cut:
     """The pair cut into stages. `allow_reuse`: from a kept lineage where there is one (the
-    last cut's at other sizes when `second`, else the proof cache's for these programs)."""
+    cut's of this pair at other sizes in `memory`, else the proof cache's for these
+    programs); the lineage found is kept in `memory`."""
+    memory = reuse.Memory() if memory is None else memory
     flat = flatten(other)
     if not flat.ok:
         return Cut([], f"not cut: {flat.reason}")
@@ -371,7 +372,7 @@ def _cut(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] 
     # Loop stages read the runs' values (the loops' constant operands): no reuse there.
     kept, cut.reused = None, ""
     if allow_reuse and not loops:
-        kept, cut.reused = (reuse.last(shape_key), "the pair's cut at the other sizes") if second else (None, "")
+        kept, cut.reused = memory.last(shape_key), "the pair's cut at the other sizes"
         # At other sizes the outputs may differ where they agreed (a bug only a larger size
         # shows), and a link may not hold: one run says, and a pair whose run differs is cut
         # from its own runs, which report a difference before any stage is proved. The
@@ -385,7 +386,7 @@ def _cut(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] 
             kept, cut.reused = reuse.load(cache, disk_key), "the proof cache"
     if kept is not None:
         links = {v: k for v, k in kept.items() if _fits(k, v, r_side, o_side)}
-        cut.keep = partial(reuse.remember, shape_key, dict(links), cache, disk_key)
+        cut.keep = partial(memory.remember, shape_key, dict(links), cache, disk_key)
     else:
         cut.reused = ""
         r_vals = lineage.trace(ref, input_sets[lineage.RUNS], options.max_unroll, MAX_CUT_ELEMENTS)
@@ -401,7 +402,7 @@ def _cut(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] 
         links = lineage.find(r_vals, o_vals, flat.module, wanted, candidates, _ranks(r_side), _ranks(o_side),
                              reads, given)
         if cut.outputs_agree and not loops:
-            reuse.remember(shape_key, links, cache, disk_key)
+            memory.remember(shape_key, links, cache, disk_key)
     # Other arguments hold the reference's arguments by definition (same global signature).
     for k, a in enumerate(flat.module.main.body.args):
         s = flat.module.arg_shardings[k] if flat.module.per_device else None
