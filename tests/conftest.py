@@ -415,3 +415,15 @@ def count_unfoldings(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         return real(self, *args)
     monkeypatch.setattr(LocalProver, "_unfold", counted)
     return calls
+
+
+def count_facts(text: str) -> tuple[Any, set[str]]:
+    """A one-program module's shrink facts and its reduce results, the seeds of rule (k)'s
+    count analysis (`shrink.counts`): the counts of positives the count tests are built on."""
+    from tv_mlir.api import prepare
+    from tv_mlir.options import Options
+    from tv_mlir.shrink.facts import ProgramFacts
+    from tv_mlir.shrink.pair import _raw
+
+    fa = ProgramFacts.of("ref", _raw(text, prepare(text, Options())).module)
+    return fa, {op.results[0] for op in fa.ops() if op.name == "stablehlo.reduce"}

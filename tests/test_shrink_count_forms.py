@@ -21,11 +21,10 @@ import json
 import pytest
 
 import tv_mlir
-from tests.conftest import TESTDATA
+from tests.conftest import TESTDATA, count_facts
 from tv_mlir.api import prepare
 from tv_mlir.options import Options
 from tv_mlir.shrink import counts
-from tv_mlir.shrink.facts import ProgramFacts
 from tv_mlir.shrink.pair import _raw
 from tv_mlir.shrink.plan import ShrinkPlan, plan
 
@@ -73,21 +72,19 @@ def test_a_non_affine_split_pins_and_the_bug_is_found() -> None:
 
 
 def _flow(compare: str) -> tuple[int, int]:
-    text = MOD.replace("CMP", compare)
-    m = _raw(text, prepare(text, Options())).module
-    fa = ProgramFacts.of("ref", m)
-    seeds = {op.results[0] for op in fa.ops() if op.name == "stablehlo.reduce"}
-    return counts.outer_degree(fa, seeds)
+    return counts.outer_degree(*count_facts(MOD.replace("CMP", compare)))
 
 
-MOD = """module @jit_f {
+# k: how many of the 64 inputs are positive (the count both modules below start from).
+COUNT = """module @jit_f {
   func.func public @main(%arg0: tensor<64xf32>) -> tensor<f32> {
     %z = stablehlo.constant dense<0.000000e+00> : tensor<64xf32>
     %p = stablehlo.compare GT, %arg0, %z : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xi1>
     %m = stablehlo.convert %p : (tensor<64xi1>) -> tensor<64xf32>
     %c0 = stablehlo.constant dense<0.000000e+00> : tensor<f32>
     %k = stablehlo.reduce(%m init: %c0) applies stablehlo.add across dimensions = [0] : (tensor<64xf32>, tensor<f32>) -> tensor<f32>
-    %c3 = stablehlo.constant dense<3.000000e+00> : tensor<f32>
+"""
+MOD = COUNT + """    %c3 = stablehlo.constant dense<3.000000e+00> : tensor<f32>
     %c40 = stablehlo.constant dense<4.000000e+01> : tensor<f32>
     %c2000 = stablehlo.constant dense<2.000000e+03> : tensor<f32>
     %a = stablehlo.subtract %k, %c3 : tensor<f32>
@@ -139,23 +136,11 @@ def test_rational_degrees_keep_a_count_where_the_twins_differ() -> None:
 
 def _fractions(body: str) -> tuple[int, int]:
     """(D, S) of the entry's result: S its count-dependent denominators (counts.RATIONAL)."""
-    text = FRAC.replace("BODY", body)
-    m = _raw(text, prepare(text, Options())).module
-    fa = ProgramFacts.of("ref", m)
-    seeds = {op.results[0] for op in fa.ops() if op.name == "stablehlo.reduce"}
-    flow = counts._Flow(fa, seeds)
-    d = flow.result_degree()
-    return d, flow.poles
+    flow = counts._Flow(*count_facts(FRAC.replace("BODY", body)))
+    return flow.result_degree(), flow.poles
 
 
-FRAC = """module @jit_f {
-  func.func public @main(%arg0: tensor<64xf32>) -> tensor<f32> {
-    %z = stablehlo.constant dense<0.000000e+00> : tensor<64xf32>
-    %p = stablehlo.compare GT, %arg0, %z : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xi1>
-    %m = stablehlo.convert %p : (tensor<64xi1>) -> tensor<64xf32>
-    %c0 = stablehlo.constant dense<0.000000e+00> : tensor<f32>
-    %k = stablehlo.reduce(%m init: %c0) applies stablehlo.add across dimensions = [0] : (tensor<64xf32>, tensor<f32>) -> tensor<f32>
-    %one = stablehlo.constant dense<1.000000e+00> : tensor<f32>
+FRAC = COUNT + """    %one = stablehlo.constant dense<1.000000e+00> : tensor<f32>
     %two = stablehlo.constant dense<2.000000e+00> : tensor<f32>
     %a = stablehlo.add %k, %one : tensor<f32>
     %b = stablehlo.add %k, %two : tensor<f32>

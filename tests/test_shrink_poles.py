@@ -13,11 +13,10 @@ import json
 import pytest
 
 import tv_mlir
-from tests.conftest import TESTDATA
+from tests.conftest import TESTDATA, count_facts
 from tv_mlir.api import prepare
 from tv_mlir.options import Options
 from tv_mlir.shrink import counts
-from tv_mlir.shrink.facts import ProgramFacts
 from tv_mlir.shrink.pair import _raw
 from tv_mlir.shrink.plan import ShrinkPlan, plan
 
@@ -89,10 +88,7 @@ def test_a_clip_after_an_offset_keeps_its_split() -> None:
 
 
 def _flow(text: str) -> tuple[int, int]:
-    m = _raw(text, prepare(text, Options())).module
-    fa = ProgramFacts.of("ref", m)
-    seeds = {op.results[0] for op in fa.ops() if op.name == "stablehlo.reduce"}
-    return counts.outer_degree(fa, seeds)
+    return counts.outer_degree(*count_facts(text))
 
 
 MOD = """module @jit_f {
