@@ -11,7 +11,6 @@ import pytest
 
 from tests.conftest import count_unfoldings
 from tv_mlir.algebra import Kind
-from tv_mlir.algebra import terms as T
 from tv_mlir.algebra.fast import POS_SIGN, FastAlgebra
 from tv_mlir.prove import local
 from tv_mlir.prove.cuts import CutStore, Origin
@@ -72,9 +71,11 @@ def test_a_pair_that_differs_only_in_an_unfolded_definition_is_not_an_instance()
 
 
 def _signature(table: InstanceTable, a: Any, b: Any, kind: Kind, unfold: frozenset[int] = frozenset()) -> Any:
-    got = table._walk(a, b, kind, T.element_terms(a) + T.element_terms(b), unfold, False)
-    assert got is not None
-    return got[0]
+    pair = table._pair(a, b, kind)
+    assert pair is not None
+    full = table._unfolded(pair[1], unfold, by_position=False)
+    assert full is not None
+    return pair[0], full[0]
 
 
 def test_signatures_keep_the_sharing_of_free_constants() -> None:

@@ -4,8 +4,8 @@ same problem over other free constants.
 Why: a tensor's elements are proved one by one, and most of them repeat one proof with
 other leaves. Column h of an embedding gradient's all-reduce is row v's case split on the
 token ids over the cotangents g[t, h]; every column is the same split over other
-cotangents. Unfolding and splitting once per column costs milliseconds per element; the
-walk below costs a fraction of one.
+cotangents. Unfolding and splitting once per column costs milliseconds per element; a
+look-up below costs a fraction of one.
 
 What a local proof of (a, b) shows: a == b holds for all values of the free constants
 left once the cut variables it unfolded are replaced by their definitions (cut points are
@@ -15,24 +15,31 @@ Boolean cut variables (the case split on an index looks through them) and facts 
 keeps per free constant: known bounds and narrow ranges (comparisons fold by them), the
 real ranges of short definitions, and the sign a cut point's name carries.
 
-The signature of a pair (`InstanceTable._walk`) writes all of that down with the terms'
-own ids replaced by numbers in the order a depth-first walk meets them: every node's kind,
-sort, data and children; at a free constant its facts (never its name); at a cut variable
-that the proof unfolded, its definition; at an integer or Boolean cut variable, the
-signature of its definition (`_Canon`: built bottom-up, the free constants of the children
-wired into the node's own list, kept per term for the whole sweep: index arithmetic is
-shared by many pairs), with its free constants numbered as the walk meets them. Inside an
-integer definition real cut points stay free constants, as the proof leaves them. Equal
-signatures mean one term structure up to a one-to-one renaming of free constants with the
-same facts, so the first pair's proof, which held for all values of its free constants,
-holds for the second's. (The proof may have unfolded a variable on one side only; its
-formula then holds for all values of that variable, so also with the definition put in on
-the other side.) A cut variable whose wrap-around facts name another term (`intervals`)
-is not written down: such a pair is never recorded or looked up.
+The signature of a term (`_Canon`) is built bottom-up and kept per term for the whole
+sweep: a shape number, interned from the node's kind, sort, data and its children's shape
+numbers, and the list of free constants it reaches, with the wiring of each child's list
+into the node's own. A free constant is written by its facts (never its name); an integer
+or Boolean cut variable by the signature of its definition (the case split reads through
+it); a real cut variable is a free constant, as the proof leaves it unless it unfolds it.
+Equal shape numbers mean one term structure up to a one-to-one renaming of the listed
+free constants, by induction on the interned keys (terms are hash-consed, so a structure
+with its free constants is one term). A pair's shallow signature (`_pair`) joins its
+elements' signatures by the free constants they share. The definitions a proof unfolded
+(`_unfolded`) are written after it, each as the position of its variable in the pair's
+list of free constants, its definition's shape and the positions of the definition's own
+free constants (appended to the list as they first appear, so unfoldings inside
+definitions are positions too). Both together determine the formula the proof showed, up
+to a one-to-one renaming of free constants with the same facts, so the first pair's proof,
+which held for all values of its free constants, holds for the second's. (The proof may
+have unfolded a variable on one side only; its formula then holds for all values of that
+variable, so also with the definition put in on the other side.) A cut variable whose
+wrap-around facts name another term (`intervals`) has no signature: such a pair is never
+recorded or looked up.
 
-The proof's unfolded variables are written as walk numbers, so a later pair is walked
-with the same variables unfolded (the walk numbers a node before it decides whether to
-unfold it) and compared with the recorded signature as a whole."""
+The proof's unfolded variables are kept as positions (its pattern), so a later pair with
+the same shallow signature is tried with the variables at the same positions unfolded and
+compared with the recorded signature as a whole. The elements of one tensor share most of
+their subterms, so a pair costs the nodes no earlier pair had, not its whole size."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -44,8 +51,7 @@ from tv_mlir.algebra.base import Kind
 from tv_mlir.algebra.term import BOOL, BVAR, INT, POLY, VAR, Term
 from tv_mlir.prove.cuts import CutStore
 
-WALK_LIMIT = 20_000  # nodes one signature may have; past it the pair is neither recorded nor looked up
-LEAF_LIMIT = 4096  # free constants one term's signature may list; past it the term has none
+LEAF_LIMIT = 4096  # free constants one signature may list; past it the term or pair has none
 PATTERNS_PER_KEY = 8  # unfolding patterns kept per shallow signature (most recently used first)
 MAX_SIGNATURES = 200_000  # signatures kept in all; past it nothing more is recorded
 
@@ -123,18 +129,12 @@ class _Canon:
         if t.kind in (VAR, BVAR):  # a definition put in
             shape, leaves = kids[0]  # type: ignore[misc]
             return self._intern(("def", t.sort, shape)), leaves
+        # Positions in first-met order: a dict keeps insertion order, and setdefault numbers
+        # a constant once (len(pos) is read before it is inserted).
         pos: dict[int, int] = {}
-        merged: list[int] = []
-        wiring = []
-        for _, leaves in kids:  # type: ignore[misc]
-            w = []
-            for x in leaves:
-                p = pos.get(x)
-                if p is None:
-                    p = pos[x] = len(merged)
-                    merged.append(x)
-                w.append(p)
-            wiring.append(tuple(w))
+        put = pos.setdefault
+        wiring = tuple([tuple([put(x, len(pos)) for x in leaves]) for _, leaves in kids])  # type: ignore[misc]
+        merged = tuple(pos)
         if len(merged) > LEAF_LIMIT:
             return None
         if t.kind == POLY:
@@ -143,7 +143,7 @@ class _Canon:
         else:
             data = t.data
         shapes = tuple(k[0] for k in kids)  # type: ignore[index]
-        return self._intern((t.kind, t.sort, data, shapes, tuple(wiring))), tuple(merged)
+        return self._intern((t.kind, t.sort, data, shapes, wiring)), merged
 
 
 @dataclass
@@ -167,17 +167,15 @@ class InstanceTable:
 
     def proved(self, a: Any, b: Any, kind: Kind) -> str | None:
         """How a pair that (a, b) is an instance of was proved, or None."""
-        roots = _roots(a, b)
-        if roots is None:
+        pair = self._pair(a, b, kind)
+        if pair is None:
             return None
-        shallow = self._walk(a, b, kind, roots, frozenset(), by_number=True)
-        if shallow is None:
-            return None
-        patterns = self._patterns.get(shallow[0])
+        key, leaves = pair
+        patterns = self._patterns.get(key)
         if not patterns:
             return None
         for unfold, signatures in patterns.items():
-            got = self._walk(a, b, kind, roots, unfold, by_number=True) if unfold else shallow
+            got = self._unfolded(list(leaves), unfold, by_position=True)
             how = signatures.get(got[0]) if got is not None else None
             if how is not None:
                 self.hits += 1
@@ -189,14 +187,14 @@ class InstanceTable:
         """(a, b) was proved (`how`) with the cut variables `unfolded` (ids) put in."""
         if self.recorded >= MAX_SIGNATURES:
             return
-        roots = _roots(a, b)
-        if roots is None:
+        pair = self._pair(a, b, kind)
+        if pair is None:
             return
-        shallow = self._walk(a, b, kind, roots, frozenset(), by_number=True)
-        full = self._walk(a, b, kind, roots, frozenset(unfolded), by_number=False)
-        if shallow is None or full is None:
+        key, leaves = pair
+        full = self._unfolded(list(leaves), frozenset(unfolded), by_position=False)
+        if full is None:
             return
-        patterns = self._patterns.setdefault(shallow[0], {})
+        patterns = self._patterns.setdefault(key, {})
         signatures = patterns.get(full[1])
         if signatures is None:
             if len(patterns) >= PATTERNS_PER_KEY:
@@ -232,73 +230,74 @@ class InstanceTable:
     def _formula(self, formula: Any) -> Any | None:
         if type(formula) is not Term:
             return None
-        got = self._walk(None, None, Kind.BOOL, [formula], frozenset(), by_number=True)
+        got = self._canon.of(formula)
         return None if got is None else got[0]
 
-    def _walk(self, a: Any, b: Any, kind: Kind, roots: list[Term], unfold: frozenset[int], by_number: bool
-              ) -> tuple[tuple[Any, ...], frozenset[int]] | None:
-        """The signature of the pair and the walk numbers of the real cut variables put in.
-        `unfold` names those variables by walk number (by_number) or by id. Nodes are
-        numbered as the depth-first walk first meets them; the free constants of an integer
-        definition (`_Canon`) as the walk meets the definition, which may be before the walk
-        reaches one of them as a node of its own (where a real one may still be unfolded)."""
+    def _pair(self, a: Any, b: Any, kind: Kind) -> tuple[tuple[Any, ...], list[int]] | None:
+        """The pair's shallow signature (nothing unfolded) and its free constants in the
+        order the signature wires them: the roots' signatures (`_Canon`, kept per term for
+        the whole sweep: the elements of one tensor share most of their subterms, so a pair
+        costs the nodes no earlier pair had) joined by the free constants they share."""
+        roots = _roots(a, b)
+        if roots is None:
+            return None
+        canon = self._canon
+        shapes = []
+        pos: dict[int, int] = {}
+        leaves: list[int] = []
+        wiring = []
+        for r in roots:
+            got = canon.of(r)
+            if got is None:
+                return None
+            shapes.append(got[0])
+            wiring.append(_wire(got[1], pos, leaves))
+        if len(leaves) > LEAF_LIMIT:
+            return None
+        key = (kind.name, _classes(a), _classes(b), len(T.element_terms(a)), tuple(shapes), tuple(wiring))
+        return key, leaves
+
+    def _unfolded(self, leaves: list[int], unfold: frozenset[int], by_position: bool
+                  ) -> tuple[tuple[Any, ...], frozenset[int]] | None:
+        """The definitions put in, as a signature, and the positions of their variables.
+        `leaves` (extended here) lists the pair's free constants in signature order; a
+        variable is put in when its position (by_position) or its id is in `unfold`. Each
+        definition is written as its position, its shape and the positions of its own free
+        constants, appended to `leaves` as they first appear: with the shallow signature
+        this determines the formula with those definitions put in, up to a one-to-one
+        renaming of free constants with the same facts."""
         cuts = self.store.cuts_by_id
         canon = self._canon
-        number: dict[int, int] = {}
-        visited: set[int] = set()
-        out: list[Any] = [kind.name, _classes(a), _classes(b), len(T.element_terms(a)) if a is not None else -1]
-        opened: set[int] = set()
-        stack: list[tuple[Term, tuple[Term, ...] | None]] = [(r, None) for r in reversed(roots)]
-        while stack:
-            t, kids = stack.pop()
-            if kids is not None:  # children done: write the node
-                n = number[t.id]
-                if t.kind == POLY:
-                    data: Any = tuple((tuple((number[x], e) for x, e in m), c) for m, c in t.data)
-                    out.append((n, POLY, t.sort, data, tuple(number[k.id] for k in kids)))
-                elif t.kind in (VAR, BVAR):
-                    out.append((n, "def", number[kids[0].id]))
-                else:
-                    out.append((n, t.kind, t.sort, t.data, tuple(number[k.id] for k in kids)))
-                continue
-            if t.id in visited:
-                continue
-            visited.add(t.id)
-            seen_as = number.get(t.id)  # numbered already as a free constant of an integer definition
-            if seen_as is None:
-                seen_as = number[t.id] = len(number)
-                if seen_as > WALK_LIMIT:
-                    return None
-            n = seen_as
-            if t.kind in (VAR, BVAR):
-                cut = cuts.get(t.id)
+        pos = {x: i for i, x in enumerate(leaves)}
+        out = []
+        opened = set()
+        i = 0
+        while i < len(leaves):
+            x = leaves[i]
+            if (i if by_position else x) in unfold:
+                cut = cuts.get(x)
                 d = cut.term if cut is not None and isinstance(cut.term, Term) else None
-                if d is not None and t.sort in (INT, BOOL):
-                    got = canon.of(d)
-                    if got is None:
-                        return None
-                    wires = []
-                    for x in got[1]:
-                        m = number.get(x)
-                        if m is None:
-                            m = number[x] = len(number)
-                        wires.append(m)
-                    out.append((n, "intdef", got[0], tuple(wires)))
-                    continue
-                if d is not None and (n if by_number else t.id) in unfold:
-                    opened.add(n)
-                    stack.append((t, (d,)))
-                    stack.append((d, None))
-                    continue
-                leaf = canon.leaf(t)
-                if leaf is None:
+                got = canon.of(d) if d is not None else None
+                if got is None:
                     return None
-                out.append((n, "leaf", leaf))
-                continue
-            stack.append((t, t.args))
-            stack.extend((k, None) for k in reversed(t.args))
-        out.append(tuple(number[r.id] for r in roots))
+                out.append((i, got[0], _wire(got[1], pos, leaves)))
+                opened.add(i)
+                if len(leaves) > LEAF_LIMIT:
+                    return None
+            i += 1
         return tuple(out), frozenset(opened)
+
+
+def _wire(ids: tuple[int, ...], pos: dict[int, int], leaves: list[int]) -> tuple[int, ...]:
+    """The positions of `ids` in `leaves`, appending the ones not there yet."""
+    w = []
+    for x in ids:
+        p = pos.get(x)
+        if p is None:
+            p = pos[x] = len(leaves)
+            leaves.append(x)
+        w.append(p)
+    return tuple(w)
 
 
 def _to_front(patterns: dict[frozenset[int], dict[Any, str]], key: frozenset[int], value: dict[Any, str]) -> None:
