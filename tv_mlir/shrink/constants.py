@@ -52,6 +52,11 @@ RATIOS = True
 # a table that only selects an entry of another table (the coordinate table) holds block
 # counts, which shrinking keeps. Off: a table pins the class it offsets, as before.
 OFFSET_TABLES = True
+# Rule (a), classes of one size, for a float divisor of positions only (RoPE's frequencies
+# `arange(0, d, 2) / d`, where q/k's and v/o's head_dim are two classes of size d): the
+# classes keep one size and the constant is tied to it, as an integer clamp of two
+# vocabularies is (docs/shrinking.md, "Halves"). Off: such a float pins every class it names.
+POSITION_FLOATS = True
 
 
 @dataclass
@@ -311,7 +316,8 @@ def tie_constants(a: DimAnalysis, where: Sites, constants: list[Constant], sizes
             continue
         magnitude = abs(1.0 / k.value) if k.role == "reciprocal" else abs(k.value)
         alike = {c for _, _, cs in hits for c in cs}
-        if equalize and k.is_int and len(new_values) > 1 and None not in new_values and magnitude >= _TIE_MIN \
+        if equalize and (k.is_int or (POSITION_FLOATS and k.positional)) and len(new_values) > 1 \
+                and None not in new_values and magnitude >= _TIE_MIN \
                 and all(len(cs) == 1 for _, _, cs in hits) \
                 and len({a.classes[c].size for c in alike}) == 1:
             # Rule (a), classes of one size: the integer constant is the size (or size - k)
@@ -320,7 +326,8 @@ def tie_constants(a: DimAnalysis, where: Sites, constants: list[Constant], sizes
             # for all of them every reading is the same program again, so they grow to
             # one size (the largest any needs) and the constant is tied there next round.
             # Float constants (a mean's divisor that is also a plain scale) stay with
-            # rule (i): their uses are not all size arithmetic (docs/shrinking.md).
+            # rule (i): their uses are not all size arithmetic (docs/shrinking.md), except
+            # a divisor of positions only (RoPE's `arange(0, d, 2) / d`: POSITION_FLOATS).
             top = max(sizes[c] for c in alike)
             for c in alike:
                 if sizes[c] < top:

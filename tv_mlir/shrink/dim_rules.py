@@ -25,7 +25,7 @@ from tv_mlir.semantics.ops import (
     SHARD_CALLS,
     VALUE_IDENTITIES,
 )
-from tv_mlir.shrink.walker import Walker
+from tv_mlir.shrink.walker import Node, Walker
 
 DimRule = Callable[[Walker, Op, str], None]  # (walker, op, "op at loc")
 
@@ -46,6 +46,11 @@ CONVOLUTION = True
 # reach (padding, K - 1) is a halo width of the input's class, as slices and pads are.
 # Off: the convolution adds no zone (a bug at interior positions hides: conv_interior).
 CONV_ZONES = True
+# Halves (docs/shrinking.md, "Halves"): a slice of exactly the front or back half of a dim
+# ([0:n/2], [n/2:n], RoPE's rotate-half) and a concatenation of k pieces of one size are
+# the dim read as a product (k, n/k), its major factor the piece index, pinned at k: the
+# pieces are the minor factor's class. Off: a bound in the middle and equal pieces pin.
+HALVES = True
 
 
 def _elementwise(w: Walker, op: Op, why: str) -> None:
@@ -159,6 +164,13 @@ def _concatenate(w: Walker, op: Op, why: str) -> None:
     for i in op.operands:
         w.same(i, out, why, [(d, d) for d in range(len(w.types[i].shape)) if d != dim])
     big = max(range(len(sizes)), key=lambda k: sizes[k]) if sizes else 0
+    if HALVES and len(sizes) >= 2 and len(set(sizes)) == 1 and sizes[0] > 0:
+        # k pieces of one size stacked along the dim: the result is (k, piece) row-major,
+        # the piece index its major factor (pinned at k), each piece the minor factor.
+        minor = _pieces(w, out, dim, len(sizes), sizes[0], f"concatenate at {op.loc}")
+        for i in op.operands:
+            w.uf.union(w.node(i, dim), minor, why)
+        return
     if len(sizes) < 2 or sorted(sizes)[-2] == sizes[big]:
         for i in op.operands:
             w.uf.pin(w.node(i, dim), f"concatenate at {op.loc}")
@@ -282,6 +294,11 @@ def _slice(w: Walker, op: Op, why: str) -> None:
             continue
         a, b = anchor(starts[d], n), anchor(limits[d], n)
         where = f"slice [{starts[d]}:{limits[d]}] at {op.loc}"
+        if HALVES and strides[d] == 1 and n % 2 == 0 and n >= 2 and \
+                (starts[d], limits[d]) in ((0, n // 2), (n // 2, n)):
+            # The front or back half: piece 0 or 1 of the dim read as (2, n/2).
+            w.uf.union(w.node(dst, d), _pieces(w, src, d, 2, n // 2, where), why)
+            continue
         if strides[d] != 1 or a is None or b is None or (not a[0] and b[0]):
             w.uf.pin(w.node(src, d), where)
             w.uf.pin(w.node(dst, d), where)
@@ -290,6 +307,17 @@ def _slice(w: Walker, op: Op, why: str) -> None:
             w.halos.append((w.node(src, d), max(a[1], b[1]), where, dst, 0, 0))
         else:
             w.offset(w.node(src, d), w.node(dst, d), -(a[1] + b[1]), -a[1], -b[1], where, dst)
+
+
+def _pieces(w: Walker, whole: str, d: int, k: int, piece: int, where: str) -> Node:
+    """Dim d of `whole` as the product (k, piece): a major atom of size k, pinned (the
+    pieces' count is no size of the program's data), and a minor atom, returned, that the
+    pieces join. Named after the whole's dim, so both halves of one dim share them."""
+    major, minor = f"{whole}~pieces{d}", f"{whole}~piece{d}"
+    w.bind((major, minor), (TensorType((k,), "atom"), TensorType((piece,), "atom")))
+    w.uf.pin(w.node(major, 0), f"the {k} pieces of a dim ({where})")
+    w.products.append((w.node(whole, d), (w.node(major, 0), w.node(minor, 0))))
+    return w.node(minor, 0)
 
 
 def _dynamic_slice(w: Walker, op: Op, why: str) -> None:

@@ -33,6 +33,7 @@ class ProgramFacts:
     entry_args: set[str] = field(default_factory=set)
     unreachable: set[str] = field(default_factory=set)  # values of functions nothing calls
     needed: set[str] = field(default_factory=set)  # values some entry result depends on (`needed_values`)
+    _iota_only: set[str] | None = field(default=None, repr=False)  # `iota_only`, built on first use
 
     @classmethod
     def of(cls, program: str, module: Module) -> ProgramFacts:
@@ -147,6 +148,10 @@ class Constant:
     # Rule (a), integer division: an integer constant that divides or takes the remainder
     # of program values (not mesh steps): truncation at its rewritten value must stay one.
     truncates: bool = False
+    # Rule (a), classes of one size: a float divisor whose every use divides a value
+    # computed from iotas and constants alone (RoPE's `arange(0, d, 2) / d`): position
+    # arithmetic, a size reading like an integer clamp's (constants.POSITION_FLOATS).
+    positional: bool = False
 
 
 def needed_values(module: Module) -> set[str]:
@@ -221,8 +226,11 @@ def role_constants(facts: ProgramFacts) -> list[Constant]:
                 # a size (a local batch of 8 on 8 devices must not rewrite it).
                 continue
             if any(u.name == "stablehlo.divide" and pos == 1 for u, pos in uses):
+                positions = iota_only(facts)
+                positional = all(u.name == "stablehlo.divide" and pos == 1 and u.operands[0] in positions
+                                 for u, pos in uses)
                 out.append(Constant(facts.program, name, v, False, op.loc, "divisor",
-                                    mean_uses(facts, uses, "divisor")))
+                                    mean_uses(facts, uses, "divisor"), positional=positional))
             elif any(u.name == "stablehlo.multiply" and facts.device_derived(u.operands[1 - pos]) for u, pos in uses):
                 # Rule (b): a float partition offset (axis_index * 512.0 + iota) is a size
                 # like its integer form, not a reciprocal.
@@ -235,6 +243,26 @@ def role_constants(facts: ProgramFacts) -> list[Constant]:
                 if role is not None:
                     out.append(Constant(facts.program, name, v, False, op.loc, role))
     return out
+
+
+def iota_only(facts: ProgramFacts) -> set[str]:
+    """Values computed from iotas and splat constants alone, at least one iota among them
+    (positions and their arithmetic: no program input, no device id, no loop or call)."""
+    if facts._iota_only is None:
+        found: set[str] = set()
+        constant: set[str] = set()
+        for op in facts.ops():
+            if op.regions or op.name == "func.call" or not op.results:
+                continue
+            if op.name == "stablehlo.iota":
+                found.update(op.results)
+            elif op.name == "stablehlo.constant":
+                if splat(op) is not None:
+                    constant.update(op.results)
+            elif op.operands and all(o in found or o in constant for o in op.operands):
+                (found if any(o in found for o in op.operands) else constant).update(op.results)
+        facts._iota_only = found
+    return facts._iota_only
 
 
 # Constant arithmetic a constant's value passes through on its way to a use (jax stages
@@ -721,5 +749,5 @@ def only_device(fa: ProgramFacts, name: str) -> bool:
 
 __all__ = ['ACROSS_DEVICES', 'Constant', 'ProgramFacts', 'arg_sources', 'block_offset_constants', 'call_flow',
            'constant_behind', 'device_count', 'group_size', 'index_sources', 'mean_uses', 'moved_operands',
-           'only_device', 'position_constants', 'region_flow', 'role_constants', 'splat', 'sum_reduced',
+           'iota_only', 'only_device', 'position_constants', 'region_flow', 'role_constants', 'splat', 'sum_reduced',
            'summed_across', 'through_broadcasts']

@@ -326,8 +326,8 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
     names.update({("ref", v): f"result {k}" for k, v in enumerate(ref.main.body.returns)})
     entries = []
     for c, cls in enumerate(a.classes):
-        if cls.size <= 1 or c in dead:
-            continue
+        if cls.size <= 1 or c in dead or all("~pieces" in v for _, v, _ in cls.members):
+            continue  # a halves rule's piece count (dim_rules._pieces): no dim of any value
         member = _where(cls.members, names, facts)
         role = "pinned" if c in pins else roles[c]
         reason = pins.get(c, "")

@@ -96,6 +96,10 @@ def _attrs(o: Any, program: str, plan: ShrinkPlan, names: dict[Any, str],
                 # (dim_rules.anchor): a full-range slice stays full, a halo stays a halo.
                 for bounds in (starts, limits):
                     at = anchor(bounds[d], b)
+                    if at is None and 2 * bounds[d] == b and a % 2 == 0:
+                        # A half (dim_rules.HALVES: the dim is (2, b/2), shrunk as 2 x a/2).
+                        bounds[d] = a // 2
+                        continue
                     if at is None:
                         raise Unsupported("shrinking a slice with a bound in the middle", None, "shrink")
                     bounds[d] = at[1] if at[0] else a - at[1]
