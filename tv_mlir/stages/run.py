@@ -45,6 +45,7 @@ from tv_mlir.stages.flat import flatten
 from tv_mlir.stages.hashing import stage_hash
 from tv_mlir.stages.lift import numeric_witness
 from tv_mlir.stages.loops import induction, is_loop_stage
+from tv_mlir.stages.peel import peel_output_pads
 from tv_mlir.stages.plan import Side, choose_cuts
 from tv_mlir.stages.pool import Executor, Job, run_jobs
 from tv_mlir.stages.ranges import Ranges, value_ranges
@@ -563,6 +564,10 @@ def _prove_stages(stages: list[StagePair], options: Options, finite: set[str], s
     pos = [_signed(s, signs, POS) for s in stages]
     nonneg = [_signed(s, signs, NONNEG) for s in stages]
     bounded = [_bounded(s, ranges) for s in stages]
+    # What each stage proves: its output pads peeled where that is the same claim
+    # (stages/peel.py), so stages that differ only in a pad's offset share one proof.
+    # Inputs are untouched: the facts above hold of the peeled stages alike.
+    stages = [peel_output_pads(s) for s in stages]
     hashes = [stage_hash(s.ref, s.other, f"ieee {list(e)} pos {list(p)} nonneg {list(n)} bounds {list(b)}")
               for s, e, p, n, b in zip(stages, ieee, pos, nonneg, bounded)]
     results: dict[str, dict] = {}
