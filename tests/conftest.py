@@ -16,6 +16,9 @@ if os.environ.get("TV_MLIR_CACHE_DIR") in (None, os.environ.get("TV_MLIR_TEST_CA
 
     os.environ["TV_MLIR_CACHE_DIR"] = os.environ["TV_MLIR_TEST_CACHE"] = tempfile.mkdtemp(
         prefix="tv-mlir-test-cache-")
+# Whole verdicts are not kept (stages/verdicts.py): tests verify one pair many ways in one
+# process, some with semantics mutated by a monkeypatch that no cache key sees.
+os.environ.setdefault("TV_MLIR_KEEP_VERDICTS", "0")
 
 from collections.abc import Callable, Sequence
 from fractions import Fraction

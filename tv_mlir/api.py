@@ -21,6 +21,7 @@ from tv_mlir.options import SECOND_WITNESS_FLOOR, SECOND_WITNESS_GROWTH, SECOND_
 from tv_mlir.passes import load_pipeline, run_pipeline
 from tv_mlir.progress import progress
 from tv_mlir.shrink.pair import shrink_pair
+from tv_mlir.stages import verdicts
 from tv_mlir.stages.reuse import Memory
 from tv_mlir.stages.run import prove_staged, too_large_to_cut
 from tv_mlir.verdict import FullSizeCheck, Verdict
@@ -51,6 +52,12 @@ def verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, *
         # module as read (with its MLIR) is still there for the shrink pass.
         ref_read, ref_sym = _read(ref, options)
         other_read, other_sym = _read(other, options)
+        # An unchanged pair proved before: its kept verdict (stages/verdicts.py).
+        kept = verdicts.key(ref_read, other_read, [ref_sym, other_sym], options)
+        hit = verdicts.lookup(options, kept)
+        if hit is not None:
+            hit.time_s = round(time.perf_counter() - t0, 4)
+            return hit
         ref_m = prepare(ref_read, options)
         other_m = prepare(other_read, options)
         check_signatures(ref_m, other_m)
@@ -108,6 +115,7 @@ def verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, *
     _exit_1_needs_confirmation(verdict, options)
     verdict.time_s = round(time.perf_counter() - t0, 4)
     verdict.assume = assumed(options)
+    verdicts.keep(options, kept, verdict)
     return verdict
 
 
