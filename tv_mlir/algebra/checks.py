@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import z3
 
+from tv_mlir.algebra import modeval
 from tv_mlir.algebra.piecewise import PiecewiseChecker
 from tv_mlir.algebra.term import CMP, ITE, REAL, Term, TermBudget
 
@@ -405,6 +406,8 @@ def _own_indicator_zero(a: Term, b: Term) -> bool:
     """`ite_difference_is_zero` over own terms: every real select ITE(c, x, y) in a - b
     becomes i*x + (1 - i)*y, one fresh real i per condition, level by level; True when
     the difference is then the zero polynomial."""
+    if modeval.differs(a, b):  # not zero at one point: the expansion would fail, slowly
+        return False
     store = a.store
     try:
         with store.budget(INDICATOR_TERMS):
