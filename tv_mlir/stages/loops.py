@@ -27,15 +27,73 @@ copy's layout, not only one copy per reference value."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from tv_mlir.ir import Block, Op, Sharding, TensorType
+from tv_mlir.errors import TvError
+from tv_mlir.ir import Block, Module, Op, Sharding, TensorType
+from tv_mlir.options import Options
 from tv_mlir.semantics.ops import DEVICE_IDS
 from tv_mlir.stages.extract import NotFormed, StagePair, _closure, _copy, _derive, _device_id, _module, source_loc
 from tv_mlir.stages.lineage import Link, Values
 from tv_mlir.stages.plan import Side, region_uses
+from tv_mlir.verdict import Verdict
+
+# Slices of loop-invariant carried values as body stage inputs (`_shared_slices`). A switch
+# so the tests can show what it does.
+SHARED_SLICES = True
+# A large loop body cut into a chain of stages of its own (`_chained`). A switch so the
+# tests can show what it does.
+CHAIN_BODY = True
+# Bodies with fewer ops than this stay one stage: proved whole they are small, and cut,
+# a stage may take two related values (g and g * g) as separate inputs and fail where the
+# whole body holds (widening does not reach into a loop body). A decoder layer has ~100.
+MIN_BODY_OPS = 32
+# The names of an induction's two stage pairs (after the chain link's name and ": "): what
+# `rests_on_induction` counts in a verdict.
+BODY = "loop body"
+CONDITION = "loop condition"
+
+
+def top_level_loops(module: Module) -> int:
+    """The while loops a chain can make loop stages of: those in the entry's block and in
+    the blocks of its manual computations (the prepared module's calls are inlined)."""
+    def count(block: Block) -> int:
+        n = 0
+        for op in block.ops:
+            if op.name == "stablehlo.while":
+                n += 1
+            elif op.name == "sdy.manual_computation":
+                n += sum(count(r) for r in op.regions)
+        return n
+    return count(module.main.body)
+
+
+def rests_on_induction(verdict: Verdict, ref: Module, other: Module) -> str:
+    """Why an `equivalent` verdict of the prepared pair does not rest on induction for every
+    top-level loop of both programs; "" when it does. Shrinking's rule l (per-trip loop
+    degrees, shrink/degree.py) is sound only then: each loop is its own chain link, proved
+    by its body and condition stages on free carried values, so the stages after it take
+    its results as free inputs. A pair proved whole, or a loop left inside another stage,
+    is unrolled over its trips, and the degree composed across them is what would carry
+    the verdict to the original sizes (docs/shrinking.md, rule l)."""
+    st = verdict.stages or {}
+    if not st.get("used"):
+        return f"proved whole ({st.get('reason', 'not cut')})"
+    if "whole" in st:
+        return "a stage failed and the pair was proved whole"
+    records = [r for r in st.get("list", []) if f": {BODY}" in r.get("name", "")]
+    if any(r.get("verdict") != "equivalent" for r in records):
+        return "a loop body stage is not proved"
+    # A body cut into a chain has a record per stage, named after its loop's link.
+    bodies = len({r["name"].split(f": {BODY}")[0] for r in records})
+    loops = (top_level_loops(ref), top_level_loops(other))
+    if loops[0] != loops[1] or bodies < loops[0]:
+        return (f"{bodies} loop(s) proved by induction, of {loops[0]} in the reference and {loops[1]} in the other "
+                f"program")
+    return ""
 
 
 def is_loop_stage(ref_ops: Sequence[Op], other_ops: Sequence[Op]) -> bool:
@@ -126,7 +184,10 @@ def _uniform(loop: Op) -> set[int]:
 
 def induction(name: str, ref: Side, other: Side, links: dict[str, Link], rw: Op, ow: Op,
               ref_outputs: Sequence[str], other_outputs: Sequence[str], out_shardings: Sequence[Sharding | None],
-              hoisted: set[str], ref_given: set[str], r_vals: Values, o_vals: Values) -> list[StagePair]:
+              hoisted: set[str], ref_given: set[str], r_vals: Values, o_vals: Values,
+              options: Options | None = None) -> list[StagePair]:
+    """The loop stage's pairs: the body's (cut into a chain of its own when `options` is
+    given and the body is large enough to cut, `_chained`) and the condition's."""
     align, layout = _align(ref, other, links, rw, ow, r_vals, o_vals)
     per_device = other.module.per_device
     # The loop's results are what later stages read: each must be the aligned reference
@@ -138,10 +199,33 @@ def induction(name: str, ref: Side, other: Side, links: dict[str, Link], rw: Op,
         if align[p] < 0 or rw.results[align[p]] != r or (per_device and s != layout[p]):
             raise NotFormed(f"loop result {o} is read under another layout than it is carried in")
     pairs = []
-    for which, k in (("loop body", 1), ("loop condition", 0)):
-        pairs.append(_region_pair(f"{name}: {which}", ref, other, links, rw.regions[k], ow.regions[k], align,
-                                  layout, hoisted, ref_given, returns_carried=(k == 1)))
+    for which, k in ((BODY, 1), (CONDITION, 0)):
+        pair = _region_pair(f"{name}: {which}", ref, other, links, rw.regions[k], ow.regions[k], align,
+                            layout, hoisted, ref_given, returns_carried=(k == 1))
+        pairs.extend(_chained(pair, options) if k == 1 and options is not None and CHAIN_BODY else [pair])
     return pairs
+
+
+def _chained(body: StagePair, options: Options) -> list[StagePair]:
+    """The body pair cut into stages like any pair of programs (a decoder layer is one
+    body: proved whole, it is the largest problem of the plan), or the pair itself when it
+    does not cut. The chain proves what the body pair states: if its inputs (the carried
+    values under the hypothesis, the outside values, the shared slices) correspond, so do
+    its outputs; each stage takes the values live across its cut as free inputs, so the
+    induction and rule l's degrees (per trip, from free carried values) are unchanged."""
+    from tv_mlir.stages.run import MIN_STAGES, _cut
+
+    if min(body.ref_ops, body.other_ops) < MIN_BODY_OPS:
+        return [body]
+    try:
+        # Any body with enough ops is cut, small ones too: a failed stage then names the
+        # part of the body that differs (its ops and source lines), not the whole body.
+        cut = _cut(body.ref, body.other, replace(options, assume=(), stage_min_elements=0), None)
+    except TvError:  # an op the body's numeric runs do not know: the body is one stage
+        return [body]
+    if cut.why or cut.chain is None or len(cut.stages) < MIN_STAGES:
+        return [body]
+    return [replace(s, name=f"{body.name} ({s.name})", loop=True) for s in cut.stages]
 
 
 def _region_pair(name: str, ref: Side, other: Side, links: dict[str, Link], rb: Block, ob: Block,
@@ -155,6 +239,7 @@ def _region_pair(name: str, ref: Side, other: Side, links: dict[str, Link], rb: 
     # lists the other region's names holding it, with their layouts.
     keys: list[str] = []
     holders: dict[str, list[tuple[str, Sharding | None]]] = {}
+    slice_names: dict[str, str] = {}  # "slice n" -> the reference's slice it stands for
     for p, (q, s) in enumerate(zip(align, layout)):
         key = f"carried {q}" if q >= 0 else f"extra {p}"
         if key not in holders:
@@ -175,6 +260,26 @@ def _region_pair(name: str, ref: Side, other: Side, links: dict[str, Link], rb: 
             holders[v] = []
     rtypes = _types(ref, rb)
     otypes = _types(other, ob)
+    r_ops, o_ops, dropped = list(rb.ops), list(ob.ops), set()
+    if returns_carried:
+        slices = _shared_slices(rb, ob, align, layout, rtypes) if SHARED_SLICES else None
+        if slices is not None:
+            dropped = slices.dropped
+            gone = {id(op) for op in slices.ref_ops + slices.other_ops}
+            r_ops = [op for op in r_ops if id(op) not in gone]
+            o_ops = [op for op in o_ops if id(op) not in gone]
+            keys = [k for k in keys if not (k.startswith("carried ") and int(k.split()[1]) in dropped)]
+            for n, (r_first, r_rest, held) in enumerate(slices.slots):
+                key = f"slice {n}"
+                keys.append(key)
+                holders[key] = held
+                slice_names[key] = r_first
+                r_ops[:0] = [_copy(r_first, v, rtypes[r_first]) for v in r_rest]
+    else:
+        # The condition reads few carried values (a counter): the others are not its inputs.
+        used = _reads(rb) | _reads(ob)
+        keys = [k for k in keys if (k.startswith("carried ") and rb.args[int(k.split()[1])] in used)
+                or (not k.startswith("carried ") and k in r_caps) or any(v in used for v, _ in holders[k])]
     r_names: list[str] = []
     r_types: list[TensorType] = []
     o_names: list[str] = []
@@ -196,12 +301,14 @@ def _region_pair(name: str, ref: Side, other: Side, links: dict[str, Link], rb: 
             continue
         if key.startswith("carried "):
             name_r = rb.args[int(key.split()[1])]
+        elif key in slice_names:
+            name_r = slice_names[key]
         else:
             name_r = key if key in r_caps else f"{key}.slot{n}"
         gt = rtypes[name_r] if name_r in rtypes else rtypes[key]
         r_names.append(name_r)
         r_types.append(gt)
-        slots.append(name_r if key.startswith("carried ") else key)
+        slots.append(name_r if key.startswith("carried ") or key in slice_names else key)
         for v, s in held:
             lt = s.local_type(gt) if per_device and s is not None else gt
             if v in otypes and otypes[v] != lt:
@@ -229,17 +336,132 @@ def _region_pair(name: str, ref: Side, other: Side, links: dict[str, Link], rb: 
             for v, s in held:
                 o_pre.extend(_derive(whole, v, s, gt, device, other.module.num_devices))
     if returns_carried:
-        kept = _proved_next(align)
+        # A dropped position is returned unchanged by both bodies: its hypothesis carries over.
+        kept = [p for p in _proved_next(align) if align[p] not in dropped]
         r_ret = [rb.returns[align[p]] for p in kept]
         o_ret = [ob.returns[p] for p in kept]
         out_shard = tuple(layout[p] for p in kept)
     else:
         r_ret, o_ret, out_shard = list(rb.returns), list(ob.returns), (None,) * len(ob.returns)
-    ref_m = _module(ref.module, r_names, r_types, r_remat + list(rb.ops), r_ret, rtypes, False, (), ())
-    other_m = _module(other.module, o_names, o_types, o_pre + o_remat + list(ob.ops), o_ret, otypes, per_device,
+    ref_m = _module(ref.module, r_names, r_types, r_remat + r_ops, r_ret, rtypes, False, (), ())
+    other_m = _module(other.module, o_names, o_types, o_pre + o_remat + o_ops, o_ret, otypes, per_device,
                       tuple(o_shard), out_shard)
-    locs = tuple(op.loc for op in ob.ops if source_loc(op.loc))
+    locs = tuple(op.loc for op in o_ops if source_loc(op.loc))
     return StagePair(name, ref_m, other_m, len(rb.ops), len(ob.ops), locs, tuple(slots), loop=True)
+
+
+@dataclass
+class _Slices:
+    """Slices of loop-invariant carried values that the body stage takes as inputs."""
+
+    slots: list[tuple[str, list[str], list[tuple[str, Sharding | None]]]]  # (ref slice, its twins, other holders)
+    ref_ops: list[Op]
+    other_ops: list[Op]
+    dropped: set[int]  # reference positions no longer stage inputs
+
+
+def _reads(block: Block) -> set[str]:
+    out = set(block.returns)
+    for op in block.walk():
+        out.update(op.operands)
+    return out
+
+
+def _index_key(defs: dict[str, Op], value: str, carried: dict[str, int], depth: int = 0) -> Any:
+    """The computation of an index inside a body, with carried values named by the reference
+    position they hold and constants by their value; None when it reads anything else (an
+    outside value, a position not known equal in both programs, an op with regions)."""
+    if value in carried:
+        return ("carried", carried[value])
+    op = defs.get(value)
+    if op is None or op.regions or depth > 16:
+        return None
+    if op.name == "stablehlo.constant":
+        v = np.asarray(op.attrs.get("value"))
+        return ("const", str(op.result_types[0]), v.shape, tuple(v.ravel().tolist()))
+    parts = [_index_key(defs, o, carried, depth + 1) for o in op.operands]
+    if any(p is None for p in parts):
+        return None
+    k = op.results.index(value)
+    attrs = tuple(sorted((n, repr(a)) for n, a in op.attrs.items()))
+    return (op.name, k, str(op.result_types[k]), attrs, tuple(parts))
+
+
+def _slice_keys(block: Block, uses: list[Op], name: str, carried: dict[str, int], s: Sharding | None,
+                shape: tuple[int, ...]) -> dict[Any, list[Op]] | None:
+    """The body's uses of the carried value `name` (of local `shape`, under layout `s`) by
+    slice: start computations and sizes -> the slices; None when a use is not a
+    dynamic_slice of it, or a dim its layout shards is not taken whole from 0."""
+    defs = {r: op for op in block.ops for r in op.results}
+    top = {id(op) for op in block.ops}
+    out: dict[Any, list[Op]] = {}
+    for op in uses:
+        if op.name != "stablehlo.dynamic_slice" or op.operands[0] != name or name in op.operands[1:] \
+                or id(op) not in top:
+            return None
+        sizes = list(op.attrs.get("slice_sizes", ()))
+        key: list[Any] = []
+        for d, start in enumerate(op.operands[1:]):
+            k = _index_key(defs, start, carried)
+            if k is None or d >= len(sizes):
+                return None
+            if k[0] == "const" and not any(k[3]) and sizes[d] == shape[d]:
+                key.append(("whole",))
+            elif s is not None and d < len(s.dims) and s.dims[d]:
+                return None
+            else:
+                key.append((k, sizes[d]))
+        out.setdefault(tuple(key), []).append(op)
+    return out
+
+
+def _shared_slices(rb: Block, ob: Block, align: list[int], layout: list[Sharding | None],
+                   rtypes: dict[str, TensorType]) -> _Slices | None:
+    """Slices that both bodies take of one loop-invariant carried value at one index (a
+    scan's `dynamic_slice(stacked_w, i)`), as one stage input each: the layer's weights
+    instead of the whole stack and a free counter choosing among its layers (terms that
+    grow with the layer count).
+
+    Sound when, for a reference position q: both bodies return q's values unchanged (so
+    the hypothesis on them holds at every trip, and their next values need no proof); all
+    they do with them is `dynamic_slice`; every reference slice has an other slice with
+    the same start computations over the counters (carried positions of one layout-free
+    reference value each, equal by the hypothesis) and constants, and the same sizes, and
+    the other way round; each dim the value's layout shards is taken whole from 0. Then
+    the other's slice is the reference's slice under the value's layout, whatever the
+    counters hold (XLA clamps both starts alike: the dims are the same): one shared input
+    covers every trip. The stage still takes the counters, so what else reads them is
+    unchanged. None when no position qualifies."""
+    r_carried = {a: q for q, a in enumerate(rb.args)}
+    o_carried = {ob.args[p]: q for p, q in enumerate(align) if q >= 0 and layout[p] is None}
+    r_uses: dict[str, list[Op]] = {}
+    o_uses: dict[str, list[Op]] = {}
+    for op in rb.walk():
+        for o in op.operands:
+            r_uses.setdefault(o, []).append(op)
+    for op in ob.walk():
+        for o in op.operands:
+            o_uses.setdefault(o, []).append(op)
+    for v in rb.returns:
+        r_uses.setdefault(v, [])
+    out = _Slices([], [], [], set())
+    for q, w in enumerate(rb.args):
+        others = [p for p, a in enumerate(align) if a == q]
+        if rb.returns[q] != w or not others or any(ob.returns[p] != ob.args[p] for p in others) \
+                or rb.returns.count(w) != 1 or any(ob.returns.count(ob.args[p]) != 1 for p in others):
+            continue
+        r_keyed = _slice_keys(rb, r_uses.get(w, []), w, r_carried, None, rtypes[w].shape)
+        o_keyed = [_slice_keys(ob, o_uses.get(ob.args[p], []), ob.args[p], o_carried, layout[p],
+                               ob.arg_types[p].shape) for p in others]
+        if r_keyed is None or not r_keyed or any(k is None or set(k) != set(r_keyed) for k in o_keyed):
+            continue
+        for key, r_list in r_keyed.items():
+            held = [(o.results[0], layout[p]) for p, k in zip(others, o_keyed) if k is not None for o in k[key]]
+            out.slots.append((r_list[0].results[0], [o.results[0] for o in r_list[1:]], held))
+            out.ref_ops.extend(r_list)
+            out.other_ops.extend(o for k in o_keyed if k is not None for o in k[key])
+        out.dropped.add(q)
+    return out if out.dropped else None
 
 
 def _proved_next(align: list[int]) -> list[int]:

@@ -429,7 +429,7 @@ def _cut(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] 
                 r_out, o_out, shard = chain.outputs(k, k)
                 try:
                     loop = induction(name, r_side, o_side, links, r_ops[0], o_ops[0], r_out, o_out, shard,
-                                     hoisted, ref_given, r_vals, o_vals)
+                                     hoisted, ref_given, r_vals, o_vals, options)
                     stages += loop
                     cut.chain_index += [k] * len(loop)
                     cut.loop_links.add(k)
