@@ -22,6 +22,7 @@ from tv_mlir.passes import load_pipeline, run_pipeline
 from tv_mlir.progress import progress
 from tv_mlir.shrink.pair import shrink_pair
 from tv_mlir.stages import verdicts
+from tv_mlir.stages.loops import rests_on_induction
 from tv_mlir.stages.reuse import Memory
 from tv_mlir.stages.run import prove_staged, too_large_to_cut
 from tv_mlir.verdict import FullSizeCheck, Verdict
@@ -73,6 +74,25 @@ def verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, *
     memory = Memory()  # the cut's lineage, for the second witness's cut of the same pair
     verdict = prove_staged(ref_m, other_m, options, shrunk_sizes(shrink), memory)
     verdict.shrink = shrink
+    per_trip: bool | None = None
+    if shrink is not None and shrink.get("loops") and verdict.verdict == "equivalent":
+        # Rule l's sizes hold only for a proof by induction over every top-level loop:
+        # otherwise shrink again with the degrees composed across the trips, and prove again.
+        why = rests_on_induction(verdict, ref_m, other_m)
+        if why:
+            progress(options, f"shrink: loop degrees per trip not usable ({why}): shrinking with composed degrees")
+            per_trip = False
+            try:
+                ref_m, other_m, again, embedding = _shrink(*originals, *originals, options, per_trip=False)
+            except Unsupported as exc:
+                return unsupported_verdict(exc, options, t0)
+            again["loops"] = {"rule": "l: loop degrees per trip", "not_used": why}
+            if "symbolic" in shrink:
+                again["symbolic"] = shrink["symbolic"]
+            shrink = again
+            memory = Memory()
+            verdict = prove_staged(ref_m, other_m, options, shrunk_sizes(shrink), memory)
+            verdict.shrink = shrink
     second: SecondWitness | None = None
     runner = XlaRunner()  # one for every XLA run at the original sizes (it caches compiled modules)
     shrunk = bool(verdict.shrink and verdict.shrink.get("applied"))
@@ -88,7 +108,7 @@ def verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, *
         if verdict.verdict == "equivalent" and fsc is not None and fsc.ran and fsc.outcome == "agree":
             shrink["second"] = {"skipped": "the full-size check ran at the original sizes and agreed"}
         elif verdict.verdict == "equivalent":
-            second = _second_witness(shrink, originals, options, memory)
+            second = _second_witness(shrink, originals, options, memory, per_trip)
             if second is not None and second.verdict.verdict != "equivalent":
                 verdict, ref_m, embedding = _second_disagrees(second, shrink), second.small_ref, second.embedding
                 verdict.full_size_check = fsc  # the check's record (skipped, or failed) stays
@@ -185,11 +205,12 @@ class SecondWitness:
 
 
 def _second_witness(shrink: dict[str, Any], originals: tuple[Module, Module],
-                    options: Options, memory: Memory) -> SecondWitness | None:
+                    options: Options, memory: Memory, per_trip: bool | None = None) -> SecondWitness | None:
     """Prove the pair again at the next admissible size of every shrunk class (plan.plan
     grow=1), within an element budget; record both assignments in `shrink["second"]`.
     `memory`: the first proof's lineage, which the second cut tries first.
-    None when the second proof is off or there is nothing to prove (the map says why)."""
+    None when the second proof is off or there is nothing to prove (the map says why).
+    `per_trip`: rule l as the first proof's shrink had it."""
     if not options.second_witness:
         shrink["second"] = {"skipped": "off (--no-second-witness)"}
         return None
@@ -199,7 +220,8 @@ def _second_witness(shrink: dict[str, Any], originals: tuple[Module, Module],
     halved = 0
     while True:
         try:
-            small_ref, small_other, summary, emb = _shrink(*originals, *originals, options, grow=1, budget=budget)
+            small_ref, small_other, summary, emb = _shrink(*originals, *originals, options, grow=1, budget=budget,
+                                                           per_trip=per_trip)
         except TvError as exc:
             shrink["second"] = {"skipped": f"the grown sizes cannot be verified: {exc.one_line()}"}
             return None
@@ -367,15 +389,17 @@ def _embed(verdict: Verdict, e: Any, small_ref: Module, ref: Module, other: Modu
 
 
 def _shrink(ref: Loaded | Module, other: Loaded | Module, ref_m: Module, other_m: Module,
-            options: Options, grow: int = 0, budget: int | None = None) -> tuple[Module, Module, dict[str, Any], Any]:
+            options: Options, grow: int = 0, budget: int | None = None, per_trip: bool | None = None
+            ) -> tuple[Module, Module, dict[str, Any], Any]:
     """Both programs at their shrunk sizes, or as they are when nothing shrinks (or the
     rewrite is refused: then the verdict is still sound, only slower). `grow`: every
-    shrunk class that many admissible sizes larger, `budget` its element budget (plan.plan)."""
+    shrunk class that many admissible sizes larger, `budget` its element budget, `per_trip`
+    rule l's loop degrees (plan.plan)."""
 
     try:
         # the assumed ranges: rule k's index predicates (shrink/lookups.py)
         result = shrink_pair(ref, other, ref_m, other_m, grow=grow, budget=budget,
-                             ranges=_assumed_bounds(ref_m, options))
+                             ranges=_assumed_bounds(ref_m, options), per_trip=per_trip)
     except Unsupported as exc:
         progress(options, f"shrink: not applied ({exc})")
         return ref_m, other_m, {"applied": False, "reason": str(exc)}, None

@@ -5,12 +5,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tv_mlir.ir import Block, ConvDims, Op
+from tv_mlir.ir import Block, ConvDims, Module, Op
 from tv_mlir.semantics.ops import BRANCHES, DEGREE_ADDING, DEGREE_PRESERVING, DOTS
 from tv_mlir.shrink.dims import DimAnalysis
 from tv_mlir.shrink.facts import ProgramFacts, splat
 
 UNBOUNDED = 1 << 20
+# Rule (l), per-trip loop degrees: a `while` at the top level of the program (not nested in
+# another loop, branch or reduction; `inductive_loops`) has its carried values counted as
+# fresh inputs (degree 1 along a family they lie on) in its body and condition, and its
+# results as fresh inputs for what reads them, instead of the degree composed across its
+# trips. Sound only for a verdict whose proof takes every such loop by induction, each
+# loop one stage (its carried values and results cut variables): api.verify checks that
+# (stages/loops.rests_on_induction) and otherwise shrinks again with the composed degrees
+# (docs/shrinking.md, rule l; docs/stages.md). A switch so the tests can show what it does.
+PER_TRIP = True
+# The degree of a carried value in one trip: a free input's (a mutation test sets it to 0,
+# which treats the carried values as constants along the class and hides a Newton pair in
+# the body, testdata/loops).
+CARRIED_DEGREE = 1
 # Ops whose result is, piece by piece, one of their operands (or its negation): their
 # degree is the largest operand degree, not an atom's 1. select is the same with its
 # predicate's degree added (below).
@@ -32,6 +45,9 @@ class Degrees:
     # (a function called at several depths is not one summary, but each is made once).
     calls: dict[tuple[str, tuple[int, ...]], Degrees] = field(default_factory=dict)
     memo: dict[str, int] = field(default_factory=dict)
+    # ids of the while ops whose degree is taken per trip (rule l): the program's top-level
+    # loops when the rule is on, else none.
+    inductive: frozenset[int] = frozenset()
 
     def warm(self, block: Block) -> None:
         """Degrees of the block's values in program order: each finds its operands' known,
@@ -134,7 +150,8 @@ class Degrees:
         sub = self.calls.get(key)
         if sub is None:
             sub = self.calls[key] = Degrees(self.facts, self.analysis, self.family,
-                                            dict(zip(fn.body.args, arg_degrees)), self.calls)
+                                            dict(zip(fn.body.args, arg_degrees)), self.calls,
+                                            inductive=self.inductive)
             sub.warm(fn.body)
         return sub
 
@@ -145,6 +162,17 @@ class Degrees:
         a relu that counts its operand's degree there is no fixpoint), else unbounded."""
         cond, body = op.regions
         inner = self._defined_in(body) + self._defined_in(cond)
+        if id(op) in self.inductive:
+            # Rule l: one trip from free carried values. The initial operands' degrees do
+            # not enter (the chain proves them before the loop stage), and the results are
+            # the loop stage's outputs, free inputs of the stages that read them.
+            for r in inner:
+                self.memo.pop(r, None)
+            for region in (cond, body):
+                for a in region.args:
+                    self.memo[a] = CARRIED_DEGREE if self.has(a) else 0
+            self.warm(body)
+            return
         degs = [self.of(o) for o in op.operands]
         trips = _trip_count(self.facts, op)
         rounds = trips if trips is not None and trips <= _MAX_TRIPS else 5
@@ -191,6 +219,35 @@ def _warm_order(block: Block, out: dict[str, int] | None = None) -> dict[str, in
     return out
 
 
+def inductive_loops(module: Module) -> frozenset[int]:
+    """ids of the while ops rule l takes per trip: those the staged proof can make a loop
+    stage of, one loop per stage. They are the loops in the entry's own block, in the
+    blocks of manual computations there, and in functions called once from such a place
+    (the pass pipeline inlines those into the entry). A loop inside another loop, a branch,
+    a reduction or a function called twice is not: the stage that holds it unrolls it."""
+    calls: dict[str, int] = {}
+    for fn in module.funcs.values():
+        for op in fn.body.walk():
+            if op.name == "func.call":
+                calls[op.attrs.get("callee", "")] = calls.get(op.attrs.get("callee", ""), 0) + 1
+    out: set[int] = set()
+
+    def visit(block: Block, depth: int) -> None:
+        for op in block.ops:
+            if op.name == "stablehlo.while":
+                out.add(id(op))
+            elif op.name == "sdy.manual_computation":
+                for region in op.regions:
+                    visit(region, depth)
+            elif op.name == "func.call" and depth < 16:
+                fn = module.funcs.get(op.attrs.get("callee", ""))
+                if fn is not None and calls.get(fn.name) == 1:
+                    visit(fn.body, depth + 1)
+
+    visit(module.main.body, 0)
+    return frozenset(out)
+
+
 _MAX_TRIPS = 64  # loops with a constant trip count up to this are unrolled for degrees
 
 
@@ -232,12 +289,14 @@ def _const(f: ProgramFacts, value: str) -> float | int | None:
 
 
 def summand_degrees(facts: ProgramFacts, analysis: DimAnalysis, families: dict[int, set[int]],
-                    counted: set[int] | None = None) -> dict[int, int]:
+                    counted: set[int] | None = None, per_trip: bool = False) -> dict[int, int]:
     """class -> the largest summand degree of any sum over it in this program. Functions
     are entered at their call sites, with the call's argument degrees. `counted` receives
     the classes with a summand of degree 0 (the same value at every position): there the
-    class's size itself becomes a factor of the result (n * c)."""
+    class's size itself becomes a factor of the result (n * c). `per_trip`: the top-level
+    loops' degrees per trip (rule l, `PER_TRIP`), else composed across their trips."""
     counted = counted if counted is not None else set()
+    inductive = inductive_loops(facts.module) if per_trip else frozenset()
     out: dict[int, int] = {}
     roots: dict[frozenset[int], Degrees] = {}
 
@@ -266,7 +325,7 @@ def summand_degrees(facts: ProgramFacts, analysis: DimAnalysis, families: dict[i
     def root(c: int) -> Degrees:
         key = frozenset(families[c])
         if key not in roots:
-            d = roots[key] = Degrees(facts, analysis, set(key))
+            d = roots[key] = Degrees(facts, analysis, set(key), inductive=inductive)
             # Only the values along the family can have a degree: those, in the order
             # `warm` takes (a deep program has thousands of families, each with few values).
             values = {v for k in key for p, v, _ in analysis.classes[k].members if p == facts.program and v in order}
@@ -332,4 +391,4 @@ def summand_degrees(facts: ProgramFacts, analysis: DimAnalysis, families: dict[i
     return out
 
 
-__all__ = ['PIECEWISE', 'UNBOUNDED', 'Degrees', 'summand_degrees']
+__all__ = ['PER_TRIP', 'PIECEWISE', 'UNBOUNDED', 'Degrees', 'inductive_loops', 'summand_degrees']

@@ -30,6 +30,7 @@ from typing import Any
 from tv_mlir.frontend.classify import classify_pair, is_classified
 from tv_mlir.ir import Module
 from tv_mlir.semantics.ops import MULTIPLYING_REDUCERS, SELECTING_REDUCERS
+from tv_mlir.shrink import degree as degree_rules
 from tv_mlir.shrink.constants import order, sites, tie_constants
 from tv_mlir.shrink.counts import count_bounds, count_poles
 from tv_mlir.shrink.degree import UNBOUNDED, summand_degrees
@@ -88,6 +89,10 @@ class ShrinkPlan:
     blocks: dict[int, tuple[int, int]] = field(default_factory=dict)
     # A grown plan under an element budget: shrunk classes left at their first size, and why.
     held: dict[int, str] = field(default_factory=dict)
+    # Rule l (shrink/degree.py): the classes whose degree bound the per-trip loop degrees
+    # lowered. Non-empty: the sizes are sound only for a proof that takes every top-level
+    # loop by induction (api.verify checks it, else plans again with per_trip off).
+    per_trip: list[int] = field(default_factory=list)
 
     @property
     def shrinks(self) -> bool:
@@ -108,7 +113,22 @@ class ShrinkPlan:
                              "elements": self.elements}
         if self.held:
             s["held"] = {str(c): why for c, why in self.held.items()}
+        if self.per_trip:
+            s["loops"] = {"rule": "l: loop degrees per trip", "classes": list(self.per_trip),
+                          "needs": "every top-level loop proved by induction"}
         return s
+
+
+def _degrees(facts: list[ProgramFacts], a: DimAnalysis, families: dict[int, set[int]], per_trip: bool
+             ) -> tuple[dict[int, int], set[int]]:
+    """Both programs' summand degrees per class (at least 2) and the classes summed at
+    degree 0 (`summand_degrees`)."""
+    degree: dict[int, int] = {}
+    counted: set[int] = set()
+    for fa in facts:
+        for c, d in summand_degrees(fa, a, families, counted, per_trip).items():
+            degree[c] = max(degree.get(c, 2), d)
+    return degree, counted
 
 
 def elements(a: DimAnalysis, sizes: list[int]) -> int:
@@ -116,7 +136,8 @@ def elements(a: DimAnalysis, sizes: list[int]) -> int:
 
 
 def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: int = 0,
-         budget: int | None = None, ranges: Sequence[tuple[int, int] | None] | None = None) -> ShrinkPlan:
+         budget: int | None = None, ranges: Sequence[tuple[int, int] | None] | None = None,
+         per_trip: bool | None = None) -> ShrinkPlan:
     """Both modules as read (not inlined) and classified. `grow` > 0: that many times,
     every shrunk class is raised to its next admissible size (at least one more element),
     for verifying again at less-shrunk sizes when a witness found at the smallest sizes
@@ -126,6 +147,8 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
     together) are grown cheapest first while the estimate stays within it, the others
     keep their first size (`held`, with the reason). `ranges`: the closed bounds the user
     assumes per program input (`assume.resolve`; rule k's index predicates, lookups.py).
+    `per_trip`: rule l's loop degrees (None: `degree.PER_TRIP`); the plan lists the classes
+    whose bound they lowered (`ShrinkPlan.per_trip`).
 
     Modules that were never classified (read and planned without `check_signatures`, as
     the plan snapshot tool and the tests' helpers may do) are classified here first: their
@@ -165,11 +188,14 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
 
     def note(c: int, tag: str, what: str) -> None:
         argued.setdefault(c, {}).setdefault(tag, what)
-    degree: dict[int, int] = {}
-    counted: set[int] = set()
-    for fa in facts:
-        for c, d in summand_degrees(fa, a, families, counted).items():
-            degree[c] = max(degree.get(c, 2), d)
+    degree, counted = _degrees(facts, a, families, False)
+    lowered: list[int] = []
+    if (degree_rules.PER_TRIP if per_trip is None else per_trip) and \
+            any(degree_rules.inductive_loops(fa.module) for fa in facts):
+        composed, composed_counted = degree, counted
+        degree, counted = _degrees(facts, a, families, True)
+        lowered = sorted(c for c in set(degree) | set(composed) | counted | composed_counted
+                         if degree.get(c) != composed.get(c) or (c in counted) != (c in composed_counted))
     for c, d in degree.items():
         if d >= UNBOUNDED:
             pins.setdefault(c, "a sum over it whose summand degree is unbounded")
@@ -354,7 +380,7 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
             inner = [m for m in members if a.classes[c].size % max(1, a.classes[m].size) == 0]
             finest = min(inner, key=lambda m: a.classes[m].size)
             blocks[c] = (a.classes[finest].size, sizes[finest])
-    return ShrinkPlan(a, sizes, rewritten, entries, blocks, held)
+    return ShrinkPlan(a, sizes, rewritten, entries, blocks, held, lowered)
 
 
 def _coordinates(a: DimAnalysis, facts: list[ProgramFacts]) -> list[list[int]]:
