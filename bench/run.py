@@ -212,6 +212,7 @@ def depth(timeout: float) -> None:
                 pairs.append((e["name"], d / e["ref"], d / e["shardy"], e["expect"]))
     print(f"\n{'depth pair':<34} {'expect':<15} {'verdict':<15} {'cold s':>7} {'warm s':>7} {'stages':>7} "
           f"{'proved':>7} {'reused':>7} {'cached':>7} {'peak MB':>8}")
+    colds: dict[str, tuple[str, float]] = {}  # name -> (verdict, cold s): the scan rows' ratios
     for name, ref, other, expect in pairs:
         with tempfile.TemporaryDirectory(prefix="tv-mlir-bench-cache-") as cache:
             cold = _depth_child(ref, other, cache, jobs, timeout, limit)
@@ -219,6 +220,7 @@ def depth(timeout: float) -> None:
         if "verdict" not in cold:
             print(f"{name:<34} {expect:<15} {cold['error']:<15}")
             continue
+        colds[name] = (cold["verdict"], cold["time_s"])
         st = cold.get("stages") or {}
         mark = "" if cold["verdict"] == expect else "  <- differs from expectation"
         print(f"{name:<34} {expect:<15} {cold['verdict']:<15} {cold['time_s']:>7.1f} "
@@ -228,6 +230,12 @@ def depth(timeout: float) -> None:
     print(f"(time: the whole `verify` in a child process, parsing to verdict; warm: rerun with the cold run's proof "
           f"cache; stages: proved / reused in the cold run, cached in the warm one; {jobs} stage worker(s); "
           f"{os.cpu_count()} cores)")
+    # Issue 13: the scan form against the unrolled one (same verdict, time within 2x).
+    for name, (verdict, t) in colds.items():
+        base = name.removesuffix("_scan")
+        if name.endswith("_scan") and base in colds:
+            same = "same verdict" if verdict == colds[base][0] else f"verdict {verdict} vs {colds[base][0]}"
+            print(f"{name} / {base}, cold: {t / colds[base][1]:.2f}x ({same}; target <= 2x, same verdict)")
 
 
 def cores(timeout: float) -> None:
