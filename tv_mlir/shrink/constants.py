@@ -23,6 +23,7 @@ from tv_mlir.shrink.facts import (
 )
 from tv_mlir.shrink.linear import MAX_FACTORS, Multiplier, multipliers
 from tv_mlir.shrink.linear import value as multiplier_value
+from tv_mlir.shrink.meets import Meets, apart
 from tv_mlir.shrink.overflow import OverflowSite, overflow_sites
 from tv_mlir.shrink.positions import NamedPosition, named_positions
 
@@ -57,6 +58,13 @@ OFFSET_TABLES = True
 # classes keep one size and the constant is tied to it, as an integer clamp of two
 # vocabularies is (docs/shrinking.md, "Halves"). Off: such a float pins every class it names.
 POSITION_FLOATS = True
+# Rule (a), literals that meet: a literal below a size value bounds the class only when the
+# two can meet (meets.py): one carries into what the other carries, or both are combined
+# with data of a common source (an input, an iota's class, device ids), or either reach is
+# unknown. RoPE's base 10000 (combined with head_dim positions only) no longer keeps the
+# vocabulary (combined with the token ids and the embedding) above it. Off: every literal
+# below bounds every size value (docs/shrinking.md, rule a "literals that meet").
+MEETING = True
 
 
 @dataclass
@@ -73,6 +81,8 @@ class Sites:
     # Every splat literal that could stand for a count: (program, name, |value|). Steps
     # through mesh coordinates (pid / 1 % 4) never meet data and are left out.
     literals: list[tuple[str, str, float]] = field(default_factory=list)
+    # Rule (a), literals that meet (MEETING): per program, the reach of its constants.
+    meets: dict[str, Meets] = field(default_factory=dict)
     # Rule (b): constants combined with positions, per iota class.
     named: list[NamedPosition] = field(default_factory=list)
     # Rule (a), ratios: the multipliers of the programs' values (`linear.multipliers`):
@@ -97,6 +107,7 @@ class Sites:
 def sites(a: DimAnalysis, facts: list[ProgramFacts]) -> Sites:
     out = Sites()
     for fa in facts:
+        out.meets[fa.program] = Meets(fa, a)
         out.positions.extend((fa.program, name, v) for name, v in position_constants(fa))
         out.named.extend(named_positions(fa, a))
         out.chains.extend(multipliers(fa))
@@ -423,6 +434,7 @@ def order(a: DimAnalysis, where: Sites, sizes: list[int], constants: list[Consta
     by_key = {(k.program, k.value_name): k for k in constants}
     # (original, new, shrunk classes, how far below its class's size the value is)
     values: list[tuple[float, float, tuple[int, ...], int | None, str]] = []
+    keys: list[tuple[str, str] | None] = []  # the tied constant behind each size value
     for key, new in tied.items():
         k = by_key.get(key)
         shrunk = tuple(c for c in tied_classes.get(key, ()) if sizes[c] < a.classes[c].size)
@@ -436,10 +448,13 @@ def order(a: DimAnalysis, where: Sites, sizes: list[int], constants: list[Consta
         if len(shrunk) > 1 and (len({a.classes[c].size for c in shrunk}) > 1 or not 0 <= (below or 0) <= NEAR):
             below = None
         values.append((o, n, shrunk, below, f"constant {_fmt(k.value)} at {k.loc}"))
+        keys.append(key)
     for c in counted:
         if sizes[c] < a.classes[c].size:
             values.append((a.classes[c].size, sizes[c], (c,), 0, "a count (a sum of a constant over it)"))
+            keys.append(None)
     literals: dict[float, str] = {}
+    occurrences: dict[float, list[tuple[str, str]]] = {}
     for program, name, v in where.literals:
         if (program, name) in tied:
             continue
@@ -447,13 +462,18 @@ def order(a: DimAnalysis, where: Sites, sizes: list[int], constants: list[Consta
                                                else None)
         if u is not None and 2 <= u <= _ORDER_MAX:
             literals.setdefault(float(u), f"{program} {name}")
-    for o, n, classes, below, what in values:
+            occurrences.setdefault(float(u), []).append((program, name))
+    for (o, n, classes, below, what), at in zip(values, keys):
         for u, where_u in literals.items():
             if u == o or 0 < o - u <= NEAR:
                 why = f"literal {_fmt(u)} ({where_u}) is {what}'s value" + \
                     ("" if u == o else f" minus {_fmt(o - u)}") + " but is not rewritten with it"
                 for c in classes:
                     out.pins.setdefault(c, why)
+            elif u < o and n <= u and MEETING and at is not None and where.meets and \
+                    all(apart(where.meets[at[0]].reach(at[1]), where.meets[p].reach(m), p == at[0])
+                        for p, m in occurrences[u]):
+                continue  # the literal never meets the size value: its order is not seen
             elif u < o and n <= u:
                 if below is not None:
                     for c in classes:

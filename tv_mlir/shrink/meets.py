@@ -1,0 +1,232 @@
+"""Rule (a), where constants meet (docs/shrinking.md, rule a "literals that meet"): which
+data a constant's value is combined with, so that a literal is kept in order only with
+the size values it could stand for or be compared with.
+
+Rule (a) keeps every shrunk size value x on the same side of every literal u (RoPE's base
+10000 kept the 8B vocabulary at 16000). What the order protects: (1) one program combining
+values carrying x and u (`min(V - 1, 10000)`, a compare of a clamp with a literal); (2) the
+two twins using x and u in one role, on the same data (a mean over `s / 4096` against the
+bug's `s / 2.0`; a gather at `V - 1` against one at `10000`): at x' = u the bug would be the
+reference. A constant's *reach* answers both: the values that carry its number (forward
+through arithmetic, layout ops, collectives, selects' branches, reductions and dots) and
+the *sources* of what it is combined with on the way (program inputs, the dimension class
+of every iota, device ids). It stops where its number no longer travels: a compare (a
+Boolean of the order with the other operand, whose sources it records), a select's
+predicate, a gather's or dynamic slice's index (it records the operand's sources: the
+element picked depends on the order of the index and the operand's size), and an op the
+verifier does not interpret (exp, cos, power with a non-constant exponent: an atom, whose
+other operands' sources it records). A call or a region op it enters, an argument of a
+function or region among the sources, or no source at all makes the reach unknown (`ANY`):
+such a constant meets everything."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tv_mlir.ir import Op
+from tv_mlir.semantics.ops import TRANSCENDENTAL_OPS
+from tv_mlir.shrink.dims import DimAnalysis
+from tv_mlir.shrink.facts import ProgramFacts
+
+ANY = "*"  # an unknown source: meets every other
+_STOP_OPS = TRANSCENDENTAL_OPS | frozenset({"stablehlo.is_finite", "stablehlo.power", "stablehlo.atan2"})
+_INDEXED = frozenset({"stablehlo.gather", "stablehlo.dynamic_slice", "stablehlo.dynamic_update_slice",
+                      "stablehlo.scatter"})
+
+
+@dataclass
+class Reach:
+    carried: set[str] = field(default_factory=set)  # values that carry the constant's number
+    sources: set[str] = field(default_factory=set)  # what they are combined with
+
+
+@dataclass
+class Meets:
+    """Per program, the reach of each constant asked about (built on first use)."""
+
+    facts: ProgramFacts
+    analysis: DimAnalysis
+    _sources: dict[str, frozenset[str]] | None = None
+    _reach: dict[str, Reach] = field(default_factory=dict)
+
+    def sources(self, v: str) -> frozenset[str]:
+        if self._sources is None:
+            self._sources = _all_sources(self.facts, self.analysis)
+        return self._sources.get(v, frozenset({ANY}))
+
+    def reach(self, constant: str) -> Reach:
+        if constant not in self._reach:
+            self._reach[constant] = self._walk(constant)
+        return self._reach[constant]
+
+    def _indexed_dims(self, op: Op) -> set[str]:
+        a, program = self.analysis, self.facts.program
+        big = op.operands[0]
+        key = (program, big)
+        if key not in a.types:
+            return {ANY}
+        return {f"dim {c}" for c in a.classes_of(*key)}
+
+    def _returns(self) -> tuple[dict[str, list[tuple[str, int]]], set[str]]:
+        module = self.facts.module
+        returns: dict[str, list[tuple[str, int]]] = {}
+        for fn in module.funcs.values():
+            if fn.name != module.entry:
+                for i, r in enumerate(fn.body.returns):
+                    returns.setdefault(r, []).append((fn.name, i))
+        region_returns = {r for op in self.facts.ops() for region in op.regions for r in region.returns}
+        return returns, region_returns
+
+    def _walk(self, constant: str) -> Reach:
+        fa = self.facts
+        out = Reach({constant})
+        todo = [constant]
+
+        def others(op: Op, v: str) -> None:
+            for o in op.operands:
+                if o != v and o not in out.carried:
+                    out.sources |= self.sources(o)
+
+        def stop(op: Op) -> None:
+            # Where the number stops travelling, the op itself is met: two constants that
+            # stop at one op (a compare of the two) meet there.
+            out.sources.add(f"at {fa.program} {op.results[0] if op.results else id(op)}")
+        returns, region_returns = self._returns()
+        while todo:
+            v = todo.pop()
+            if v in region_returns:
+                out.sources.add(ANY)  # out of a reduce's or a loop's body: not followed
+            for fn, i in returns.get(v, []):
+                # a function's result: the calls' results carry it
+                for op in fa.ops():
+                    if op.name == "func.call" and op.attrs.get("callee", "") == fn and op.results[i] not in out.carried:
+                        out.carried.add(op.results[i])
+                        todo.append(op.results[i])
+            for op in fa.uses.get(v, []):
+                k = [i for i, o in enumerate(op.operands) if o == v]
+                if op.name == "func.call":
+                    callee = fa.module.funcs.get(op.attrs.get("callee", ""))
+                    if callee is None:
+                        out.sources.add(ANY)
+                        continue
+                    others(op, v)
+                    for i in k:  # into the callee; its returns lead back to the calls' results
+                        if callee.body.args[i] not in out.carried:
+                            out.carried.add(callee.body.args[i])
+                            todo.append(callee.body.args[i])
+                    continue
+                if (op.regions and not _elementwise_body(op)) or op.name.startswith("sdy."):
+                    out.sources.add(ANY)  # a loop, a branch, a custom reducer: not followed
+                    continue
+                if op.name == "stablehlo.compare" or op.name in _STOP_OPS:
+                    others(op, v)
+                    stop(op)
+                    continue
+                if op.name == "stablehlo.select" and k == [0]:
+                    stop(op)  # the predicate: what it decides between is recorded at its compare
+                    continue
+                if op.name in _INDEXED and all(i in _index_operands(op) for i in k):
+                    # Only an index: its order with the indexed dims' sizes picks the element;
+                    # what it meets is those dims (a literal index into them meets it).
+                    out.sources |= self._indexed_dims(op)
+                    stop(op)
+                    continue
+                others(op, v)
+                for r in op.results:
+                    if r not in out.carried:
+                        out.carried.add(r)
+                        todo.append(r)
+        if not any(not x.startswith("at ") for x in out.sources):
+            out.sources.add(ANY)  # combined with no data: no role to tell it apart by
+        return out
+
+
+def _elementwise_body(op: Op) -> bool:
+    """A reduction or collective whose body is one elementwise op on its arguments (a sum,
+    a max): its results carry its operands' numbers like an add or a maximum."""
+    return len(op.regions) == 1 and len(op.regions[0].ops) == 1 and \
+        op.regions[0].ops[0].name in ("stablehlo.add", "stablehlo.maximum", "stablehlo.minimum",
+                                      "stablehlo.multiply", "stablehlo.and", "stablehlo.or")
+
+
+def _index_operands(op: Op) -> set[int]:
+    n = len(op.operands)
+    if op.name == "stablehlo.gather":
+        return {1}
+    if op.name == "stablehlo.dynamic_slice":
+        return set(range(1, n))
+    if op.name == "stablehlo.dynamic_update_slice":
+        return set(range(2, n))
+    return {(n - 1) // 2}  # scatter: operands..., indices, updates...
+
+
+def apart(a: Reach, b: Reach, same_program: bool) -> bool:
+    """Neither carries what the other carries (value names are per program), and their
+    sources are disjoint and known."""
+    return not (same_program and a.carried & b.carried) and ANY not in a.sources and ANY not in b.sources \
+        and not (a.sources & b.sources)
+
+
+def _all_sources(fa: ProgramFacts, a: DimAnalysis) -> dict[str, frozenset[str]]:
+    """Per value: the program inputs, iota classes and device ids it is computed from
+    (ANY for a function's or region's argument). Ops with regions add ANY when an iota or
+    a device id is made inside them (what their operands do not show)."""
+    entry = {v: k for k, v in enumerate(fa.module.main.body.args)}
+    out: dict[str, frozenset[str]] = {v: frozenset({f"input {k}"}) for v, k in entry.items()}
+    # Twice: a function's arguments take their call sites' sources, which a callee listed
+    # before its caller sees only on the second pass (an argument not seen yet is ANY).
+    for _ in range(2):
+        _pass(fa, a, entry, out)
+    return out
+
+
+def _pass(fa: ProgramFacts, a: DimAnalysis, entry: dict[str, int], out: dict[str, frozenset[str]]) -> None:
+    for arg, sites in fa.callers.items():
+        got: frozenset[str] = frozenset()
+        for call, i in sites:
+            got |= out.get(call.operands[i], frozenset({ANY}))
+        out[arg] = got or frozenset({ANY})
+    for op in fa.ops():
+        for region in op.regions:
+            for arg in region.args:
+                out.setdefault(arg, frozenset({ANY}))
+        if op.name == "stablehlo.iota":
+            d = int(op.attrs.get("iota_dimension", 0))
+            c = a.class_of.get((fa.program, op.results[0], d))
+            got = frozenset({f"iota {c}" if c is not None else ANY})
+        elif op.name in ("stablehlo.partition_id", "stablehlo.replica_id"):
+            got = frozenset({"device"})
+        elif op.name == "stablehlo.constant":
+            got = frozenset()
+        else:
+            got = frozenset()
+            for o in op.operands:
+                got |= out.get(o, _arg_source(o, entry))
+            if op.regions and any(x.name in ("stablehlo.iota", "stablehlo.partition_id", "stablehlo.replica_id")
+                                  for region in op.regions for x in region.walk()):
+                got |= {ANY}
+            if op.name == "func.call":
+                fn = fa.module.funcs.get(op.attrs.get("callee", ""))
+                got = frozenset({ANY}) if fn is None else got | _made_inside(fa, fn.name, set())
+        for r in op.results:
+            out[r] = got
+
+
+def _made_inside(fa: ProgramFacts, name: str, seen: set[str]) -> frozenset[str]:
+    """ANY when a function (or one it calls) makes an iota or a device id: sources its
+    call's operands do not show."""
+    if name in seen or name not in fa.module.funcs:
+        return frozenset()
+    seen.add(name)
+    for x in fa.module.funcs[name].body.walk():
+        if x.name in ("stablehlo.iota", "stablehlo.partition_id", "stablehlo.replica_id"):
+            return frozenset({ANY})
+        if x.name == "func.call" and _made_inside(fa, x.attrs.get("callee", ""), seen):
+            return frozenset({ANY})
+    return frozenset()
+
+
+def _arg_source(v: str, entry: dict[str, int]) -> frozenset[str]:
+    return frozenset({f"input {entry[v]}"}) if v in entry else frozenset({ANY})
+
+
+__all__ = ["ANY", "Meets", "Reach", "apart"]
