@@ -544,7 +544,13 @@ class FastAlgebra:
     def constant(self, values: np.ndarray, kind: Kind) -> np.ndarray:
         values = np.asarray(values)
         if kind is Kind.FLOAT:
-            return vec(lambda x: self.f_const(float(x)), values.astype(np.float64))
+            # One FF per distinct value (FF is frozen, so elements may share it): a
+            # broadcast constant has few values, and f_const costs microseconds each.
+            flat = values.astype(np.float64).reshape(-1)
+            uniq, inverse = np.unique(flat, return_inverse=True)
+            made = np.empty(len(uniq), dtype=object)
+            made[:] = [self.f_const(float(x)) for x in uniq.tolist()]
+            return made[inverse].reshape(values.shape)
         if kind is Kind.BOOL:
             return vec(lambda x: bool(x), values)
         return vec(lambda x: int(x), values)
