@@ -142,6 +142,8 @@ def _predicated(fa: ProgramFacts, a: DimAnalysis, families: dict[int, set[int]],
             continue
         if op.results[0] in lookups.decided:
             continue  # one outcome on every assumed input and every device: a constant
+        if op.results[0] in lookups.gathers:
+            continue  # it only picks which device's gathered element a sum keeps: a gather
         key = (fa.program, op.results[0])
         if key not in a.types:
             continue

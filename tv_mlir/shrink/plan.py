@@ -36,7 +36,7 @@ from tv_mlir.shrink.counts import count_bounds, count_poles
 from tv_mlir.shrink.degree import UNBOUNDED, summand_degrees
 from tv_mlir.shrink.dims import DimAnalysis, analyse
 from tv_mlir.shrink.facts import ProgramFacts, role_constants
-from tv_mlir.shrink.lookups import index_predicates
+from tv_mlir.shrink.lookups import IndexPredicates, guarded_lookups, index_predicates
 from tv_mlir.shrink.positions import combined_positions
 from tv_mlir.shrink.rules import Bounds, exchanged, order_statistics
 from tv_mlir.shrink.unionfind import UnionFind
@@ -137,7 +137,7 @@ def elements(a: DimAnalysis, sizes: list[int]) -> int:
 
 def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: int = 0,
          budget: int | None = None, ranges: Sequence[tuple[int, int] | None] | None = None,
-         per_trip: bool | None = None) -> ShrinkPlan:
+         per_trip: bool | None = None, lookups: bool = True) -> ShrinkPlan:
     """Both modules as read (not inlined) and classified. `grow` > 0: that many times,
     every shrunk class is raised to its next admissible size (at least one more element),
     for verifying again at less-shrunk sizes when a witness found at the smallest sizes
@@ -148,7 +148,9 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
     keep their first size (`held`, with the reason). `ranges`: the closed bounds the user
     assumes per program input (`assume.resolve`; rule k's index predicates, lookups.py).
     `per_trip`: rule l's loop degrees (None: `degree.PER_TRIP`); the plan lists the classes
-    whose bound they lowered (`ShrinkPlan.per_trip`).
+    whose bound they lowered (`ShrinkPlan.per_trip`). `lookups`: partitioned lookups may be
+    read as gathers (lookups.guarded_lookups); the plan is made again without them when a
+    lookup that partitions the range at the original sizes does not at the planned ones.
 
     Modules that were never classified (read and planned without `check_signatures`, as
     the plan snapshot tool and the tests' helpers may do) are classified here first: their
@@ -209,6 +211,8 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
     counts = Bounds()
     if COUNTS:
         looked = [index_predicates(fa, ranges) for fa in facts]
+        for fa, lk in zip(facts, looked):
+            lk.gathers = guarded_lookups(fa, lk, ranges) if lookups else set()
         poles = [count_poles(fa, a, families, lk) for fa, lk in zip(facts, looked)]
         for i, (fa, lk) in enumerate(zip(facts, looked)):
             # the other programs' count-dependent denominators (rule k, rational degrees)
@@ -348,6 +352,9 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
     # Offset tables follow their block's class (constants.OFFSET_TABLES).
     rewritten: dict[tuple[str, str], float | int | tuple[int, ...]] = {
         **tied, **where.table_values(sizes, [c.size for c in a.classes])}
+    if COUNTS and any(lk.gathers for lk in looked) and \
+            not _lookups_partition(facts, looked, ranges, rewritten, sizes, a):
+        return plan(ref, other, a, grow, budget, ranges, per_trip, lookups=False)
     names = {("ref", v): n for v, n in zip(ref.main.body.args, ref.main.arg_names)}
     names.update({("ref", v): f"result {k}" for k, v in enumerate(ref.main.body.returns)})
     entries = []
@@ -381,6 +388,27 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
             finest = min(inner, key=lambda m: a.classes[m].size)
             blocks[c] = (a.classes[finest].size, sizes[finest])
     return ShrinkPlan(a, sizes, rewritten, entries, blocks, held, lowered)
+
+
+def _lookups_partition(facts: list[ProgramFacts], looked: list[IndexPredicates],
+                       ranges: Sequence[tuple[int, int] | None] | None,
+                       rewritten: dict[tuple[str, str], float | int | tuple[int, ...]], sizes: list[int],
+                       a: DimAnalysis) -> bool:
+    """Rule (k), partitioned lookups: every lookup read as a gather still partitions the
+    range at the planned sizes (the rewritten integer constants and offset tables, and the
+    assumed bounds moved with the classes, as `assume.shrunk_sizes` moves them)."""
+    moved: dict[int, int] = {}
+    for c, cls in enumerate(a.classes):
+        if sizes[c] != cls.size:
+            moved[cls.size] = max(moved.get(cls.size, sizes[c]), sizes[c])
+    shrunk = [None if r is None else (moved.get(r[0], r[0]), moved.get(r[1] + 1, r[1] + 1) - 1)
+              for r in (ranges or [])]
+    for fa, lk in zip(facts, looked):
+        ints = {name: (v if isinstance(v, tuple) else int(v)) for (prog, name), v in rewritten.items()
+                if prog == fa.program and (isinstance(v, tuple) or float(v).is_integer())}
+        if lk.gathers and guarded_lookups(fa, lk, ranges, (ints, shrunk)) != lk.gathers:
+            return False
+    return True
 
 
 def _coordinates(a: DimAnalysis, facts: list[ProgramFacts]) -> list[list[int]]:
