@@ -172,6 +172,11 @@ def test_a_decoder_layer_body_is_cut_into_a_chain(monkeypatch: pytest.MonkeyPatc
     ref, other = prepare(str(stages / "scan_L4.ref.mlir"), options), prepare(str(stages / "scan_L4.shardy.mlir"),
                                                                                 options)
     check_signatures(ref, other)
-    bodies = [s for s in stages_run._cut(ref, other, options, None).stages if f": {loops.BODY}" in s.name]
+    stages = stages_run._cut(ref, other, options, None).stages
+    bodies = [s for s in stages if f": {loops.BODY}" in s.name]
     assert (len(bodies) > 1) == chain and all(s.loop for s in bodies), [s.name for s in bodies]
     assert len({s.name.split(f": {loops.BODY}")[0] for s in bodies}) == 1
+    # The condition takes the counter only (each program's reads by its own names: the two
+    # programs use some names for different values).
+    condition = next(s for s in stages if s.name.endswith(loops.CONDITION))
+    assert [t.shape for t in condition.ref.main.arg_types] == [()], condition.ref.main.arg_types

@@ -277,9 +277,10 @@ def _region_pair(name: str, ref: Side, other: Side, links: dict[str, Link], rb: 
                 r_ops[:0] = [_copy(r_first, v, rtypes[r_first]) for v in r_rest]
     else:
         # The condition reads few carried values (a counter): the others are not its inputs.
-        used = _reads(rb) | _reads(ob)
-        keys = [k for k in keys if (k.startswith("carried ") and rb.args[int(k.split()[1])] in used)
-                or (not k.startswith("carried ") and k in r_caps) or any(v in used for v, _ in holders[k])]
+        # Each program's names are its own (the two may use one name for different values).
+        r_used, o_used = _reads(rb), _reads(ob)
+        keys = [k for k in keys if (k.startswith("carried ") and rb.args[int(k.split()[1])] in r_used)
+                or (not k.startswith("carried ") and k in r_caps) or any(v in o_used for v, _ in holders[k])]
     r_names: list[str] = []
     r_types: list[TensorType] = []
     o_names: list[str] = []
