@@ -15,7 +15,7 @@ import tv_mlir
 from tests.conftest import TESTDATA
 from tv_mlir.api import _assumed_bounds, prepare
 from tv_mlir.options import Options
-from tv_mlir.shrink import lookups
+from tv_mlir.shrink import constants, lookups
 from tv_mlir.shrink.pair import _raw
 from tv_mlir.shrink.plan import ShrinkPlan, plan
 
@@ -45,7 +45,8 @@ def _ids(p: ShrinkPlan) -> int:
 
 
 def test_lookup_sums_manifest_lists_every_pair_ran_on_xla() -> None:
-    assert set(VOCAB) == {("lookup_gather", "small"), ("lookup_gather", "big"), ("lookup_count", "small")}
+    assert set(VOCAB) == {("lookup_gather", "small"), ("lookup_gather", "big"), ("lookup_count", "small"),
+                          ("lookup_table", "small"), ("lookup_table", "big")}
     assert all(e["ran_on_xla"] for e in SUMS)
 
 
@@ -82,3 +83,30 @@ def test_without_the_partition_check_a_count_hides(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(lookups, "PARTITION", False)
     assert _ids(_plan("lookup_count", "small", "bug")) < 3
     assert _verify("lookup_count", "small", "bug").verdict == "equivalent"
+
+
+@pytest.mark.parametrize("variant", ["small", "big"])
+def test_a_lookup_offset_table_is_rewritten_with_its_block(variant: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # XLA's form: block starts from a table [0, B, 2B, 3B] indexed by the device, rows
+    # gathered at id - start. The table is rewritten with q B', so the lookup partitions at
+    # the planned sizes and is a gather there; without the table rule it is counted.
+    n = 32 if variant == "small" else 2048
+    assert _ids(_plan("lookup_table", variant, "ok")) == n  # the default: off (constants.LOOKUP_TABLES)
+    monkeypatch.setattr(constants, "LOOKUP_TABLES", True)
+    p = _plan("lookup_table", variant, "ok")
+    assert any(isinstance(v, tuple) for v in p.constants.values()), p.constants
+    assert _ids(p) < n
+
+
+def test_a_table_that_is_no_block_offset_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The bug's table [0, B + 1, 2B + 1, 3B + 1] holds no multiples of B: kept, the blocks
+    # do not partition the vocabulary, the predicates are counted and the bug is found.
+    monkeypatch.setattr(constants, "LOOKUP_TABLES", True)
+    p = _plan("lookup_table", "small", "bug")
+    assert not any(isinstance(v, tuple) for v in p.constants.values()), p.constants
+    assert _ids(p) == 32
+    bug = _verify("lookup_table", "small", "bug")
+    assert bug.verdict == "not-equivalent", bug.reason
+    assert bug.counterexample is not None and bug.counterexample.confirmed_at == "original sizes"
+    ok = _verify("lookup_table", "small", "ok")
+    assert ok.verdict == "equivalent", ok.reason

@@ -87,8 +87,42 @@ def lookup_count(v: int, n: int, variant: str) -> Pair:
                 "C(k, 3) of a count made by a lookup that does not cover the vocabulary, divided by 3, not 3!")
 
 
+# (k and h, a lookup's offset table) The same lookup written as XLA's partitioned module
+# writes it: the block starts read from a constant table by the device's index, the rows
+# gathered at `id - start` (an inline gather that clamps). A table of q * block is a block
+# offset table, rewritten with the shrunk block, so the blocks partition the vocabulary at
+# the shrunk sizes too and the lookup is a gather there; the bug's table starts every block
+# but the first a word late (no q * block: kept, the blocks do not partition, counted).
+def lookup_table(v: int, h: int, n: int, variant: str) -> Pair:
+    block = v // TP
+    dnums = jax.lax.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,))
+
+    def tail(x, w):
+        return jax.nn.logsumexp(x @ w) + 0.5 * jnp.sum(x * x)
+
+    def ref(emb, w, ids):
+        return tail(jnp.take(emb, ids, axis=0, mode="clip"), w)
+
+    def sharded(shift):
+        starts = np.array([q * block + (shift if q else 0) for q in range(TP)], np.int32)
+
+        def body(emb, w, ids):
+            start = jnp.asarray(starts)[jax.lax.axis_index("tp")]
+            inside = (ids >= start) & (ids <= start + (block - 1))
+            rows = jax.lax.gather(emb, (ids - start)[:, None], dnums, slice_sizes=(1, h),
+                                  mode=jax.lax.GatherScatterMode.CLIP)
+            mask = jnp.broadcast_to(inside[:, None], rows.shape)
+            return tail(jax.lax.psum(jax.lax.select(mask, rows, jnp.zeros_like(rows)), "tp"), w)
+        return _smap(MESH_TP, body, (P("tp", None), P(None), P(None)), P())
+
+    return Pair("lookup_table", "k", variant, {"vocab": v, "hidden": h, "tokens": n},
+                [Arg((v, h)), Arg((h,)), Arg((n,), I32, v)], ref, sharded(0), sharded(1),
+                "every block but the first starts one word late in the offset table: word `block` reads a zero row")
+
+
 def pairs() -> list[Pair]:
-    return [lookup_gather(64, 4, 32, "small"), lookup_gather(32000, 8, 2048, "big"), lookup_count(64, 32, "small")]
+    return [lookup_gather(64, 4, 32, "small"), lookup_gather(32000, 8, 2048, "big"), lookup_count(64, 32, "small"),
+            lookup_table(64, 4, 32, "small"), lookup_table(32000, 8, 2048, "big")]
 
 
 def main() -> int:

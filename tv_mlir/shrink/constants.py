@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tv_mlir.ir import Op, Sharding
 from tv_mlir.semantics.ops import DYNAMIC_SLICES
 from tv_mlir.shrink.dims import DimAnalysis
 from tv_mlir.shrink.facts import (
@@ -53,6 +54,15 @@ RATIOS = True
 # a table that only selects an entry of another table (the coordinate table) holds block
 # counts, which shrinking keeps. Off: a table pins the class it offsets, as before.
 OFFSET_TABLES = True
+# Rule (h), offset tables of lookups: XLA's vocabulary-parallel lookup gathers its rows at
+# `t - table[pid]`, the table every device's block start q * B (B the gathered block); it
+# is rewritten with q * B' like the dynamic-slice offset tables (rule k's partitioned
+# lookups then partition the range at the shrunk sizes too). OFF by default for now: on the
+# 8B partitioned forward it lets the sequence shrink, and the proof that follows passes the
+# symbolic term budget after 5 minutes and 3 GB (docs/shrinking.md, "lookup offset tables"),
+# where the kept sequence gives `unknown` in a second; tests/test_flax_8b.py holds that
+# footprint. Off: the table is kept.
+LOOKUP_TABLES = False
 # Rule (a), classes of one size, for a float divisor of positions only (RoPE's frequencies
 # `arange(0, d, 2) / d`, where q/k's and v/o's head_dim are two classes of size d): the
 # classes keep one size and the constant is tied to it, as an integer clamp of two
@@ -139,12 +149,80 @@ def sites(a: DimAnalysis, facts: list[ProgramFacts]) -> Sites:
                     out.offsets.append((a.class_of[(fa.program, op.operands[0], d)], f"{op.name} at {op.loc}",
                                         index_sources(fa, start) & {"iota", "float", "input"}, consts))
             elif op.name == "stablehlo.gather":
+                if OFFSET_TABLES and LOOKUP_TABLES:
+                    for key, table in _lookup_tables(fa, a, op):
+                        if out.tables.setdefault(key, table) != table:
+                            out.clashing_tables.add(key)
                 # Data-indexed lookups: indices from program inputs, not positions or floats.
                 g = op.attrs.get("dimension_numbers")
                 bad = index_sources(fa, op.operands[1]) & {"iota", "float"}
                 for d in (g.start_index_map if g is not None and bad else ()):
                     out.offsets.append((a.class_of[(fa.program, op.operands[0], d)], f"gather at {op.loc}", bad, []))
     return out
+
+
+_INDEX_MOVES = frozenset({"stablehlo.reshape", "stablehlo.broadcast_in_dim", "stablehlo.convert",
+                          "stablehlo.all_gather"})
+
+
+def _lookup_tables(fa: ProgramFacts, a: DimAnalysis,
+                   gather: Op) -> list[tuple[tuple[str, str], tuple[tuple[int, ...], int]]]:
+    """Offset tables of a vocabulary-parallel lookup (LOOKUP_TABLES): the gather's index is
+    `t - table[device]` (through layout ops and all_gathers), the table a 1-d integer
+    constant only looked up (a dynamic_slice of one entry), every entry q * B with B the
+    gathered dim's size and 0 <= q B: (table, (q, the gathered dim's class))."""
+    g = gather.attrs.get("dimension_numbers")
+    if g is None or len(g.start_index_map) != 1:
+        return []
+    d = g.start_index_map[0]
+    size = a.types[(fa.program, gather.operands[0])].shape[d]
+    v = gather.operands[1]
+    while v in fa.defs and fa.defs[v][0].name in _INDEX_MOVES:
+        v = fa.defs[v][0].operands[0]
+    if v not in fa.defs or fa.defs[v][0].name != "stablehlo.subtract":
+        return []
+    off = fa.defs[v][0].operands[1]
+    while off in fa.defs and fa.defs[off][0].name in _INDEX_MOVES:
+        off = fa.defs[off][0].operands[0]
+    if off not in fa.defs or fa.defs[off][0].name != "stablehlo.dynamic_slice":
+        return []
+    name = _passed_in(fa, fa.defs[off][0].operands[0])
+    op = fa.defs.get(name, (None, 0))[0]
+    value = op.attrs.get("value") if op is not None and op.name == "stablehlo.constant" else None
+    if not isinstance(value, np.ndarray) or value.dtype.kind not in "iu" or value.ndim != 1 or size <= 0 \
+            or not _only_looked_up(fa, name):
+        return []
+    entries = [int(x) for x in value.tolist()]
+    if any(x % size or x < 0 for x in entries):
+        return []
+    return [((fa.program, name), (tuple(x // size for x in entries), a.class_of[(fa.program, gather.operands[0], d)]))]
+
+
+def _passed_in(fa: ProgramFacts, v: str) -> str:
+    """A manual computation's argument every device receives whole: the value passed in."""
+    while v in fa.region_arg:
+        owner, _, k = fa.region_arg[v]
+        shardings = owner.attrs.get("in_shardings") or ()
+        if owner.name != "sdy.manual_computation" or k >= len(shardings) or k >= len(owner.operands) \
+                or not isinstance(shardings[k], Sharding) or any(shardings[k].dims) or shardings[k].unreduced:
+            return v
+        v = owner.operands[k]
+    return v
+
+
+def _only_looked_up(fa: ProgramFacts, name: str) -> bool:
+    """Every use reads one entry (a dynamic_slice of size 1), directly or inside a manual
+    computation it is passed into whole."""
+    uses = fa.uses.get(name, [])
+    for u in uses:
+        if u.name == "sdy.manual_computation":
+            inner = [u.regions[0].args[k] for k, o in enumerate(u.operands) if o == name]
+            if not all(_passed_in(fa, x) == name and _only_looked_up(fa, x) for x in inner):
+                return False
+        elif u.name != "stablehlo.dynamic_slice" or u.operands[0] != name or name in u.operands[1:] \
+                or tuple(u.attrs.get("slice_sizes") or ()) != (1,):
+            return False
+    return bool(uses)
 
 
 def _table(fa: ProgramFacts, a: DimAnalysis, name: str, big: str, small: str,
