@@ -299,9 +299,10 @@ def guarded_lookups(fa: ProgramFacts, lk: IndexPredicates, ranges: Sequence[tupl
     """Rule (k), partitioned lookups (docs/shrinking.md): the undecided index predicates of
     `lk` whose every use, through guard ops, is the predicate of a `select` between a
     splat zero and a `gather`, summed by an `all_reduce` (an add) whose groups partition
-    the assumed range: for every input value, in every group, exactly one device selects
-    its gather (evaluated exactly, at the original sizes, and at the shrunk ones when
-    `shrunk` gives the rewritten constants and ranges). Such a sum is one gathered element
+    the assumed range: every device of a group holds the same input elements, and for every
+    input value, in every group, exactly one device selects its gather (evaluated exactly,
+    at the original sizes, and at the shrunk ones when `shrunk` gives the rewritten
+    constants and ranges). Such a sum is one gathered element
     at an index computed from the input alone: a gather, which rule (k) does not count."""
     if not GATHERS or not ranges:
         return set()
@@ -347,13 +348,28 @@ def _partitions(fa: ProgramFacts, ev: _Evaluator, select: Op) -> bool:
         return False
     got = ev.value(pred)
     groups = _groups(uses[0], fa.module)
-    if got is None or got[0] is None or groups is None:
+    if got is None or got[0] is None or groups is None or not _same_input(fa.module, got[0], groups):
         return False
     arr = np.broadcast_to(got[1], (got[1].shape[0], max(got[1].shape[1], ev.devices))).astype(bool)
     chosen = arr if gather_true else ~arr
     if any(g >= chosen.shape[1] for group in groups for g in group):
         return False
     return all((chosen[:, group].sum(axis=1) == 1).all() for group in groups) if PARTITION else True
+
+
+def _same_input(module: Module, k: int, groups: list[list[int]]) -> bool:
+    """Every device of a group holds the same elements of input k (its shard is the same),
+    so that at each position the group's devices test one and the same input value. In a
+    global program (a manual computation's replicated argument) every device holds it all."""
+    if not module.per_device:
+        return True
+    s = module.arg_shardings[k] if k < len(module.arg_shardings) else None
+    if s is None:
+        return False
+    coords = s.mesh.coords()
+    if any(d not in coords for group in groups for d in group):
+        return False
+    return all(len({tuple(coords[d][a] for dim in s.dims for a in dim) for d in group}) == 1 for group in groups)
 
 
 def _is_gather(fa: ProgramFacts, v: str, depth: int = 0) -> bool:
