@@ -313,7 +313,7 @@ def _pieces(w: Walker, whole: str, d: int, k: int, piece: int, where: str) -> No
     """Dim d of `whole` as the product (k, piece): a major atom of size k, pinned (the
     pieces' count is no size of the program's data), and a minor atom, returned, that the
     pieces join. Named after the whole's dim, so both halves of one dim share them."""
-    major, minor = f"{whole}~pieces{d}", f"{whole}~piece{d}"
+    major, minor = f"{whole}~pieces{d}x{k}", f"{whole}~piece{d}x{k}"  # k: two splits of one dim differ
     w.bind((major, minor), (TensorType((k,), "atom"), TensorType((piece,), "atom")))
     w.uf.pin(w.node(major, 0), f"the {k} pieces of a dim ({where})")
     w.products.append((w.node(whole, d), (w.node(major, 0), w.node(minor, 0))))
