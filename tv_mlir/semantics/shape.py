@@ -196,27 +196,34 @@ def _scatter(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]
     for d_in, size in zip(window_input_dims, window_sizes):
         full_window[d_in] = size
     pending: dict[tuple[int, ...], list[Any]] = {}  # masked updates at symbolic positions, to add
+    # A scatter-add of one operand adds masked updates (`_apply`): the 0 they are masked to.
+    adds = n == 1 and kinds[0] is not Kind.BOOL and simple_reducer(body) == "add"
+    zero = ctx.alg.constant(np.zeros(()), kinds[0])[()] if adds else None
+    # The window's start candidates depend on the scatter index alone: worked out once per
+    # index, not once per element of its window (an embedding gradient's row of H).
+    starts: dict[tuple[int, ...], list[tuple[tuple[int, ...], Any]]] = {}
     for uidx in np.ndindex(*upd_shape):
         sidx = tuple(uidx[d] for d in scatter_dims)
-        start_vec = _index_vector(indices, sidx, dn.index_vector_dim)
-        start: list[Any] = [0] * len(shape)
-        for d_start, d_in in enumerate(dn.scatter_dims_to_operand_dims):
-            start[d_in] = start_vec[d_start]
-        for ib, sb in zip(dn.input_batching_dims, dn.scatter_indices_batching_dims):
-            pos = sb if sb < dn.index_vector_dim else sb - 1
-            start[ib] = sidx[pos]
+        candidates = starts.get(sidx)
+        if candidates is None:
+            start_vec = _index_vector(indices, sidx, dn.index_vector_dim)
+            start: list[Any] = [0] * len(shape)
+            for d_start, d_in in enumerate(dn.scatter_dims_to_operand_dims):
+                start[d_in] = start_vec[d_start]
+            for ib, sb in zip(dn.input_batching_dims, dn.scatter_indices_batching_dims):
+                pos = sb if sb < dn.index_vector_dim else sb - 1
+                start[ib] = sidx[pos]
+            # XLA skips an update whose whole window does not fit in the operand, so only
+            # in-window start positions are candidates.
+            per_dim = [ctx.alg.positions(s, shape[d] - full_window[d], clamp=False) for d, s in enumerate(start)]
+            candidates = starts[sidx] = _combos(per_dim, op, ctx.alg)
         widx = [0] * len(shape)
         for d_in, d_upd in zip(window_input_dims, dn.update_window_dims):
             widx[d_in] = uidx[d_upd]
         upd_vals = [u[uidx] for u in updates]
-        # XLA skips an update whose whole window does not fit in the operand, so only
-        # in-window start positions are candidates.
-        per_dim: list[list[tuple[int, Any]]] = []
-        for d, s in enumerate(start):
-            hi = shape[d] - full_window[d]
-            per_dim.append([(p + widx[d], c) for p, c in ctx.alg.positions(s, hi, clamp=False)])
-        for pos, cond in _combos(per_dim, op, ctx.alg):
-            _apply(ctx, body, results, pos, upd_vals, kinds, cond, pending)
+        for start_pos, cond in candidates:
+            _apply(ctx, body, results, tuple(p + w for p, w in zip(start_pos, widx)), upd_vals, kinds, cond, pending,
+                   zero)
     # One sum per position of all its masked updates: added one at a time, the k-th update
     # would copy the k - 1 summands before it (quadratic in the updates a row may receive:
     # an embedding gradient's tokens).
@@ -229,9 +236,11 @@ def _scatter(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]
 
 
 def _apply(ctx: OpContext, body: Any, results: list[np.ndarray], pos: tuple[int, ...],
-           upd_vals: list[Any], kinds: list[Kind], cond: Any, pending: dict[tuple[int, ...], list[Any]]) -> None:
+           upd_vals: list[Any], kinds: list[Kind], cond: Any, pending: dict[tuple[int, ...], list[Any]],
+           zero: Any) -> None:
+    """`zero`: the 0 of a scatter-add's one operand (None for any other scatter)."""
     cur = [r[pos] for r in results]
-    if cond is not True and len(results) == 1 and kinds[0] is not Kind.BOOL and simple_reducer(body) == "add":
+    if cond is not True and zero is not None:
         # A scatter-add to a symbolic position: cur + (update where cond, else 0), not
         # select(cond, cur + update, cur). The same value (x + 0 == x, for inf and NaN
         # too), but the updates stay side by side in one sum instead of nesting one
@@ -239,9 +248,7 @@ def _apply(ctx: OpContext, body: Any, results: list[np.ndarray], pos: tuple[int,
         # gradient) is a flat polynomial whose summands each depend on one index. The
         # sum is built once all updates are known (`pending`); addition commutes, also
         # for the IEEE classes, so the updates at concrete positions may come before.
-        alg = ctx.alg
-        zero = alg.constant(np.zeros(()), kinds[0])[()]
-        pending.setdefault(pos, []).append(alg.choose([(cond, upd_vals[0]), (True, zero)], kinds[0]))
+        pending.setdefault(pos, []).append(ctx.alg.choose([(cond, upd_vals[0]), (True, zero)], kinds[0]))
         return
     new = _combine(ctx, body, cur, upd_vals)
     for r, c, nv, k in zip(results, cur, new, kinds):
