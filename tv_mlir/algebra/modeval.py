@@ -68,34 +68,27 @@ def _value(t: Term, v: dict[int, int], salt: bytes) -> int:
             total += term
         return total % p
     args = [v[a.id] for a in t.args]
-    if k == ITE:
-        c, x, y = args
-        return (c * x + (1 - c) * y) % p
-    if k == BITE:
+    if k == ITE or k == BITE:
         c, x, y = args
         return (c * x + (1 - c) * y) % p
     if k == NOT:
         return (1 - args[0]) % p
-    if k == AND:
-        acc = 1
-        for x in args:
-            acc = acc * x % p
-        return acc
+    if k == AND or k == PROD:
+        return _product(args)
     if k == OR:
-        acc = 1
-        for x in args:
-            acc = acc * (1 - x) % p
-        return (1 - acc) % p
-    if k == PROD:
-        acc = 1
-        for x in args:
-            acc = acc * x % p
-        return acc
+        return (1 - _product([1 - x for x in args])) % p
     if k == TO_REAL:
         return args[0]
     if k == INV and args[0] != 0:
         return pow(args[0], -1, p)
     return _hash(salt, k, t.sort, repr(t.data), args)
+
+
+def _product(xs: list[int]) -> int:
+    acc = 1
+    for x in xs:
+        acc = acc * x % PRIME
+    return acc
 
 
 def _coeff(c: int | Fraction) -> int:
