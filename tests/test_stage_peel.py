@@ -37,11 +37,13 @@ def _pad(src: str, value: str, low: list[int], high: list[int], t_in: str, t_out
             f"({t_in}, tensor<f32>) -> {t_out}")
 
 
-def _stage(ref: str, other: str, arg: Sharding, out: Sharding) -> StagePair:
+def _stage(ref: str, other: str, arg: Sharding | tuple[Sharding, ...], out: Sharding) -> StagePair:
     r, o = prepare(ref, OPTIONS), prepare(other, OPTIONS)
-    o = replace(o, per_device=True, attrs={**o.attrs, "mhlo.num_partitions": 2}, arg_shardings=(arg,),
+    args = arg if isinstance(arg, tuple) else (arg,)
+    o = replace(o, per_device=True, attrs={**o.attrs, "mhlo.num_partitions": 2}, arg_shardings=args,
                 result_shardings=(out,))
-    return StagePair("stage", r, o, len(r.main.body.ops), len(o.main.body.ops), (), ("%a",))
+    return StagePair("stage", r, o, len(r.main.body.ops), len(o.main.body.ops), (),
+                     tuple(f"%in{k}" for k in range(len(args))))
 
 
 def _squares(ref_pad: tuple[str, list[int], list[int]], other_pad: tuple[str, list[int], list[int]],
@@ -90,7 +92,7 @@ def _verdict(stage: StagePair) -> str:
 
 
 def _prove(stages: list[StagePair]) -> list[stages_run.StageRecord]:
-    records, _ = stages_run._prove_stages(stages, OPTIONS, finite={"%a"})
+    records, _ = stages_run._prove_stages(stages, OPTIONS, finite={f"%in{k}" for k in range(3)})
     return records
 
 
@@ -159,3 +161,73 @@ def test_a_pad_read_inside_the_stage_is_not_an_output_to_peel() -> None:
     stages = [accumulate(k) for k in (0, 1)]
     assert all(peel.peel_output_pads(s) is s for s in stages)
     assert _hash(stages[0]) != _hash(stages[1])
+
+
+# acc + pad(g, k) at an output: acc is an input (the accumulator of the other layers'
+# gradients), the same slot on both sides, laid out as the output.
+SWAPPED = Sharding(Mesh((("tp", 2),), (1, 0)), ((), ("tp",)))  # COLS with the two devices' blocks swapped
+
+
+def _accumulate(k: int, other_acc: int = 0, acc_layout: Sharding = COLS) -> StagePair:
+    """Inputs acc0, acc1 [6, 4] and g [4, 4]; the output acc0 + pad(g * g) at row k, the
+    other program adding its input `other_acc` instead."""
+    def text(cols: int, acc: int) -> str:
+        t, g = f"tensor<6x{cols}xf32>", f"tensor<4x{cols}xf32>"
+        return _func(f"%acc0: {t}, %acc1: {t}, %g: {g}", f"    %m = stablehlo.multiply %g, %g : {g}\n"
+                     + _pad("%m", "0.0", [k, 0], [2 - k, 0], g, t).replace("%p =", "%q =")
+                     + f"\n    %p = stablehlo.add %acc{acc}, %q : {t}", t)
+
+    return _stage(text(4, 0), text(2, other_acc), (acc_layout, acc_layout, COLS), COLS)
+
+
+def _accumulate_parts(k: int) -> StagePair:
+    """The stack's form: acc and g partial slots (each device holds its group's part), the
+    output partial sums."""
+    def reduce(name: str, n: int) -> str:
+        return (f"    %{name} = stablehlo.reduce(%{name}_parts init: %zero) applies stablehlo.add across "
+                f"dimensions = [0] : (tensor<2x{n}xf32>, tensor<f32>) -> tensor<{n}xf32>\n")
+    pad = _pad("%g", "0.0", [k], [1 - k], "tensor<4xf32>", "tensor<5xf32>").replace("%p =", "%q =")
+    add = "\n    %p = stablehlo.add %acc, %q : tensor<5xf32>"
+    ref = _func("%acc_parts: tensor<2x5xf32>, %g_parts: tensor<2x4xf32>",
+                "    %zero = stablehlo.constant dense<0.0> : tensor<f32>\n" + reduce("acc", 5) + reduce("g", 4)
+                + pad + add, "tensor<5xf32>")
+    other = _func("%acc_part: tensor<1x5xf32>, %g_part: tensor<1x4xf32>",
+                  "    %acc = stablehlo.reshape %acc_part : (tensor<1x5xf32>) -> tensor<5xf32>\n"
+                  "    %g = stablehlo.reshape %g_part : (tensor<1x4xf32>) -> tensor<4xf32>\n" + pad + add,
+                  "tensor<5xf32>")
+    return _stage(ref, other, (ROWS_PARTS, ROWS_PARTS), PARTIAL)
+
+
+@pytest.mark.parametrize("make", [_accumulate, _accumulate_parts])
+def test_accumulations_at_different_offsets_share_one_proof(make, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    stages = [make(k) for k in (0, 1)]
+    peeled = [peel.peel_output_pads(s) for s in stages]
+    assert all(p is not s for p, s in zip(peeled, stages)) and _hash(peeled[0]) == _hash(peeled[1])
+    assert [(r.verdict, r.how) for r in _prove(stages)] == [("equivalent", "proved"), ("equivalent", "reused")]
+    monkeypatch.setattr(peel, "ACCUMULATE", False)  # the switch: one proof per offset, same verdicts
+    assert all(peel.peel_output_pads(s) is s for s in stages)
+    assert [(r.verdict, r.how) for r in _prove(stages)] == [("equivalent", "proved")] * 2
+
+
+def test_an_accumulation_into_another_slot_is_not_peeled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The other program adds acc1 where the reference adds acc0: not-equivalent. A rule
+    that only asked for an input on each side peels it to a stage that proves."""
+    stage = _accumulate(1, other_acc=1)
+    assert peel.peel_output_pads(stage) is stage
+    assert [r.verdict for r in _prove([stage])] == ["not-equivalent"]
+    monkeypatch.setattr(peel, "same_slot", lambda r, o: o is not None and r[0] == o[0])
+    peeled = peel.peel_output_pads(stage)
+    assert peeled is not stage and _verdict(peeled) == "equivalent"
+
+
+def test_an_accumulator_laid_out_otherwise_is_not_peeled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The other program's accumulator input holds its blocks on the devices in the other
+    order than its output: device d adds the other device's block. Not-equivalent; a
+    rule that did not compare the input's layout with the output's peels it."""
+    stage = _accumulate(1, acc_layout=SWAPPED)
+    assert peel.peel_output_pads(stage) is stage
+    assert [r.verdict for r in _prove([stage])] == ["not-equivalent"]
+    real = peel._other_slot
+    monkeypatch.setattr(peel, "_other_slot", lambda v, m, prod, layout: real(v, m, prod, m.arg_shardings[0]))
+    peeled = peel.peel_output_pads(stage)
+    assert peeled is not stage and _verdict(peeled) == "equivalent"

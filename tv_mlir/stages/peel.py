@@ -44,6 +44,9 @@ from tv_mlir.stages.extract import StagePair
 # The rule's switch (tests flip it to show what it buys and that the verdicts stay).
 PEEL_PADS = True
 
+# acc + pad(g) at an output, acc an input slot's value laid out as the output (`_accumulated`).
+ACCUMULATE = True
+
 _AMOUNTS = ("edge_padding_low", "edge_padding_high", "interior_padding")
 
 
@@ -96,19 +99,87 @@ def peel_output_pads(stage: StagePair) -> StagePair:
     r_out, o_out = list(r_body.returns), list(o_body.returns)
     peeled = 0
     for i, (rv, ov) in enumerate(zip(r_body.returns, o_body.returns)):
+        layout = other.result_shardings[i] if other.per_device and i < len(other.result_shardings) else None
+        # acc + pad(g): the pad's claim gives the sum's when acc is one input slot's value on
+        # both sides, laid out as the output (`_accumulated`).
+        rv, ov = _accumulated(rv, ov, ref, other, r_prod, o_prod, layout) or (rv, ov)
         rp, op = r_prod.get(rv), o_prod.get(ov)
         if rp is None or op is None or rp.name != "stablehlo.pad" or op.name != "stablehlo.pad":
             continue
         rc, oc = r_prod.get(rp.operands[1]), o_prod.get(op.operands[1])
         if rc is None or oc is None or rc.name != "stablehlo.constant" or oc.name != "stablehlo.constant":
             continue
-        layout = other.result_shardings[i] if other.per_device and i < len(other.result_shardings) else None
         if all(c(rp, op, rc, oc, layout) for c in CONDITIONS):
             r_out[i], o_out[i] = rp.operands[0], op.operands[0]
             peeled += 1
     if not peeled:
         return stage
     return replace(stage, ref=_returning(ref, r_out), other=_returning(other, o_out))
+
+
+def _accumulated(rv: str, ov: str, ref: Module, other: Module, r_prod: dict[str, Op], o_prod: dict[str, Op],
+                 layout: Sharding | None) -> tuple[str, str] | None:
+    """(p, q) when the outputs are `acc + p` and `acc' + q` (same operand order), where
+    acc is an input slot's value in the reference and acc' that slot's own input in the
+    other program under the output's layout (`same_slot`); else None."""
+    ra, oa = r_prod.get(rv), o_prod.get(ov)
+    if not ACCUMULATE or ra is None or oa is None or ra.name != "stablehlo.add" or oa.name != "stablehlo.add":
+        return None
+    for k in (0, 1):
+        r_slot = _ref_slot(ra.operands[k], ref, r_prod)
+        if r_slot is not None and same_slot(r_slot, _other_slot(oa.operands[k], other, o_prod, layout)):
+            return ra.operands[1 - k], oa.operands[1 - k]
+    return None
+
+
+def same_slot(r: tuple[str, int], o: tuple[str, int] | None) -> bool:
+    return r == o
+
+
+def _ref_slot(v: str, m: Module, prod: dict[str, Op]) -> tuple[str, int] | None:
+    """("whole", j) when `v` is the reference's input j; ("parts", j) when it is the sum of
+    input j over its first dim (a partial slot's value, extract._sum_parts)."""
+    args = m.main.body.args
+    if v in args:
+        return "whole", args.index(v)
+    op = prod.get(v)
+    if op is None or op.name != "stablehlo.reduce" or tuple(op.attrs.get("dimensions", ())) != (0,):
+        return None
+    if len(op.operands) != 2 or op.operands[0] not in args or not _zero_constant(op.operands[1], prod):
+        return None
+    body = op.regions[0] if len(op.regions) == 1 else None
+    if (body is None or len(body.ops) != 1 or body.ops[0].name != "stablehlo.add"
+            or set(body.ops[0].operands) != set(body.args) or len(set(body.args)) != 2
+            or tuple(body.returns) != body.ops[0].results):
+        return None
+    return "parts", args.index(op.operands[0])
+
+
+def _other_slot(v: str, m: Module, prod: dict[str, Op], layout: Sharding | None) -> tuple[str, int] | None:
+    """("whole", j) when `v` is the other program's input j laid out as `layout`;
+    ("parts", j) when `v` is input j reshaped, j being a partial slot's part (its layout
+    `layout` with the unreduced axes splitting a new first dim of 1, extract._partial_slot)."""
+    args = m.main.body.args
+    shardings = m.arg_shardings if m.per_device else ()
+    if v in args:
+        j = args.index(v)
+        s = shardings[j] if j < len(shardings) else None
+        return ("whole", j) if s == layout else None
+    op = prod.get(v)
+    if op is None or op.name != "stablehlo.reshape" or op.operands[0] not in args or layout is None:
+        return None
+    j = args.index(op.operands[0])
+    if not layout.unreduced or j >= len(shardings):
+        return None
+    t, local = m.main.body.arg_types[j], op.result_types[0]
+    parts = Sharding(layout.mesh, (layout.unreduced, *layout.dims))
+    return ("parts", j) if shardings[j] == parts and t.shape == (1, *local.shape) else None
+
+
+def _zero_constant(v: str, prod: dict[str, Op]) -> bool:
+    op = prod.get(v)
+    value = op.attrs.get("value") if op is not None and op.name == "stablehlo.constant" else None
+    return isinstance(value, np.ndarray) and not np.ascontiguousarray(value).tobytes().strip(b"\0")
 
 
 def _producers(body: Block) -> dict[str, Op]:
