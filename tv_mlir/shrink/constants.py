@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tv_mlir.ir import Op, Sharding
+from tv_mlir.ir import Op
 from tv_mlir.semantics.ops import DYNAMIC_SLICES
 from tv_mlir.shrink.dims import DimAnalysis
 from tv_mlir.shrink.facts import (
@@ -18,6 +18,7 @@ from tv_mlir.shrink.facts import (
     device_count,
     index_sources,
     only_device,
+    passed_whole,
     position_constants,
     splat,
     through_broadcasts,
@@ -186,7 +187,7 @@ def _lookup_tables(fa: ProgramFacts, a: DimAnalysis,
         off = fa.defs[off][0].operands[0]
     if off not in fa.defs or fa.defs[off][0].name != "stablehlo.dynamic_slice":
         return []
-    name = _passed_in(fa, fa.defs[off][0].operands[0])
+    name = passed_whole(fa, fa.defs[off][0].operands[0])
     op = fa.defs.get(name, (None, 0))[0]
     value = op.attrs.get("value") if op is not None and op.name == "stablehlo.constant" else None
     if not isinstance(value, np.ndarray) or value.dtype.kind not in "iu" or value.ndim != 1 or size <= 0 \
@@ -198,18 +199,6 @@ def _lookup_tables(fa: ProgramFacts, a: DimAnalysis,
     return [((fa.program, name), (tuple(x // size for x in entries), a.class_of[(fa.program, gather.operands[0], d)]))]
 
 
-def _passed_in(fa: ProgramFacts, v: str) -> str:
-    """A manual computation's argument every device receives whole: the value passed in."""
-    while v in fa.region_arg:
-        owner, _, k = fa.region_arg[v]
-        shardings = owner.attrs.get("in_shardings") or ()
-        if owner.name != "sdy.manual_computation" or k >= len(shardings) or k >= len(owner.operands) \
-                or not isinstance(shardings[k], Sharding) or any(shardings[k].dims) or shardings[k].unreduced:
-            return v
-        v = owner.operands[k]
-    return v
-
-
 def _only_looked_up(fa: ProgramFacts, name: str) -> bool:
     """Every use reads one entry (a dynamic_slice of size 1), directly or inside a manual
     computation it is passed into whole."""
@@ -217,7 +206,7 @@ def _only_looked_up(fa: ProgramFacts, name: str) -> bool:
     for u in uses:
         if u.name == "sdy.manual_computation":
             inner = [u.regions[0].args[k] for k, o in enumerate(u.operands) if o == name]
-            if not all(_passed_in(fa, x) == name and _only_looked_up(fa, x) for x in inner):
+            if not all(passed_whole(fa, x) == name and _only_looked_up(fa, x) for x in inner):
                 return False
         elif u.name != "stablehlo.dynamic_slice" or u.operands[0] != name or name in u.operands[1:] \
                 or tuple(u.attrs.get("slice_sizes") or ()) != (1,):

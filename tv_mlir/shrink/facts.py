@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tv_mlir.ir import Module, Op
+from tv_mlir.ir import Module, Op, Sharding
 from tv_mlir.semantics.ops import (
     DEVICE_IDS,
     DIVISIONS,
@@ -751,3 +751,16 @@ __all__ = ['ACROSS_DEVICES', 'Constant', 'ProgramFacts', 'arg_sources', 'block_o
            'constant_behind', 'device_count', 'group_size', 'index_sources', 'mean_uses', 'moved_operands',
            'iota_only', 'only_device', 'position_constants', 'region_flow', 'role_constants', 'splat', 'sum_reduced',
            'summed_across', 'through_broadcasts']
+
+
+def passed_whole(fa: ProgramFacts, v: str) -> str:
+    """The value passed in for `v` where `v` is a manual computation's argument that every
+    device receives whole (replicated), through nested ones; else `v` itself."""
+    while v in fa.region_arg:
+        owner, _, k = fa.region_arg[v]
+        shardings = owner.attrs.get("in_shardings") or ()
+        if owner.name != "sdy.manual_computation" or k >= len(shardings) or k >= len(owner.operands) \
+                or not isinstance(shardings[k], Sharding) or any(shardings[k].dims) or shardings[k].unreduced:
+            return v
+        v = owner.operands[k]
+    return v

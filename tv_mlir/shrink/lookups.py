@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tv_mlir.ir import Module, Op, Sharding
-from tv_mlir.shrink.facts import ProgramFacts, splat
+from tv_mlir.ir import Module, Op
+from tv_mlir.shrink.facts import ProgramFacts, passed_whole, splat
 
 # Input values evaluated per bounded input (a vocabulary of 128k is 131072).
 MAX_RANGE = 1 << 18
@@ -228,16 +228,7 @@ class _Evaluator:
         return src, out
 
     def _outer(self, v: str) -> str:
-        """A manual computation's argument that every device receives whole (replicated):
-        the value passed in."""
-        while v in self.fa.region_arg:
-            owner, _, k = self.fa.region_arg[v]
-            shardings = owner.attrs.get("in_shardings") or ()
-            if owner.name != "sdy.manual_computation" or k >= len(shardings) or k >= len(owner.operands) \
-                    or not isinstance(shardings[k], Sharding) or any(shardings[k].dims) or shardings[k].unreduced:
-                return v
-            v = owner.operands[k]
-        return v
+        return passed_whole(self.fa, v)
 
     def _shape(self, v: str) -> tuple[int, ...] | None:
         d = self.fa.defs.get(v)
