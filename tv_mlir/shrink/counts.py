@@ -25,7 +25,7 @@ from tv_mlir.ir import Block, ConvDims, Op
 from tv_mlir.semantics.ops import DEGREE_ADDING, DEGREE_PRESERVING, DOTS, TRANSCENDENTAL_OPS
 from tv_mlir.shrink.degree import PIECEWISE, UNBOUNDED
 from tv_mlir.shrink.dims import DimAnalysis
-from tv_mlir.shrink.facts import ProgramFacts, splat
+from tv_mlir.shrink.facts import SPLAT_PRESERVING, ProgramFacts, passed_whole, splat
 from tv_mlir.shrink.lookups import IndexPredicates
 from tv_mlir.shrink.rules import Bounds
 
@@ -61,6 +61,9 @@ SPLITS = True
 # program's count-dependent denominators, with multiplicity), not D: the pair's bound adds
 # both (docs/shrinking.md, rule k "rational degrees"; gen_count_forms.py count_rational).
 RATIONAL = True
+# Rule (k), constant tables read at data indices (`_table_lookup`): their results count as
+# predicates, one per bit of the table's size. A switch so the tests can show the hole.
+TABLES = True
 # A power with a constant integer exponent up to this is multiplied out by the verifier
 # (semantics/elementwise.py): its degree is the exponent times its base's, not an atom's.
 MAX_EXPONENT = 64
@@ -70,7 +73,10 @@ MAX_EXPONENT = 64
 class PredicatedSums:
     """The sums over one family's classes whose summand reads a data predicate along it."""
 
-    predicates: set[str] = field(default_factory=set)  # compare results
+    predicates: set[str] = field(default_factory=set)  # compare results, and table lookups (below)
+    # Lookups in a constant table at a data index (`_table_lookup`), by result: the binary
+    # predicates they count as (ceil log2 of the table's elements, each a value it may give).
+    tables: dict[str, int] = field(default_factory=dict)
     sums: dict[int, list[Op]] = field(default_factory=dict)  # class -> reductions over it
     results: set[str] = field(default_factory=set)  # the sums' results: the counts
 
@@ -92,8 +98,8 @@ def count_bounds(fa: ProgramFacts, a: DimAnalysis, families: dict[int, set[int]]
         flow = _Flow(fa, ps.results)
         d_out = flow.result_degree()
         threshold = flow.threshold
-        m = len(ps.predicates)
-        exact = lookups.types(ps.predicates)
+        m = len(ps.predicates) - len(ps.tables) + sum(ps.tables.values())
+        exact = lookups.types(ps.predicates) if not ps.tables else None
         types = exact if exact is not None else 2 ** m
         poles = flow.poles + (other_poles or {}).get(fam, 0) if RATIONAL else 0
         if poles and d_out < UNBOUNDED:
@@ -138,6 +144,16 @@ def _predicated(fa: ProgramFacts, a: DimAnalysis, families: dict[int, set[int]],
     data = _data_values(fa)
     found: dict[frozenset[int], PredicatedSums] = {}
     for op in fa.ops():
+        bits = _table_lookup(fa, a, op, data) if TABLES else None
+        if bits is not None:
+            key = (fa.program, op.results[0])
+            for c in set(a.classes_of(*key)) if key in a.types else ():
+                if a.classes[c].size > 1:
+                    ps = found.setdefault(frozenset(families[c]), PredicatedSums())
+                    _follow(fa, a, frozenset(families[c]), op.results[0], ps)
+                    if op.results[0] in ps.predicates:
+                        ps.tables[op.results[0]] = bits
+            continue
         if op.name != "stablehlo.compare" or not any(v in data for v in op.operands):
             continue
         if op.results[0] in lookups.decided:
@@ -152,6 +168,41 @@ def _predicated(fa: ProgramFacts, a: DimAnalysis, families: dict[int, set[int]],
                 fam = frozenset(families[c])
                 _follow(fa, a, fam, op.results[0], found.setdefault(fam, PredicatedSums()))
     return found
+
+
+def _table_lookup(fa: ProgramFacts, a: DimAnalysis, op: Op, data: set[str]) -> int | None:
+    """For a gather or dynamic slice of a table computed without the inputs (a constant)
+    at an index that depends on them: the binary predicates it counts as under rule (k),
+    else None. Its elements take only the table's values, as a compare's take 0 and 1, so
+    Newton's argument (free summands) fails for sums over them the same way: one type per
+    table element is more than enough (a table [0, 0, 0, 1, ...] read at token ids is a
+    mask: sum(table[ids]) is the count of ids equal to 3, and C(k, 3) of it vanishes at 2
+    tokens; testdata/shrink_rules/gen_tables.py)."""
+    if op.name not in ("stablehlo.gather", "stablehlo.dynamic_slice") or op.operands[0] in data:
+        return None
+    if not any(v in data for v in op.operands[1:]):
+        return None
+    if _splat_table(fa, op.operands[0]):
+        return None  # one value everywhere (indices are clamped): the lookup reads no data
+    t = a.types.get((fa.program, op.operands[0]))
+    if t is None:
+        return MAX_PREDICATES + 1
+    n = math.prod(t.shape)
+    return max(1, (n - 1).bit_length())
+
+
+def _splat_table(fa: ProgramFacts, v: str) -> bool:
+    """v is one constant value everywhere: a splat constant through broadcasts, reshapes,
+    converts and manual computations' whole arguments."""
+    v = passed_whole(fa, v)
+    while v in fa.defs:
+        op = fa.defs[v][0]
+        if op.name == "stablehlo.constant":
+            return splat(op) is not None
+        if op.name not in SPLAT_PRESERVING:
+            return False
+        v = passed_whole(fa, op.operands[0])
+    return False
 
 
 def count_bound(d_out: int, types: int, d: int, threshold: int) -> tuple[int, str]:
