@@ -46,6 +46,8 @@ def test_a_warm_run_reads_the_kept_verdict(tmp_path: Path, prepared: list[int]) 
     warm = verify(*args, cache_dir=str(tmp_path), progress=False, **QUICK)  # how to run: the same key
     assert warm.verdict == "equivalent" and warm.stats["verdict_from_cache"] and not prepared
     assert warm.stages["proved"] == 0 and warm.stages["cached"] == cold.stages["count"]
+    n = cold.stages["count"]
+    assert f"proved in {n} stages (0 proved, 0 reused, {n} from the cache)" in warm.reason, warm.reason
     assert warm.outputs == cold.outputs
     # What is claimed changed: a miss (the stages come from their own cache entries).
     again = verify(*args, cache_dir=str(tmp_path), strict_dtypes=True, **QUICK)

@@ -19,6 +19,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 from typing import Any
 
 from tv_mlir.frontend.read import Loaded
@@ -72,6 +73,9 @@ def lookup(options: Options, k: str | None) -> Verdict | None:
         n = v.stages.get("count", 0)
         v.stages = {**v.stages, "proved": 0, "reused": 0, "cached": n, "verdict_from_cache": True,
                     "list": [{**r, "how": "cached", "time_s": 0.0} for r in v.stages.get("list", [])]}
+        # The reason's stage counts are the cold run's: say what this run did.
+        v.reason = re.sub(r"\(\d+ proved, \d+ reused, \d+ from the cache\)",
+                          f"(0 proved, 0 reused, {n} from the cache)", v.reason)
     v.reason += " (the whole verdict from the proof cache)"
     return v
 
