@@ -361,5 +361,25 @@ def write_twins(p: Pair, stem: str, specs: list, ran: bool) -> dict:
             "ran_on_xla": ran, "files": {k: f"{stem}.{k}.mlir" for k in ("ref", "ok", "bug")}}
 
 
+
+def write_manifest(pairs: list[Pair], manifest: str, ok_tol: float = 1e-5) -> int:
+    """The pairs' twins written with `write_twins` and listed in OUT / manifest, each run on
+    XLA at its original sizes first where it fits RUN_LIMIT (the correct twin within
+    `ok_tol` of the reference, the bug twin apart from it): the main loop of the generators
+    in testdata/shrink_rules."""
+    entries = []
+    for p in pairs:
+        stem = f"{p.name}.{p.variant}"
+        specs = [a.spec() for a in p.args]
+        ran = sum(int(np.prod(a.shape)) for a in p.args) <= RUN_LIMIT
+        if ran:
+            ok_diff, bug_diff = _max_diff(p, p.ref, p.ok), _max_diff(p, p.ref, p.bug)
+            assert ok_diff < ok_tol, f"{stem}: the correct twin differs from the reference by {ok_diff}"
+            assert bug_diff > 1e-3, f"{stem}: the bug twin does not differ from the reference ({bug_diff})"
+            print(f"{stem}: ok {ok_diff:.2e}, bug {bug_diff:.2e}")
+        entries.append(write_twins(p, stem, specs, ran))
+    (OUT / manifest).write_text(json.dumps(entries, indent=1) + "\n")
+    return 0
+
 if __name__ == "__main__":
     raise SystemExit(main())

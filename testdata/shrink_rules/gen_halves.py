@@ -8,15 +8,13 @@ correct twin agrees with the reference, the bug twin differs), written to
 """
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-from gen_shrink_rules import OUT, RUN_LIMIT, Arg, Pair, _max_diff, write_twins  # noqa: E402
+from gen_shrink_rules import Arg, Pair, write_manifest  # noqa: E402
 
 
 # (halves) The halves of a dim swapped: `concat(x[:, h:], x[:, :h])` reads the dim as
@@ -88,20 +86,7 @@ def pairs() -> list[Pair]:
 
 
 def main() -> int:
-    manifest = []
-    for p in pairs():
-        stem = f"{p.name}.{p.variant}"
-        specs = [a.spec() for a in p.args]
-        ran = sum(int(np.prod(a.shape)) for a in p.args) <= RUN_LIMIT
-        if ran:
-            ok_diff, bug_diff = _max_diff(p, p.ref, p.ok), _max_diff(p, p.ref, p.bug)
-            assert ok_diff < 1e-5, f"{stem}: the correct twin differs from the reference by {ok_diff}"
-            assert bug_diff > 1e-3, f"{stem}: the bug twin does not differ from the reference ({bug_diff})"
-            print(f"{stem}: ok {ok_diff:.2e}, bug {bug_diff:.2e}")
-        manifest.append(write_twins(p, stem, specs, ran))
-    (OUT / "manifest_halves.json").write_text(json.dumps(manifest, indent=1) + "\n")
-    return 0
-
+    return write_manifest(pairs(), "manifest_halves.json")
 
 if __name__ == "__main__":
     raise SystemExit(main())
