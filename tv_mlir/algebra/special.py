@@ -9,18 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import ml_dtypes
 import numpy as np
 import scipy.special as sc  # type: ignore[import-untyped]  # scipy ships no stubs; jax depends on it
 
 from tv_mlir.algebra.prng import FUNCS as PRNG_FUNCS
+from tv_mlir.dtypes import Lazy, ml_dtype
 
 # The float types whose bits and neighbours have functions, with the unsigned integer type
 # of the same width.
-FLOAT_BITS: dict[str, tuple[type, type]] = {
-    "f16": (np.float16, np.uint16), "bf16": (ml_dtypes.bfloat16, np.uint16),
-    "f32": (np.float32, np.uint32), "f64": (np.float64, np.uint64),
-}
+FLOAT_BITS: Lazy[tuple[type, type]] = Lazy({
+    "f16": lambda: (np.float16, np.uint16), "bf16": lambda: (ml_dtype("bfloat16"), np.uint16),
+    "f32": lambda: (np.float32, np.uint32), "f64": lambda: (np.float64, np.uint64),
+})
 
 
 def _nonpositive_integer(x: np.ndarray) -> np.ndarray:
@@ -60,18 +60,16 @@ def polygamma(n: np.ndarray, x: np.ndarray) -> np.ndarray:
 def bits_of(dtype: str) -> Callable[[np.ndarray], np.ndarray]:
     """The unsigned integer with a float's bits (as a float64 holding that integer, the
     value of a real-valued function; exact up to 2**53, so below f64)."""
-    ftype, utype = FLOAT_BITS[dtype]
-
     def fn(x: np.ndarray) -> np.ndarray:
+        ftype, utype = FLOAT_BITS[dtype]  # when called: bf16's type costs an import
         return np.asarray(x, np.float64).astype(ftype).view(utype).astype(np.float64)
     return fn
 
 
 def float_of_bits(dtype: str) -> Callable[[np.ndarray], np.ndarray]:
     """The float whose bits are the unsigned integer u (given as a real)."""
-    ftype, utype = FLOAT_BITS[dtype]
-
     def fn(u: np.ndarray) -> np.ndarray:
+        ftype, utype = FLOAT_BITS[dtype]
         return np.asarray(u, np.float64).astype(utype).view(ftype).astype(np.float64)
     return fn
 
@@ -79,10 +77,9 @@ def float_of_bits(dtype: str) -> Callable[[np.ndarray], np.ndarray]:
 def next_after(dtype: str) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     """The float of type `dtype` next to x in the direction of y (y when x == y, NaN when
     either is NaN), stepping the bit pattern: +-0 steps to the smallest subnormal."""
-    ftype, utype = FLOAT_BITS[dtype]
-    sign = utype(1) << utype(8 * np.dtype(utype).itemsize - 1)
-
     def fn(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        ftype, utype = FLOAT_BITS[dtype]
+        sign = utype(1) << utype(8 * np.dtype(utype).itemsize - 1)
         x, y = np.broadcast_arrays(np.asarray(x, np.float64), np.asarray(y, np.float64))
         xf: np.ndarray = x.astype(ftype)
         bits: np.ndarray = xf.view(utype).copy()

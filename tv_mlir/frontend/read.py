@@ -10,12 +10,13 @@ import re
 import stat
 import sys
 from dataclasses import dataclass, field
+from functools import partial
 from typing import IO, Any
 
-import ml_dtypes
 import numpy as np
 
 from tv_mlir import ir as tir
+from tv_mlir.dtypes import Lazy, ml_dtype
 from tv_mlir.errors import ParseError, Unsupported, UsageError
 from tv_mlir.options import DEFAULT_MAX_INPUT_BYTES, MAX_BRACKET_DEPTH, MAX_NESTING, MAX_OPS
 
@@ -1059,19 +1060,27 @@ def resolve_mesh_axes(mesh: tir.Mesh, axes: tuple[tuple[str, int, int | None], .
 
 # The one table of element types: StableHLO's name -> the numpy dtype that holds its values
 # exactly (ml_dtypes for bf16, the f8 types and int4).
-NP_DTYPES: dict[str, np.dtype] = {name: np.dtype(t) for name, t in {
+def _ml_dtype(name: str) -> np.dtype:
+    return np.dtype(ml_dtype(name))
+
+
+_NUMPY_TYPES: dict[str, type] = {
     "i1": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
     "ui8": np.uint8, "ui16": np.uint16, "ui32": np.uint32, "ui64": np.uint64,
     "f16": np.float16, "f32": np.float32, "f64": np.float64,
     "complex<f32>": np.complex64, "complex<f64>": np.complex128,
-    "bf16": ml_dtypes.bfloat16, "i4": ml_dtypes.int4, "ui4": ml_dtypes.uint4,
-    "i2": ml_dtypes.int2, "ui2": ml_dtypes.uint2,
-    "f8E4M3FN": ml_dtypes.float8_e4m3fn, "f8E5M2": ml_dtypes.float8_e5m2,
-    "f8E4M3FNUZ": ml_dtypes.float8_e4m3fnuz, "f8E5M2FNUZ": ml_dtypes.float8_e5m2fnuz,
-    "f8E4M3B11FNUZ": ml_dtypes.float8_e4m3b11fnuz, "f8E3M4": ml_dtypes.float8_e3m4,
-    "f6E2M3FN": ml_dtypes.float6_e2m3fn, "f6E3M2FN": ml_dtypes.float6_e3m2fn,
-    "f4E2M1FN": ml_dtypes.float4_e2m1fn, "f8E8M0FNU": ml_dtypes.float8_e8m0fnu,
-}.items()}
+}
+_ML_DTYPES: dict[str, str] = {
+    "bf16": "bfloat16", "i4": "int4", "ui4": "uint4", "i2": "int2", "ui2": "uint2",
+    "f8E4M3FN": "float8_e4m3fn", "f8E5M2": "float8_e5m2", "f8E4M3FNUZ": "float8_e4m3fnuz",
+    "f8E5M2FNUZ": "float8_e5m2fnuz", "f8E4M3B11FNUZ": "float8_e4m3b11fnuz", "f8E3M4": "float8_e3m4",
+    "f6E2M3FN": "float6_e2m3fn", "f6E3M2FN": "float6_e3m2fn", "f4E2M1FN": "float4_e2m1fn",
+    "f8E8M0FNU": "float8_e8m0fnu",
+}
+NP_DTYPES: Lazy[np.dtype] = Lazy({
+    **{name: partial(np.dtype, t) for name, t in _NUMPY_TYPES.items()},
+    **{name: partial(_ml_dtype, m) for name, m in _ML_DTYPES.items()},
+})
 
 # Element types with a dtype above that the model does not cover, and why. Any other type
 # is not modelled either (a quantized type, ...): read as an integer it would give wrong
