@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from tv_mlir.errors import ParseError, Unsupported
-from tv_mlir.frontend.read import parse_mlir, read_source
+from tv_mlir.frontend.read import ALIASES, parse_mlir, read_source
 from tv_mlir.passes.complex import RULES as COMPLEX_RULES
 from tv_mlir.semantics import TABLE
 from tv_mlir.semantics.linalg import lapack_rule
@@ -76,8 +76,8 @@ def status(key: str) -> str:
     name, _, target = key.partition(" @")
     if target:
         return SEMANTICS if target in NOOP_CUSTOM_CALLS | SHARD_CALLS or lapack_rule(target) else UNSUPPORTED
-    if name in TABLE or name in SPMD_OPS or name in STRUCTURE or name in COMPLEX_RULES:
-        return SEMANTICS  # COMPLEX_RULES: rewritten into real ops (fft, complex, real, imag)
+    if name in TABLE or name in SPMD_OPS or name in STRUCTURE or name in COMPLEX_RULES or name in ALIASES:
+        return SEMANTICS  # COMPLEX_RULES: rewritten into real ops; ALIASES: read as another op
     return UNSUPPORTED
 
 

@@ -9,6 +9,7 @@ import os
 import re
 import stat
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import IO, Any
@@ -18,6 +19,7 @@ import numpy as np
 from tv_mlir import ir as tir
 from tv_mlir.dtypes import Lazy, ml_dtype
 from tv_mlir.errors import ParseError, Unsupported, UsageError
+from tv_mlir.frontend import ui64_ranges
 from tv_mlir.options import DEFAULT_MAX_INPUT_BYTES, MAX_BRACKET_DEPTH, MAX_NESTING, MAX_OPS
 
 BYTECODE_MAGIC = b"ML\xefR"
@@ -752,6 +754,9 @@ class _Converter:
         except ParseError as exc:
             exc.loc = exc.loc or loc
             raise
+        name = o.name
+        if name in ALIASES:
+            name, attrs = ALIASES[name](attrs, loc)
         if o.name == "stablehlo.custom_call" and attrs.get("call_target_name") == "SPMDFullToShardShape":
             # The global sharding being cut into shards sits on the @Sharding op that feeds this one.
             producer = o.operands[0].owner if o.operands else None
@@ -766,7 +771,7 @@ class _Converter:
             if depth + 1 > MAX_NESTING:
                 raise _too_deep(loc)
             regions.append(self.block(region.blocks[0], loc, depth + 1))
-        return tir.Op(o.name, operands, results, rtypes, attrs, tuple(regions), loc)
+        return tir.Op(name, operands, results, rtypes, attrs, tuple(regions), loc)
 
     def tensor_type(self, t: Any, loc: str, op: str | None = None) -> tir.TensorType:
         from jaxlib.mlir import ir
@@ -781,6 +786,23 @@ class _Converter:
                 raise Unsupported(f"element type {dtype} in {t}: {why}", loc, f"type {dtype}")
             return tir.TensorType(shape, dtype)
         raise Unsupported(f"type {t} (only ranked tensors are supported)", loc, op or str(t))
+
+
+def _mhlo_topk(attrs: dict[str, Any], loc: str) -> tuple[str, dict[str, Any]]:
+    """XLA's TopK converted back from HLO (the partitioned module of a `jax.lax.top_k`) is
+    `mhlo.topk`, where the lowering had `chlo.top_k`: with `largest` true (its default) it
+    is the same op (the k largest along the last dimension, ties by the lower index first;
+    tests/test_client_ops.py checks it against XLA). The bottom k is not modelled."""
+    if attrs.get("largest", True) is not True:
+        raise Unsupported("mhlo.topk with largest = false (the bottom k) is not modelled", loc, "mhlo.topk")
+    return "chlo.top_k", {"k": attrs["k"]}
+
+
+# Ops XLA's HLO -> StableHLO conversion writes in mhlo where jax's lowering wrote another
+# dialect's op of the same semantics: read as that op (name, attributes).
+ALIASES: dict[str, Callable[[dict[str, Any], str], tuple[str, dict[str, Any]]]] = {
+    "mhlo.topk": _mhlo_topk,
+}
 
 
 ROUND_TRIP_BODY = "xla.sdy.manual_computation_body"
@@ -1089,7 +1111,8 @@ NP_DTYPES: Lazy[np.dtype] = Lazy({
 # The numeric algebra holds a ui64 as its int64 bits (exact modulo 2**64), the symbolic ones
 # as its unsigned value: the two agree on the ops below, which make, move, bitcast or test
 # for equality, and on nothing that orders, divides or converts a ui64 as a number. Any
-# other op with a ui64 operand or result is refused, naming it.
+# other op with a ui64 operand or result is refused, naming it, unless `ui64_ranges` shows
+# every ui64 it reads and makes below 2**63 (jax's Threefry counters).
 UI64_OPS = frozenset({
     "stablehlo.rng_bit_generator", "stablehlo.bitcast_convert", "stablehlo.constant", "stablehlo.reshape",
     "stablehlo.transpose", "stablehlo.broadcast_in_dim", "stablehlo.slice", "stablehlo.dynamic_slice",
@@ -1111,14 +1134,21 @@ def check_ui64(funcs: dict[str, tir.Func]) -> None:
             types.update(zip(op.results, op.result_types))
             for region in op.regions:
                 types.update(zip(region.args, region.arg_types))
+        bounds: dict[str, ui64_ranges.Interval] | None = None
         for op in f.body.walk():
             operand_types = [types[v] for v in op.operands if v in types]
             if not any(t.dtype == "ui64" for t in (*operand_types, *op.result_types)):
                 continue
             direction = str(op.attrs.get("comparison_direction", "")).rsplit(".", 1)[-1].upper()
             if op.name not in UI64_OPS or (op.name == "stablehlo.compare" and direction not in ("EQ", "NE")):
-                raise Unsupported(f"{op.name} on ui64: only a random generator's state is modelled "
-                                  "(made, moved, bitcast, or compared for equality)", op.loc, op.name)
+                if op.name in ui64_ranges.ARITHMETIC or op.name == "stablehlo.compare":
+                    bounds = ui64_ranges.intervals(f) if bounds is None else bounds
+                    ui64s = [v for v in (*op.operands, *op.results) if v in types and types[v].dtype == "ui64"]
+                    if all(ui64_ranges.below_limit(bounds.get(v)) for v in ui64s):
+                        continue  # a count below 2**63: both representations agree
+                raise Unsupported(f"{op.name} on ui64: only a random generator's state (made, moved, "
+                                  "bitcast, or compared for equality) and counts shown below 2**63 are "
+                                  "modelled", op.loc, op.name)
 
 # Complex types are read: passes/complex.py rewrites them into real pairs, or the verdict
 # is unknown naming the first op it cannot rewrite.
