@@ -20,6 +20,7 @@ from tv_mlir.assume import resolve as resolve_bounds
 from tv_mlir.assume import signs as assume_signs
 from tv_mlir.errors import Unsupported, UsageError
 from tv_mlir.execute.interp import Interpreter, SharedValues
+from tv_mlir.heap import full_collections_at_end
 from tv_mlir.ir import Module, Op, TensorType
 from tv_mlir.options import Options
 from tv_mlir.progress import Ticker, progress
@@ -155,7 +156,8 @@ def prove_pair(ref: Module, other: Module, options: Options, sizes: Mapping[int,
     local proofs at the cut points, full expansion, the solver. The verdict names the
     inputs it is about (`Options.inputs`). `sizes`: original -> shrunk size of the
     shrunk dimension classes, for the bounds of `Options.assume` (assume.resolve)."""
-    verdict = _prove_pair(ref, other, options, sizes)
+    with full_collections_at_end():
+        verdict = _prove_pair(ref, other, options, sizes)
     verdict.inputs = options.inputs
     return verdict
 
@@ -183,12 +185,15 @@ def _prove_pair(ref: Module, other: Module, options: Options, sizes: Mapping[int
         _local_proofs(p)
         _expand(p)
         _solve(p)
+        return _verdict(p)
     except _Stop as stop:
         return stop.verdict
     except T.TermBudget as exc:
         return Verdict("unknown", f"the symbolic execution passed its budget: {exc}{_class_origin(p)}",
                        stats=p.stats, approximations=sorted(p.alg.approximations))
-    return _verdict(p)
+    finally:
+        if isinstance(p.alg, FastAlgebra):  # its terms go with the proof (`TermStore.close`)
+            p.alg.store.close()
 
 
 def _class_origin(p: _Proof) -> str:

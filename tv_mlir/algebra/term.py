@@ -144,6 +144,22 @@ class TermStore:
         finally:
             self.limit = old
 
+    def close(self) -> None:
+        """The proof this store served is over. Its tables tie every term to the store
+        (`nodes` and the interning dicts hold the terms, each term holds the store): a
+        cycle only a full collection frees, after walking every term, and only once the
+        object arrays that also hold them (which the collector cannot see into) are gone.
+        Without the tables the terms are freed by reference counting when their last user
+        goes. A term made after this would reuse an old id, so making one raises
+        `TermBudget` (the limit is below any size)."""
+        self.limit = -1
+        self.nodes = []
+        self._intern = {}
+        self.caches = {}
+        self._negated, self._atom_polys, self._compared, self._cmps = {}, {}, {}, {}
+        self.bounds, self.ranges = {}, {}
+        self._uni = None
+
     # -- interning -----------------------------------------------------------
     def _mk(self, kind: str, sort: str, args: tuple[Term, ...] = (), data: Any = None) -> Term:
         key = (kind, sort, tuple([a.id for a in args]) if args else (), data)

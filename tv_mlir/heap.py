@@ -1,0 +1,31 @@
+"""The cyclic garbage collector during a proof.
+
+A proof builds millions of small objects that live until it ends (interned terms, their
+polynomials, cut records). CPython's automatic full collection runs whenever the objects
+that survived the young collections grew by a quarter, and each one walks every live
+object: on a 1-layer Llama training step that was 23 full collections, 5.9 s of 23 s CPU.
+The objects a proof keeps are not garbage until it ends, so those walks find nothing.
+Young collections go on as usual (short-lived cycles still die young); the full
+collection runs once, when the proof ends and its terms (a store and its nodes form a
+cycle) have become garbage, so a process that runs many proofs (the stage pool, the test
+suite) does not keep them."""
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+NEVER = 1 << 30  # a third threshold no count of young collections reaches
+
+
+@contextmanager
+def full_collections_at_end() -> Iterator[None]:
+    """No automatic full collection inside the block; one when it ends. The thresholds
+    are put back as they were (a caller's own settings, an outer block's)."""
+    old = gc.get_threshold()
+    gc.set_threshold(old[0], old[1] if len(old) > 1 else 10, NEVER)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+        gc.collect()
