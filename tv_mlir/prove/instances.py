@@ -43,6 +43,7 @@ their subterms, so a pair costs the nodes no earlier pair had, not its whole siz
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 from tv_mlir.algebra import fast, intervals
@@ -80,28 +81,32 @@ class _Canon:
         got = memo.get(root.id, False)
         if got is not False:
             return got  # type: ignore[return-value]
-        stack: list[tuple[Term, list[Term] | None]] = [(root, None)]
+        combine, children = self._combine, self._children
+        stack: list[tuple[Term, tuple[Term, ...] | None]] = [(root, None)]
         while stack:
             t, kids = stack.pop()
             if kids is None:
                 if t.id in memo:
                     continue
-                kids = self._children(t)
-                stack.append((t, kids))
-                stack.extend((k, None) for k in reversed(kids) if k.id not in memo)
-                continue
-            memo[t.id] = self._combine(t, [memo[k.id] for k in kids])
+                kids = t.args or children(t)
+                pending = [(k, None) for k in kids if k.id not in memo]
+                if pending:  # the node again once its children are done
+                    stack.append((t, kids))
+                    stack.extend(pending)
+                    continue
+            memo[t.id] = combine(t, [memo[k.id] for k in kids])
         return memo[root.id]
 
-    def _children(self, t: Term) -> list[Term]:
+    def _children(self, t: Term) -> tuple[Term, ...]:
+        """The children of a node without arguments: a free constant has none, an integer
+        or Boolean cut variable its definition."""
         if t.kind in (VAR, BVAR):
             cut = self.cuts.cuts_by_id.get(t.id)
             # Integer and Boolean cut variables are read through (the case split does);
             # real ones inside them are left as they are, as the proof leaves them.
             if cut is not None and isinstance(cut.term, Term) and t.sort in (INT, BOOL):
-                return [cut.term]
-            return []
-        return list(t.args)
+                return (cut.term,)
+        return ()
 
     def leaf(self, t: Term) -> int | None:
         """The shape number of a free constant: its sort and facts, never its name. Kept
@@ -121,28 +126,35 @@ class _Canon:
         return shape
 
     def _combine(self, t: Term, kids: list[Canon | None]) -> Canon | None:
-        if t.kind in (VAR, BVAR) and not kids:
+        if not kids and t.kind in (VAR, BVAR):
             shape = self.leaf(t)
             return None if shape is None else (shape, (t.id,))
-        if any(k is None for k in kids):
+        if None in kids:
             return None
         if t.kind in (VAR, BVAR):  # a definition put in
             shape, leaves = kids[0]  # type: ignore[misc]
             return self._intern(("def", t.sort, shape)), leaves
-        # Positions in first-met order: a dict keeps insertion order, and setdefault numbers
-        # a constant once (len(pos) is read before it is inserted).
-        pos: dict[int, int] = {}
-        put = pos.setdefault
-        wiring = tuple([tuple([put(x, len(pos)) for x in leaves]) for _, leaves in kids])  # type: ignore[misc]
-        merged = tuple(pos)
+        lists = [k[1] for k in kids]  # type: ignore[index]
+        merged = tuple(chain.from_iterable(lists))
+        wiring: Any = None
+        if len(set(merged)) != len(merged):
+            # Positions in first-met order: a dict keeps insertion order, and setdefault
+            # numbers a constant once (len(pos) is read before it is inserted).
+            pos: dict[int, int] = {}
+            put = pos.setdefault
+            wiring = tuple([tuple([put(x, len(pos)) for x in leaves]) for leaves in lists])
+            merged = tuple(pos)
+        # else the children share no free constant: the node's list is theirs one after
+        # the other, which their shapes determine (each shape fixes its list's length), so
+        # None stands for that wiring; any other wiring repeats a constant.
         if len(merged) > LEAF_LIMIT:
             return None
         if t.kind == POLY:
             at = {a.id: i for i, a in enumerate(t.args)}
-            data: Any = tuple((tuple((at[x], e) for x, e in m), c) for m, c in t.data)
+            data: Any = tuple([(tuple([(at[x], e) for x, e in m]), c) for m, c in t.data])
         else:
             data = t.data
-        shapes = tuple(k[0] for k in kids)  # type: ignore[index]
+        shapes = tuple([k[0] for k in kids])  # type: ignore[index]
         return self._intern((t.kind, t.sort, data, shapes, wiring)), merged
 
 
