@@ -90,7 +90,7 @@ def verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, *
             if "symbolic" in shrink:
                 again["symbolic"] = shrink["symbolic"]
             shrink = again
-            memory = Memory()
+            memory = Memory(proved=memory.proved)  # a new lineage; stage proofs of equal hash still hold
             verdict = prove_staged(ref_m, other_m, options, shrunk_sizes(shrink), memory)
             verdict.shrink = shrink
     second: SecondWitness | None = None

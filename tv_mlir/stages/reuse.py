@@ -12,7 +12,7 @@ are kept: a pair whose runs differ is reported from those runs, which a kept lin
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -52,10 +52,18 @@ def content_key(ref: Module, other: Module, context: str) -> str:
 class Memory:
     """The last lineage a pair's own runs found, for a later cut of the same pair in the same
     `verify` (its second witness: the same programs at other sizes, with the same value
-    names), keyed by `shape_free`; passed from cut to cut, one entry."""
+    names), keyed by `shape_free`; passed from cut to cut, one entry.
+
+    `proved`: the stage proofs of this `verify` that came out `equivalent`, by
+    `stages.run.memo_key` (the stage's full hash and the proof options). The second witness
+    proves the pair again at grown sizes, and a stage that holds no grown class is the very
+    problem the first witness proved: its hash is equal, so it is looked up here rather than
+    proved again (with `--no-cache` the proof cache cannot give it). A stage whose shapes
+    differ has another hash and is proved: the key never leaves out a size."""
 
     shape_key: str = ""
     links: dict[str, Link] | None = None
+    proved: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def last(self, shape_key: str) -> dict[str, Link] | None:
         return dict(self.links) if self.links is not None and self.shape_key == shape_key else None

@@ -59,6 +59,9 @@ MIN_STAGES = 3
 # its own, smaller budget. The 126-layer fwd+bwd stack of testdata/depth has 73 M elements
 # in the reference and 114 M in the sharded program (per device, 8 devices): 8.4 GB at peak.
 MAX_CUT_ELEMENTS = 200_000_000
+# Ops whose regions are control flow: their results are not "made like" a reference
+# value by their operands (`_cut`).
+CONTROL_FLOW = frozenset({"stablehlo.while", "stablehlo.if", "stablehlo.case"})
 # A stage that fails at free inputs is proved again with up to this many links before it
 # (`_widen`) before the pair is proved whole.
 MAX_WIDEN = 3
@@ -114,9 +117,11 @@ def prove_staged(ref: Module, other: Module, options: Options, sizes: Mapping[in
 def _safe_cut(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] | None,
               allow_reuse: bool, memory: reuse.Memory) -> Cut:
     try:
-        return _cut(ref, other, options, sizes, allow_reuse, memory)
+        cut = _cut(ref, other, options, sizes, allow_reuse, memory)
     except TvError as exc:  # an op the numeric runs do not know: the whole proof reports it
-        return Cut([], f"not cut: {exc.one_line()}")
+        cut = Cut([], f"not cut: {exc.one_line()}")
+    cut.proved = memory.proved
+    return cut
 
 
 def _prove_cut(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] | None, cut: Cut,
@@ -165,7 +170,7 @@ def _prove_cut(ref: Module, other: Module, options: Options, sizes: Mapping[int,
     decided = ranges.decided()
     # CSE keeps first names: these name the stages' values too.
     finite, signs = finite_and_signed(ref, options.inputs == "finite", decided, assume_signs(cut.bounds))
-    records, results = _prove_stages(stages, options, finite, signs, ranges)
+    records, results = _prove_stages(stages, options, finite, signs, ranges, cut.proved)
     summary = _summary(records, time.perf_counter() - t0)
     failed = _first_failure(records)
     if failed is None:
@@ -235,7 +240,7 @@ def _widen(cut: Cut, records: list[StageRecord], options: Options, finite: set[s
             break
         progress(options, f"{len(open_)} stage(s) failed at free inputs: proving {len(pairs)} span(s) of "
                           f"{w + 1} stages")
-        recs, res = _prove_stages(pairs, options, finite, signs, ranges)
+        recs, res = _prove_stages(pairs, options, finite, signs, ranges, cut.proved)
         for span, rec in zip(built, recs):
             tried.append({"name": rec.name, "hash": rec.hash, "how": rec.how, "verdict": rec.verdict,
                           "reason": rec.reason, "time_s": rec.time_s})
@@ -324,6 +329,7 @@ class Cut:
     loop_links: set[int] = field(default_factory=set)  # links proved by induction (several stages each)
     reused: str = ""  # where the lineage came from when not from this pair's runs (stages/reuse.py)
     keep: Callable[[], None] | None = None  # keeps a reused lineage once its stages proved
+    proved: dict[str, dict] | None = None  # stage proofs of this verify by `memo_key` (`reuse.Memory.proved`)
 
 
 def too_large_to_cut(ref: Module, other: Module) -> bool:
@@ -395,10 +401,14 @@ def _cut(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] 
         cut.outputs_agree = lineage.outputs_agree(r_vals, o_vals, ref, flat.module)
         wanted = [v for v, k in o_side.kind.items() if k in ("flow", "prologue")]
         candidates = [v for v, k in r_side.kind.items() if k != "const"]
-        # Ops with regions (loops) are left out: a loop's results are aligned by the loop
-        # rule (stages/loops.py), which reads the lineage the values alone give.
-        reads = ({v: op.operands for v, op in r_side.producer.items() if not op.regions},
-                 {v: op.operands for v, op in o_side.producer.items() if not op.regions})
+        # Control flow is left out: a loop's results are aligned by the loop rule
+        # (stages/loops.py), which reads the lineage the values alone give. Ops whose
+        # regions are only a combiner (reduce, all_reduce, scatter, sort) stay in: the
+        # reduce over size-1 dims that backward RMSNorm makes of a reshaped sum must be
+        # linked to the reference's reduce, not to the sum, or the reference's reduce is
+        # held by nothing across a whole backward layer (`lineage.find`).
+        reads = ({v: op.operands for v, op in r_side.producer.items() if op.name not in CONTROL_FLOW},
+                 {v: op.operands for v, op in o_side.producer.items() if op.name not in CONTROL_FLOW})
         given = dict(zip(flat.module.main.body.args, ref.main.body.args))
         links = lineage.find(r_vals, o_vals, flat.module, wanted, candidates, _ranks(r_side), _ranks(o_side),
                              reads, given)
@@ -554,9 +564,22 @@ def _bounded(stage: StagePair, ranges: Ranges | None) -> tuple[tuple[int, int, i
                  if k not in stage.partial and (iv := ranges.narrower(r, t)) is not None)
 
 
+def memo_key(stage: StagePair, h: str, ofp: str) -> str:
+    """The key of a stage proof in `reuse.Memory.proved`: its full hash (ops, attributes,
+    types, shardings, input facts) and the proof options. Equal keys are one problem, so
+    one proof holds for both; `stage` is unused (kept so that a test can put a key that
+    leaves out the sizes here and show what that would prove)."""
+    return f"{h}|{ofp}"
+
+
 def _prove_stages(stages: list[StagePair], options: Options, finite: set[str], signs: dict[str, int] | None = None,
-                  ranges: Ranges | None = None) -> tuple[list[StageRecord], dict[str, dict]]:
+                  ranges: Ranges | None = None, memo: dict[str, dict] | None = None
+                  ) -> tuple[list[StageRecord], dict[str, dict]]:
+    """Each distinct stage proved once: `reused` for a hash seen before in this call or
+    proved in this verify's other calls (`memo`: the first witness's proofs, for the
+    second's), `cached` from the proof cache, else `proved` by a job."""
     sopts = stage_options(options)
+    memo = {} if memo is None else memo
     cache = ProofCache.open(options.cache_dir, enabled=options.cache)
     ofp = options_fingerprint(options)
     ieee = [_ieee(s, finite) for s in stages]
@@ -574,15 +597,22 @@ def _prove_stages(stages: list[StagePair], options: Options, finite: set[str], s
     how: dict[int, str] = {}
     jobs: list[Job] = []
     first: dict[str, int] = {}
+    keys = {h: memo_key(s, h, ofp) for s, h in zip(stages, hashes)}
     for k, h in enumerate(hashes):
         if h in first:
             how[k] = "reused"
             continue
         first[h] = k
+        known = memo.get(keys[h])
+        if known is not None:
+            results[h] = known
+            how[k] = "reused"
+            continue
         hit = cache.get(cache_key(h, ofp))
         if hit is not None and hit.get("verdict") == "equivalent":
             results[h] = hit
             how[k] = "cached"
+            memo[keys[h]] = hit
         else:
             how[k] = "proved"
             jobs.append(Job(h, prove_stage, (stages[k].ref, stages[k].other,
@@ -600,6 +630,7 @@ def _prove_stages(stages: list[StagePair], options: Options, finite: set[str], s
             results[res.key] = res.value
             if res.value.get("verdict") == "equivalent":
                 cache.put(cache_key(res.key, ofp), res.value)
+                memo[keys[res.key]] = res.value
         else:
             results[res.key] = {"verdict": "unknown", "reason": f"stage proof: {res.error}", "time_s": res.time_s,
                                 "outputs": [], "approximations": [], "precision": []}
