@@ -6,9 +6,9 @@ that survived the young collections grew by a quarter, and each one walks every 
 object: on a 1-layer Llama training step that was 23 full collections, 5.9 s of 23 s CPU.
 The objects a proof keeps are not garbage until it ends, so those walks find nothing.
 Young collections go on as usual (short-lived cycles still die young); the full
-collection runs once, when the proof ends and its terms (a store and its nodes form a
-cycle) have become garbage, so a process that runs many proofs (the stage pool, the test
-suite) does not keep them."""
+collection runs once, when the proof ends and its terms have become garbage, so a process
+that runs many proofs (the stage pool, the test suite) does not keep them. It walks only
+what the proof made: what lived before is frozen for it (a stage runner's programs)."""
 from __future__ import annotations
 
 import gc
@@ -23,9 +23,13 @@ def full_collections_at_end() -> Iterator[None]:
     """No automatic full collection inside the block; one when it ends. The thresholds
     are put back as they were (a caller's own settings, an outer block's)."""
     old = gc.get_threshold()
+    # What lived before the block (the programs, an outer stage runner's plan) is set
+    # aside for the block's collections: the one at the end walks the block's objects only.
+    gc.freeze()
     gc.set_threshold(old[0], old[1] if len(old) > 1 else 10, NEVER)
     try:
         yield
     finally:
         gc.set_threshold(*old)
         gc.collect()
+        gc.unfreeze()
