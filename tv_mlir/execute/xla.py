@@ -305,9 +305,11 @@ class XlaRunner:
 DEFAULT_HOST_DEVICES = 8
 
 
-def _jax() -> Any:
-    # Imported on first use so that importing tv_mlir stays cheap and does not
-    # initialise XLA (which would freeze XLA_FLAGS such as the device count).
+def host_device_flags() -> None:
+    """XLA_FLAGS asks for DEFAULT_HOST_DEVICES CPU devices unless it names a count. Call
+    before anything loads XLA's extension (`jaxlib._jax`): XLA reads the flags once, when
+    it first loads, so a chlo legalization (frontend/xla_legalize.py) that loaded it first
+    left jax with one device and every 8-device replay failed."""
     import os
     import sys
 
@@ -317,6 +319,12 @@ def _jax() -> Any:
             os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={DEFAULT_HOST_DEVICES}".strip()
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # XLA's per-client INFO lines on stderr
+
+
+def _jax() -> Any:
+    # Imported on first use so that importing tv_mlir stays cheap and does not
+    # initialise XLA (which would freeze XLA_FLAGS such as the device count).
+    host_device_flags()
     import jax
 
     # jax's CPU LAPACK kernels (custom_call @lapack_*_ffi) find their LAPACK functions only

@@ -28,6 +28,9 @@ def one_op_module(name: str, operand_types: tuple[TensorType, ...], result_type:
 def xla_module(text: str) -> bytes:
     """`text` (StableHLO with chlo) through XLA's HLO and back, as StableHLO bytecode.
     Raises TvError when XLA refuses it (an op or type its converter does not take)."""
+    from tv_mlir.execute.xla import host_device_flags
+
+    host_device_flags()  # XLA reads its flags (the host device count) when it first loads
     from jaxlib import _jax  # XLA's extension
 
     try:
