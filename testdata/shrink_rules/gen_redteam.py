@@ -797,6 +797,33 @@ def prefix_lm(s: int, h: int, prefix: int) -> Pair:
                 mask(prefix), ok, mask(prefix - 1), f"the prefix is {prefix - 1} long instead of {prefix}")
 
 
+# A vocabulary-parallel target logit found by integer arithmetic on the label (the owning
+# shard `label // L`, the local row `label % L`) after squared-ReLU activations; the bug
+# divides by hidden (32) where the local vocabulary (16) is right.
+def label_divmod(b: int, hdim: int, v: int, variant: str = "small") -> Pair:
+    vl = v // TP
+
+    def act(x):
+        return jnp.maximum(x, 0.0) ** 2
+
+    def ref(x, w, lab):
+        return jnp.take_along_axis(act(x) @ w, lab[:, None], axis=1)[:, 0]
+
+    def body(block):
+        def f(x, w, lab):
+            mine = (lab // block) == lax.axis_index("tp")
+            local = jnp.take_along_axis(act(x) @ w, (lab % block)[:, None], axis=1, mode="clip")[:, 0]
+            return lax.psum(jnp.where(mine, local, 0.0), "tp")
+        return f
+
+    def sharded(block):
+        return _smap(MESH_TP, body(block), (P(None, None), P(None, "tp"), P(None)), P(None))
+
+    return Pair("label_divmod", "a", variant, {"batch": b, "hidden": hdim, "vocab": v},
+                [Arg((b, hdim)), Arg((hdim, v)), Arg((b,), I32, v)], ref, sharded(vl), sharded(hdim),
+                "the label's shard and row use hidden as the block size instead of the local vocabulary")
+
+
 def pairs() -> list[Pair]:
     return [
         swa_window(64, 4, 24), alibi_heads(8, 8), label_smooth(8, 16), token_norm(16, 8),
@@ -809,12 +836,14 @@ def pairs() -> list[Pair]:
         bessel_var(4, 64), bessel_ratio(4, 64), roll_shift(2, 64), next_token(2, 64),
         call_start(2, 64, 40), loop_scan(16, 4), gqa_tile(2, 4, 4, 4), gqa_tile(4, 4, 4, 4),
         cyclic_rows(32, 4), prefix_lm(64, 4, 17), onehot_offset(8, 32, 64, squared=True),
+        label_divmod(8, 32, 64),
         # realistic sizes
         swa_window(2048, 64, 512, "big"), softmax_scale(1024, 128, "big"),
         pos_mod(4096, 16, 1000, "big"), clamp_pos(4096, 64, "big"), half_mask(4096, 64, "big"),
         a2a_interleave(2048, 2048, "big"),
         gqa_tile(8, 4, 128, 128, "big"), onehot_offset(8, 1024, 32000, "big"),
-        onehot_offset(8, 1024, 32000, "big", squared=True), z_loss(16, 32000, "big"),
+        onehot_offset(8, 1024, 32000, "big", squared=True), label_divmod(8, 1024, 32000, "big"),
+        z_loss(16, 32000, "big"),
     ]
 
 
