@@ -64,6 +64,17 @@ OFFSET_TABLES = True
 # where the kept sequence gives `unknown` in a second; tests/test_flax_8b.py holds that
 # footprint. Off: the table is kept.
 LOOKUP_TABLES = False
+# Rule (h), constant indices: a gather whose indices are computed without program data
+# (constants, device ids, loop counters: `x[:, jnp.array([0, 5, 17])]`) reads fixed
+# positions; an untied constant among them pins the class, as a dynamic_slice's literal
+# start does. Off: such a class shrinks like a data-indexed one and the positions are
+# clamped into it (17 and 16 both read the last element at 2).
+CONSTANT_INDICES = True
+# Rule (a), sizes met by positions (`_met_positions`): a rewritten constant combined with
+# the positions of another class keeps its order with that class's size. Off: only with
+# other rewritten constants and counts, and a one-hot's offset `tp * hidden` met the local
+# vocabulary's size when both shrank to 4.
+POSITION_SIZES = True
 # Rule (a), classes of one size, for a float divisor of positions only (RoPE's frequencies
 # `arange(0, d, 2) / d`, where q/k's and v/o's head_dim are two classes of size d): the
 # classes keep one size and the constant is tied to it, as an integer clamp of two
@@ -156,9 +167,19 @@ def sites(a: DimAnalysis, facts: list[ProgramFacts]) -> Sites:
                             out.clashing_tables.add(key)
                 # Data-indexed lookups: indices from program inputs, not positions or floats.
                 g = op.attrs.get("dimension_numbers")
-                bad = index_sources(fa, op.operands[1]) & {"iota", "float"}
+                sources = index_sources(fa, op.operands[1])
+                bad = sources & {"iota", "float"}
                 for d in (g.start_index_map if g is not None and bad else ()):
                     out.offsets.append((a.class_of[(fa.program, op.operands[0], d)], f"gather at {op.loc}", bad, []))
+                if CONSTANT_INDICES and g is not None and "constant" in sources and \
+                        sources <= {"constant", "device", "counter"}:
+                    # No data picks these positions: the solver cannot move them, so an
+                    # untied constant (tie_constants: not 0 or 1, not a mesh step) pins.
+                    consts = [(fa.program, name, splat(fa.defs[name][0]), only_device(fa, name))
+                              for name in block_offset_constants(fa, op.operands[1])]
+                    for d in g.start_index_map:
+                        out.offsets.append((a.class_of[(fa.program, op.operands[0], d)],
+                                            f"gather at {op.loc} (constant indices)", set(), consts))
     return out
 
 
@@ -468,7 +489,8 @@ def tie_constants(a: DimAnalysis, where: Sites, constants: list[Constant], sizes
         for program, name, offset, mesh_step in consts:
             if (program, name) in where.clashing_tables or \
                     ((program, name) not in tied and offset not in (0, 1) and not mesh_step):
-                pins.setdefault(c, f"{site}: start offset uses constant {offset}")
+                pins.setdefault(c, f"{site}: start offset uses constant "
+                                     f"{'array ' + name if offset is None else offset}")
     return tied, pins, bounds, tied_classes
 
 
@@ -547,12 +569,33 @@ def order(a: DimAnalysis, where: Sites, sizes: list[int], constants: list[Consta
                         out.bounds[c] = max(out.bounds.get(c, 0), int(u) + 1 + below)
                 else:
                     out.grow.add(min(classes, key=lambda c: sizes[c]))
-    for o, n, classes, _, _ in values:
-        for o2, n2, classes2, _, _ in values:
+    compared = values + (_met_positions(a, where, sizes, tied, tied_classes) if POSITION_SIZES else [])
+    for o, n, classes, _, _ in compared:
+        for o2, n2, classes2, _, _ in compared:
             if o > o2 and n <= n2 and not set(classes) & set(classes2):
                 out.grow.add(min(classes, key=lambda c: sizes[c]))
     if RATIOS:
         ratios(a, where, sizes, tied, tied_classes, out)
+    return out
+
+
+def _met_positions(a: DimAnalysis, where: Sites, sizes: list[int], tied: dict[tuple[str, str], float | int],
+                   tied_classes: dict[tuple[str, str], tuple[int, ...]]
+                   ) -> list[tuple[float, float, tuple[int, ...], int | None, str]]:
+    """Rule (a), sizes met by positions: a rewritten constant combined with the positions
+    of a class it is not the size of (a one-hot's shard offset `tp * 1024 + iota` along a
+    local vocabulary of 8000) is compared with that class's size as with another size
+    value, so their order survives: at hidden' = local' = 4 the wrong stride would be the
+    right one."""
+    out: list[tuple[float, float, tuple[int, ...], int | None, str]] = []
+    for pos in where.named:
+        key = (pos.program, pos.constant)
+        if key not in tied:
+            continue
+        for c in sorted(pos.classes - set(tied_classes.get(key, ()))):
+            if sizes[c] < a.classes[c].size:
+                out.append((float(a.classes[c].size), float(sizes[c]), (c,), None,
+                            f"positions met by constant {key[1]} ({key[0]})"))
     return out
 
 

@@ -156,7 +156,39 @@ def exchanged(fa: ProgramFacts, a: DimAnalysis, out: Bounds) -> None:
                         out.at_least(cj, 2, why)
                         if ci != cj:
                             out.distinct.append((ci, cj))
+    if INTERLEAVED:
+        _interleaved(a, out)
+    if REORDERED:
+        _reordered(a, out)
     _spanning(fa, a, out)
+
+
+# Rule (d), blocks laid out against their sharding: off, a reshape may put a shard's local
+# class before the factors that follow it (an untiled all_to_all reshaped without moving its
+# source axis in front) and the class shrinks to 1, where that order is invisible.
+INTERLEAVED = True
+
+
+def _interleaved(a: DimAnalysis, out: Bounds) -> None:
+    """A dim sharded into blocks is (shard index, local position): its local class is the
+    minor part (`a.scales`). A reshape that reads the same dim as factors (`a.products`)
+    with that local class before other factors lays the blocks out in another order (the
+    rows of an untiled all_to_all flattened source-minor: interleaved shards). At one
+    element of the local class, or of the factors after it, the two layouts are the same
+    vector: the local class and every later factor keep at least 2, so that an element of
+    one block sits next to an element of another. No transpose op is involved, so the
+    exchange rule above does not see it."""
+    for whole, local, _ in a.scales:
+        for dim, factors in a.products:
+            if dim != whole or local not in factors[:-1] or a.classes[local].size <= 1:
+                continue
+            later = [f for f in factors[factors.index(local) + 1:] if a.classes[f].size > 1]
+            if not later:
+                continue
+            why = "a reshape lays its sharded dim out with the local positions before other factors " \
+                  "(blocks interleaved against the sharding)"
+            for c in (local, *later):
+                out.at_least(c, 2, why)
 
 
 def _moves(op: Op, rank: Callable[[str], int]) -> list[tuple[str, dict[int, int]]]:
@@ -180,6 +212,38 @@ def _moves(op: Op, rank: Callable[[str], int]) -> list[tuple[str, dict[int, int]
         free_at += len(free)
         out.append((operand, where))
     return out
+
+
+# Rule (d), one dim split into factors in two orders: off, `jnp.tile` where `jnp.repeat`
+# is right (kv heads for grouped-query attention: heads read as (rep, kv) against (kv, rep))
+# shrinks both factors to 1, where the two orders are one layout.
+REORDERED = True
+
+
+def _reordered(a: DimAnalysis, out: Bounds) -> None:
+    """A dim that reshapes read as factors of different sizes in different orders (heads as
+    (kv heads, rep) by a repeat and (rep, kv heads) by a tile, in one program or across the
+    pair): the element at a position is a different pair of factor indices in each reading,
+    and the two readings agree as layouts when all but one factor has one element (the
+    transpose of a 1 x n matrix is the identity). Every factor of more than one element
+    keeps 2 and factors of different original sizes keep different sizes, as for a
+    transpose. Splits with the same factor sizes are one split (`dims._propagate_shards`
+    joins their factors); a factor joined with itself keeps 2 by the rule above."""
+    splits: dict[int, list[tuple[int, ...]]] = {}
+    for whole, factors in a.products:
+        splits.setdefault(whole, []).append(factors)
+    for ways in splits.values():
+        shapes = {tuple(a.classes[f].size for f in fs if a.classes[f].size > 1) for fs in ways}
+        if len(shapes) < 2:
+            continue
+        factors = sorted({f for fs in ways for f in fs if a.classes[f].size > 1})
+        why = "a dim it is a factor of is split in two orders (a repeat against a tile)"
+        for f in factors:
+            out.at_least(f, 2, why)
+        for i, x in enumerate(factors):
+            for y in factors[i + 1:]:
+                if a.classes[x].size != a.classes[y].size:
+                    out.distinct.append((x, y))
 
 
 def _spanning(fa: ProgramFacts, a: DimAnalysis, out: Bounds) -> None:
