@@ -109,3 +109,21 @@ def test_fast_backend_options_leave_the_partitioned_module_as_it_is(monkeypatch:
         monkeypatch.setattr(tj, "_FAST_BACKEND", options)
         texts.append(tj.partitioned_text(fresh(), [PARAMS, X]))
     assert texts[0] == texts[1]
+
+
+def _scaled(params, x, scale, train):
+    """A function with a config-like static scale and a Python `train` flag."""
+    y = mlp(params, x) * scale
+    return jnp.tanh(y) if train else y
+
+
+@pytest.mark.parametrize("statics", [{"static_argnums": (2, 3)}, {"static_argnames": ("scale", "train")}])
+def test_a_jit_objects_static_arguments_reach_both_sides(statics) -> None:
+    """A train step jitted with static arguments: the reference is traced with them static
+    too (the flag was a tracer there: TracerBoolConversionError), with the values given."""
+    jitted = jax.jit(_scaled, in_shardings=IN, out_shardings=OUT, **statics)
+    v = tj.check(jitted, PARAMS, X, 2.0, np.bool_(True))  # a numpy flag stays a value
+    assert v.verdict == "equivalent", v.reason
+    # The reference with the other flag value: the statics reached it, as values.
+    wrong = tj.check(jitted, PARAMS, X, 2.0, True, reference=lambda p, x, s, t: _scaled(p, x, s, not t))
+    assert wrong.verdict == "not-equivalent", wrong.reason

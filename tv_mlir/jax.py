@@ -9,6 +9,7 @@ import glob
 import os
 import re
 import tempfile
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -36,15 +37,26 @@ _FAST_BACKEND = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensiv
 
 
 def _jitted(fn: Any, in_shardings: Any = None, out_shardings: Any = None) -> Any:
-    """`fn` jitted with these shardings; a jit object as it is when none are given."""
+    """`fn` jitted with these shardings; a jit object as it is when none are given (with
+    its static arguments when it is jitted again)."""
     if _is_jit(fn) and in_shardings is None and out_shardings is None:
         return fn
-    kwargs = {}
+    kwargs = _statics(fn)
     if in_shardings is not None:
         kwargs["in_shardings"] = in_shardings
     if out_shardings is not None:
         kwargs["out_shardings"] = out_shardings
     return jax.jit(_unjitted(fn), **kwargs)
+
+
+def _statics(fn: Any) -> dict[str, Any]:
+    """A jit object's `static_argnums` / `static_argnames`: a train step jitted with
+    `static_argnums` (a config, a `train` flag) must be traced with them on both sides, or
+    the reference traces the flag and fails (`TracerBoolConversionError`). jax keeps them in
+    the jit object's `_jit_info` only; without it (jax changed), none."""
+    info = getattr(fn, "_jit_info", None) if _is_jit(fn) else None
+    return {key: tuple(value) for key in ("static_argnums", "static_argnames")
+            if (value := getattr(info, key, None))}
 
 
 def _is_jit(fn: Any) -> bool:
@@ -187,15 +199,32 @@ def restore_mesh_device_ids(text: str, hlo_text: str) -> str:
 FORMS = ("partitioned", "shardy", "gspmd")
 
 
-def _specs(args: tuple[Any, ...]) -> tuple[Any, ...]:
-    """Arrays (and pytrees of them) as ShapeDtypeStructs: nothing runs, nothing is placed."""
+def _static_positions(fn: Any, n: int) -> set[int]:
+    """The positions of `fn`'s static arguments among n positional ones."""
+    statics = _statics(fn)
+    positions = {i % n for i in statics.get("static_argnums", ()) if -n <= i < n}
+    names = statics.get("static_argnames", ())
+    if names:
+        import inspect
+
+        try:
+            params = list(inspect.signature(_unjitted(fn)).parameters)
+        except (TypeError, ValueError):
+            params = []
+        positions |= {params.index(a) for a in names if a in params and params.index(a) < n}
+    return positions
+
+
+def _specs(args: tuple[Any, ...], static: Collection[int] = ()) -> tuple[Any, ...]:
+    """Arrays (and pytrees of them) as ShapeDtypeStructs: nothing runs, nothing is placed.
+    Static arguments stay as they are (a numpy scalar flag is a value, not a shape)."""
     def spec(x: Any) -> Any:
         if isinstance(x, jax.ShapeDtypeStruct):
             return jax.ShapeDtypeStruct(x.shape, x.dtype)  # its sharding belongs to the sharded side only
         if hasattr(x, "shape") and hasattr(x, "dtype"):
             return jax.ShapeDtypeStruct(np.shape(x), x.dtype)
         return x
-    return tuple(jax.tree.map(spec, a) for a in args)
+    return tuple(a if i in static else jax.tree.map(spec, a) for i, a in enumerate(args))
 
 
 def _sharded_text(fn: Any, args: tuple[Any, ...], in_shardings: Any, out_shardings: Any, form: str) -> str:
@@ -223,7 +252,11 @@ def _reference_text(fn: Any, reference: Any, args: tuple[Any, ...]) -> str:
     Sharding constraints inside it stay as `sdy.sharding_constraint`, which the verifier
     reads as the identity they are."""
     target = _unjitted(reference if reference is not None else fn)  # without a jit's shardings
-    text = jax.jit(target).lower(*args).as_text(debug_info=True)
+    # The reference takes the same arguments: fn's static ones are static there too, by
+    # position (a reference's parameters may have other names).
+    positions = _static_positions(reference if _is_jit(reference) else fn, len(args))
+    statics = {"static_argnums": tuple(sorted(positions))} if positions else {}
+    text = jax.jit(target, **statics).lower(*args).as_text(debug_info=True)
     assert isinstance(text, str)
     return text
 
@@ -241,7 +274,7 @@ def _pair(fn: Any, args: tuple[Any, ...], in_shardings: Any, out_shardings: Any,
           form: str) -> tuple[str, str]:
     if form not in FORMS:
         raise ValueError(f"form={form!r}: choose one of {', '.join(FORMS)}")
-    specs = _specs(args)
+    specs = _specs(args, _static_positions(fn, len(args)))
     return (_reference_text(fn, reference, specs),
             _sharded_text(fn, specs, in_shardings, out_shardings, form))
 
