@@ -127,3 +127,23 @@ def test_a_jit_objects_static_arguments_reach_both_sides(statics) -> None:
     # The reference with the other flag value: the statics reached it, as values.
     wrong = tj.check(jitted, PARAMS, X, 2.0, True, reference=lambda p, x, s, t: _scaled(p, x, s, not t))
     assert wrong.verdict == "not-equivalent", wrong.reason
+
+
+def test_shardings_carried_by_the_arguments(tmp_path: Path) -> None:
+    """ShapeDtypeStructs with a sharding, and arrays placed on the mesh, shard the jit as
+    they do without tv-mlir (they were stripped on both sides: nothing was partitioned)."""
+    params = {k: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=IN[0][k]) for k, s in PARAMS.items()}
+    x = jax.ShapeDtypeStruct(X.shape, X.dtype, sharding=IN[1])
+    ref, sharded = tj.export_pair(mlp, params, x, directory=tmp_path)
+    assert "num_partitions = 8" in sharded.read_text()
+    assert "sdy.sharding = " not in ref.read_text()  # the reference takes its arguments whole
+    placed = jax.device_put(np.ones(X.shape, np.float32), IN[1])
+    v = tj.check(lambda p, x: mlp(p, x), params, placed)
+    assert v.verdict == "equivalent", v.reason
+
+
+def test_nothing_to_partition_is_a_usage_error() -> None:
+    from tv_mlir.errors import UsageError
+
+    with pytest.raises(UsageError, match="nothing to partition"):
+        tj.check(_plain, *FLAT)  # no constraint inside either

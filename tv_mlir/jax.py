@@ -16,6 +16,8 @@ from typing import Any
 import jax
 import numpy as np
 
+from tv_mlir.errors import UsageError
+
 # Source locations name the user's code, not this module: jax gives an op the innermost frame
 # outside its own files, which for what it traces at the jit call (hoisted constants, the
 # jit's own ops) was the `jax.jit(...).lower(...)` line here, an absolute path into the
@@ -82,6 +84,11 @@ def _hlo_after_partitioning(lowered: Any) -> tuple[str, Any]:
             **_FAST_BACKEND,
         })
         dumps = sorted(glob.glob(os.path.join(d, f"*after_{_PASS}*.txt")))
+        devices = {d for s in jax.tree.leaves(compiled.input_shardings) + jax.tree.leaves(compiled.output_shardings)
+                   for d in s.device_set}
+        if not dumps and len(devices) <= 1:
+            raise UsageError("nothing to partition: the jit runs on one device (give in_shardings / "
+                             "out_shardings, ShapeDtypeStructs with a sharding, or arrays placed on a mesh)")
         if not dumps:
             raise RuntimeError(f"XLA wrote no '{_PASS}' dump (was the function compiled before? "
                                "pass a fresh function object)")
@@ -215,14 +222,19 @@ def _static_positions(fn: Any, n: int) -> set[int]:
     return positions
 
 
-def _specs(args: tuple[Any, ...], static: Collection[int] = ()) -> tuple[Any, ...]:
+def _specs(args: tuple[Any, ...], static: Collection[int] = (), sharded: bool = False) -> tuple[Any, ...]:
     """Arrays (and pytrees of them) as ShapeDtypeStructs: nothing runs, nothing is placed.
-    Static arguments stay as they are (a numpy scalar flag is a value, not a shape)."""
+    Static arguments stay as they are (a numpy scalar flag is a value, not a shape). On the
+    `sharded` side a ShapeDtypeStruct keeps its sharding and a jax array spread over devices
+    its own (jit reads them when no in_shardings are given); the reference has none."""
     def spec(x: Any) -> Any:
         if isinstance(x, jax.ShapeDtypeStruct):
-            return jax.ShapeDtypeStruct(x.shape, x.dtype)  # its sharding belongs to the sharded side only
+            return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding if sharded else None)
         if hasattr(x, "shape") and hasattr(x, "dtype"):
-            return jax.ShapeDtypeStruct(np.shape(x), x.dtype)
+            own = getattr(x, "sharding", None) if sharded and isinstance(x, jax.Array) else None
+            if own is not None and len(own.device_set) <= 1:
+                own = None
+            return jax.ShapeDtypeStruct(np.shape(x), x.dtype, sharding=own)
         return x
     return tuple(a if i in static else jax.tree.map(spec, a) for i, a in enumerate(args))
 
@@ -274,9 +286,9 @@ def _pair(fn: Any, args: tuple[Any, ...], in_shardings: Any, out_shardings: Any,
           form: str) -> tuple[str, str]:
     if form not in FORMS:
         raise ValueError(f"form={form!r}: choose one of {', '.join(FORMS)}")
-    specs = _specs(args, _static_positions(fn, len(args)))
-    return (_reference_text(fn, reference, specs),
-            _sharded_text(fn, specs, in_shardings, out_shardings, form))
+    static = _static_positions(fn, len(args))
+    return (_reference_text(fn, reference, _specs(args, static)),
+            _sharded_text(fn, _specs(args, static, sharded=True), in_shardings, out_shardings, form))
 
 
 def _name(fn: Any) -> str:
