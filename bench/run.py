@@ -30,7 +30,8 @@ def rows() -> list[tuple[str, Path, Path, str]]:
 
 def main() -> int:
     timeout = float(os.environ.get("BENCH_TIMEOUT", "60"))
-    sections = os.environ.get("BENCH_SECTIONS", "big,sharded,realistic,patterns,core,depth,cores,flax8b").split(",")
+    sections = os.environ.get("BENCH_SECTIONS",
+                              "big,sharded,realistic,patterns,core,depth,cores,flax8b,clients").split(",")
     if "big" in sections:
         big(timeout)
     if "sharded" in sections:
@@ -47,6 +48,8 @@ def main() -> int:
         cores(timeout)
     if "flax8b" in sections:
         flax8b(timeout)
+    if "clients" in sections:
+        clients(timeout)
     return 0
 
 
@@ -295,6 +298,19 @@ def flax8b(timeout: float) -> None:
             kept = ", ".join(sorted({str(k[0]) for k in m["kept"]}, key=int))
             print(f"{m['pair']:<24} {m['verdict']:<15} {m['export_s']:>8.1f} {m['verify_s']:>8.1f} "
                   f"{m['max_rss_mb']:>7}  {len(m['kept'])}: sizes {kept}")
+    print()
+
+
+# The real clients of testdata/gen_clients.py too slow for the tests (issue 14): each through
+# tv_mlir.jax.check in both forms, one process per row (gen_clients.py --measure).
+SLOW_CLIENTS = ("gpt2_fwd", "ln_tied_ce", "nnx_step", "dropout", "typed_key", "categorical", "cumsum_argmax",
+                "scan_remat_grad", "optax_chain", "multisteps")
+
+
+def clients(timeout: float) -> None:
+    env = {**os.environ, "CLIENT_TIMEOUT": str(timeout)}
+    subprocess.run([sys.executable, str(ROOT / "testdata/gen_clients.py"), "--measure", *SLOW_CLIENTS],
+                   cwd=ROOT, env=env, stderr=subprocess.DEVNULL)
     print()
 
 

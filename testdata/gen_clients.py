@@ -664,6 +664,87 @@ def sample() -> Program:
                    (NamedSharding(m, P("dp", "tp")), NamedSharding(m, P())), NamedSharding(m, P("dp")))
 
 
+# ---------------------------------------------------------------------------
+# 24. The part of gpt2_fwd the partitioned check does not close: a vocab-parallel embedding,
+#     LayerNorm, the tied head and the integer-label cross-entropy (without the LayerNorm,
+#     or without the loss, it is equivalent in seconds).
+
+class LnTied(nn.Module):
+    @nn.compact
+    def __call__(self, tokens: jax.Array) -> jax.Array:
+        embed = nn.Embed(32, 16, name="wte")
+        return embed.attend(nn.LayerNorm(name="ln")(embed(tokens)))
+
+
+def ln_tied_ce() -> Program:
+    m = mesh((2, 4), ("dp", "tp"))
+    model = LnTied()
+    tokens = jax.ShapeDtypeStruct((4, 8), jnp.int32)
+    params = _abstract(jax.eval_shape(lambda: model.init(jax.random.PRNGKey(0), jnp.zeros((4, 8), jnp.int32))))
+
+    def loss(params: Any, tokens: jax.Array) -> jax.Array:
+        logits = model.apply(params, tokens)
+        return optax.softmax_cross_entropy_with_integer_labels(logits[:, :-1], tokens[:, 1:]).mean()
+
+    psh = _shard(params, lambda path, leaf: NamedSharding(m, P("tp", None)) if "wte" in _path(path)
+                 else NamedSharding(m, P()))
+    return Program("ln_tied_ce", "vocab-parallel embed, LayerNorm, tied head, CE (gpt2_fwd's core), 2x4", loss,
+                   (params, tokens), (psh, NamedSharding(m, P("dp", None))), NamedSharding(m, P()),
+                   {"assume": {"tokens": (0, 32)}})
+
+
+# ---------------------------------------------------------------------------
+# 25. A CNN in train mode: Conv, BatchNorm (batch statistics as a mutable collection),
+#     max_pool, avg_pool, GELU (erf); batch over dp, channels over tp.
+
+class CNN(nn.Module):
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        x = nn.Conv(8, (3, 3), padding="SAME", name="c1")(x)
+        x = nn.BatchNorm(use_running_average=False, name="bn")(x)
+        x = nn.gelu(x, approximate=False)
+        x = nn.max_pool(x, (2, 2), strides=(2, 2))
+        x = nn.avg_pool(x, (2, 2), strides=(2, 2))
+        return nn.Dense(4, name="head")(x.reshape(x.shape[0], -1))
+
+
+def cnn_bn() -> Program:
+    m = mesh((2, 4), ("dp", "tp"))
+    model = CNN()
+    img = jax.ShapeDtypeStruct((4, 8, 8, 3), jnp.float32)
+    variables = _abstract(jax.eval_shape(lambda: model.init(jax.random.PRNGKey(0), jnp.zeros(img.shape))))
+
+    def fwd(variables: Any, img: jax.Array) -> Any:
+        out, updates = model.apply(variables, img, mutable=["batch_stats"])
+        return out, updates
+
+    def rule(path: tuple[Any, ...], leaf: Any) -> NamedSharding:
+        if "c1/kernel" in _path(path):
+            return NamedSharding(m, P(None, None, None, "tp"))
+        return NamedSharding(m, P())
+
+    return Program("cnn_batchnorm", "Conv + BatchNorm(train) + max/avg pool + exact GELU, 2x4", fwd,
+                   (variables, img), (_shard(variables, rule), NamedSharding(m, P("dp"))),
+                   (NamedSharding(m, P("dp")), NamedSharding(m, P())))
+
+
+# ---------------------------------------------------------------------------
+# 26. A convolution over images sharded along their height (halo exchange); mesh 1x8 as 8.
+
+def spatial_conv() -> Program:
+    m = mesh((2, 4), ("dp", "sp"))
+    img = jax.ShapeDtypeStruct((2, 16, 8, 2), jnp.float32)
+    k = jax.ShapeDtypeStruct((3, 3, 2, 4), jnp.float32)
+
+    def fwd(img: jax.Array, k: jax.Array) -> jax.Array:
+        y = jax.lax.conv_general_dilated(img, k, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        return jnp.tanh(y)
+
+    s = NamedSharding(m, P("dp", "sp"))
+    return Program("spatial_conv", "3x3 conv, height sharded over 4 (halo exchange), 2x4", fwd, (img, k),
+                   (s, NamedSharding(m, P())), s)
+
+
 PROGRAMS: dict[str, Callable[[], Program]] = {
     "gpt2_fwd": gpt2, "vit_patch": vit, "moe_top2": moe, "remat_grad": remat, "optax_chain": optax_chain,
     "bf16_master": bf16_master, "multisteps": multisteps, "scan_layers": scan_layers, "dropout": dropout,
@@ -672,6 +753,7 @@ PROGRAMS: dict[str, Callable[[], Program]] = {
     "typed_key": typed_key, "int8_dot": int8_dot, "cumsum_argmax": cumsum_argmax,
     "scan_remat_grad": scan_remat_grad, "moe_a2a": moe_a2a, "uneven_wsc": uneven,
     "argsort_dispatch": argsort_dispatch, "sub_axes": sub_axes, "kv_decode": kv_decode, "categorical": sample,
+    "ln_tied_ce": ln_tied_ce, "cnn_batchnorm": cnn_bn, "spatial_conv": spatial_conv,
 }
 
 
