@@ -44,6 +44,8 @@ def _jitted(fn: Any, in_shardings: Any = None, out_shardings: Any = None) -> Any
     if _is_jit(fn) and in_shardings is None and out_shardings is None:
         return fn
     kwargs = _statics(fn)
+    if _is_nnx_jit(fn):
+        return _nnx_jit(fn, in_shardings=in_shardings, out_shardings=out_shardings)
     if in_shardings is not None:
         kwargs["in_shardings"] = in_shardings
     if out_shardings is not None:
@@ -63,6 +65,24 @@ def _statics(fn: Any) -> dict[str, Any]:
 
 def _is_jit(fn: Any) -> bool:
     return hasattr(fn, "lower") and hasattr(fn, "__wrapped__")
+
+
+def _is_nnx_jit(fn: Any) -> bool:
+    """flax.nnx.jit's wrapper: it lowers a pure function of the modules' states (their
+    updates are outputs), so both sides must be nnx.jit's, not jax.jit's of its body."""
+    return _is_jit(fn) and hasattr(fn, "jitted_fn") and type(fn).__module__.startswith("flax.nnx")
+
+
+def _nnx_jit(fn: Any, **kwargs: Any) -> Any:
+    from flax import nnx
+
+    return nnx.jit(fn.fun, **kwargs)
+
+
+def _lower(jitted: Any, args: Any) -> Any:
+    """jax's Lowered (nnx.jit's own Lowered wraps it)."""
+    lowered = jitted.lower(*args)
+    return getattr(lowered, "lowered", lowered)
 
 
 def _unjitted(fn: Any) -> Any:
@@ -104,7 +124,7 @@ def partitioned_text(fn: Any, args: list[Any] | tuple[Any, ...], in_shardings: A
     from jax._src.lib import _jax
     from jaxlib import _hlo  # type: ignore[attr-defined]
 
-    lowered = _jitted(fn, in_shardings, out_shardings).lower(*args)
+    lowered = _lower(_jitted(fn, in_shardings, out_shardings), args)
     hlo_text, compiled = _hlo_after_partitioning(lowered)
     hlo = _hlo.hlo_module_from_text(hlo_text)
     bytecode = _jax.mlir.hlo_to_stablehlo(hlo.as_serialized_hlo_module_proto())
@@ -244,13 +264,13 @@ def _sharded_text(fn: Any, args: tuple[Any, ...], in_shardings: Any, out_shardin
         return partitioned_text(fn, list(args), in_shardings, out_shardings)
     jitted = _jitted(fn, in_shardings, out_shardings)
     if form == "shardy":
-        text = jitted.lower(*args).as_text(debug_info=True)
+        text = _lower(jitted, args).as_text(debug_info=True)
     elif form == "gspmd":
         config: Any = jax.config  # its stubs do not list the flags
         previous = bool(config.jax_use_shardy_partitioner)
         jax.config.update("jax_use_shardy_partitioner", False)
         try:
-            text = jitted.lower(*args).as_text(debug_info=True)
+            text = _lower(jitted, args).as_text(debug_info=True)
         finally:
             jax.config.update("jax_use_shardy_partitioner", previous)
     else:
@@ -263,7 +283,12 @@ def _reference_text(fn: Any, reference: Any, args: tuple[Any, ...]) -> str:
     """`reference` (or `fn` itself) jitted with no in/out shardings: a global program.
     Sharding constraints inside it stay as `sdy.sharding_constraint`, which the verifier
     reads as the identity they are."""
-    target = _unjitted(reference if reference is not None else fn)  # without a jit's shardings
+    source = reference if reference is not None else fn
+    if _is_nnx_jit(source):  # nnx's pure function of the states, without shardings
+        text = _lower(_nnx_jit(source), args).as_text(debug_info=True)
+        assert isinstance(text, str)
+        return text
+    target = _unjitted(source)  # without a jit's shardings
     # The reference takes the same arguments: fn's static ones are static there too, by
     # position (a reference's parameters may have other names).
     positions = _static_positions(reference if _is_jit(reference) else fn, len(args))
@@ -286,6 +311,8 @@ def _pair(fn: Any, args: tuple[Any, ...], in_shardings: Any, out_shardings: Any,
           form: str) -> tuple[str, str]:
     if form not in FORMS:
         raise ValueError(f"form={form!r}: choose one of {', '.join(FORMS)}")
+    if _is_nnx_jit(fn):  # modules as arguments: nnx.jit reads their states' shapes itself
+        return (_reference_text(fn, reference, args), _sharded_text(fn, args, in_shardings, out_shardings, form))
     static = _static_positions(fn, len(args))
     return (_reference_text(fn, reference, _specs(args, static)),
             _sharded_text(fn, _specs(args, static, sharded=True), in_shardings, out_shardings, form))
