@@ -148,3 +148,19 @@ def test_intervals_of_the_counters() -> None:
     count = next(o for o in ops if o.name == "stablehlo.shift_right_logical")
     assert offsets == [(0, 4), (0, 4)]
     assert iv[count.operands[0]] == (0, 16 * 7 + 7) and iv[count.results[0]] == (0, 0)
+
+
+def test_a_permuted_count_may_be_zero() -> None:
+    """collective_permute leaves zeros on a device nothing is sent to: the interval of a
+    permuted count in [5, 9] includes 0."""
+    text = _module("(%a: tensor<4xui32>) -> tensor<4xui64>", """
+    %i = stablehlo.iota dim = 0 : tensor<4xui64>
+    %c5 = stablehlo.constant dense<5> : tensor<4xui64>
+    %n = stablehlo.add %i, %c5 : tensor<4xui64>
+    %p = "stablehlo.collective_permute"(%n) <{source_target_pairs = dense<[[0, 1]]> : tensor<1x2xi64>,
+        channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>}> : (tensor<4xui64>) -> tensor<4xui64>
+    return %p : tensor<4xui64>""")
+    main = load_module(text).main
+    iv = ui64_ranges.intervals(main)
+    permute = next(o for o in main.body.walk() if o.name == "stablehlo.collective_permute")
+    assert iv[permute.operands[0]] == (5, 8) and iv[permute.results[0]] == (0, 8)

@@ -28,8 +28,10 @@ _MOVES = frozenset({
     "stablehlo.reshape", "stablehlo.broadcast_in_dim", "stablehlo.transpose", "stablehlo.slice",
     "stablehlo.dynamic_slice", "stablehlo.reverse", "stablehlo.optimization_barrier", "mhlo.copy",
     "sdy.sharding_constraint", "sdy.reshard", "stablehlo.all_gather", "stablehlo.all_to_all",
-    "stablehlo.collective_permute", "stablehlo.collective_broadcast",
+    "stablehlo.collective_broadcast",
 })
+# Moves that leave zeros where nothing arrives (a device outside every source-target pair).
+_MOVES_OR_ZERO = frozenset({"stablehlo.collective_permute"})
 _UNIONS = frozenset({"stablehlo.concatenate", "stablehlo.maximum", "stablehlo.minimum"})
 
 # ui64 ops read within [0, 2**63): both representations give XLA's value there.
@@ -80,6 +82,8 @@ def _op_interval(op: tir.Op, ins: Sequence[Interval | None]) -> Interval | None:
     known: list[Interval] = [i for i in ins if i is not None]
     if name in _MOVES or name == "stablehlo.convert":
         return _fits(known[0], t)
+    if name in _MOVES_OR_ZERO:
+        return _fits((min(known[0][0], 0), max(known[0][1], 0)), t)
     if name in _UNIONS:
         return _fits((min(i[0] for i in known), max(i[1] for i in known)), t)
     if name == "stablehlo.select" and len(known) == 3:
