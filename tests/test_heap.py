@@ -43,13 +43,18 @@ def test_no_full_collection_inside_and_one_at_the_end(eager_gc: list[int]) -> No
     assert gc.get_threshold() == (200, 2, 2)  # the caller's settings are back
 
 
+def _stores() -> set[int]:
+    return {id(o) for o in gc.get_objects() if isinstance(o, TermStore)}
+
+
 def test_a_proof_runs_without_full_collections_and_frees_its_terms(eager_gc: list[int]) -> None:
+    before = _stores()  # other tests' stores, the ones they keep
     v = verify(CORE / "decoder_L1.ref.mlir", CORE / "decoder_L1.shardy.mlir", cache=False)
     assert v.verdict == "equivalent"
     # Outside the proof (reading, shrinking) full collections may run; inside none do, so
     # they are far fewer than the young ones would trigger at these thresholds.
     assert eager_gc.count(2) < eager_gc.count(0) / 20
-    assert not [o for o in gc.get_objects() if isinstance(o, TermStore)]
+    assert not _stores() - before  # freed by the proof's one collection, none after it
 
 
 def test_a_closed_store_makes_no_term() -> None:

@@ -16,6 +16,7 @@ from tv_mlir.algebra import Kind, Symbolic, SymbolicAlgebra
 from tv_mlir.algebra import terms as T
 from tv_mlir.algebra.checks import difference_is_zero, trivially_equal
 from tv_mlir.algebra.fast import FastAlgebra
+from tv_mlir.algebra.term import TermStore
 from tv_mlir.assume import resolve as resolve_bounds
 from tv_mlir.assume import signs as assume_signs
 from tv_mlir.errors import Unsupported, UsageError
@@ -25,6 +26,7 @@ from tv_mlir.ir import Module, Op, TensorType
 from tv_mlir.options import Options
 from tv_mlir.progress import Ticker, progress
 from tv_mlir.prove.fingerprints import Trace, numeric_trace, random_inputs
+from tv_mlir.prove.fingerprints import align as align_traces
 from tv_mlir.prove.obligations import Obligation, build_obligations
 from tv_mlir.prove.solve import Model, Query, solve_all
 from tv_mlir.prove.sweep import Sweeper
@@ -192,8 +194,9 @@ def _prove_pair(ref: Module, other: Module, options: Options, sizes: Mapping[int
         return Verdict("unknown", f"the symbolic execution passed its budget: {exc}{_class_origin(p)}",
                        stats=p.stats, approximations=sorted(p.alg.approximations))
     finally:
-        if isinstance(p.alg, FastAlgebra):  # its terms go with the proof (`TermStore.close`)
-            p.alg.store.close()
+        store = getattr(p.alg, "store", None)  # the own core's (the z3 core has none)
+        if isinstance(store, TermStore):  # its terms go with the proof (`TermStore.close`)
+            store.close()
 
 
 def _class_origin(p: _Proof) -> str:
@@ -217,6 +220,7 @@ def _numeric_runs(p: _Proof) -> None:
         try:
             p.ref_trace = numeric_trace(p.ref, p.input_sets, p.options.max_unroll)
             p.other_trace = numeric_trace(p.other, p.input_sets, p.options.max_unroll)
+            align_traces(p.ref_trace, p.other_trace)
         except Unsupported as exc:
             raise p.unsupported(exc) from None
     progress(p.options, f"numeric runs on {len(p.input_sets)} random inputs: {p.stats['numeric_s']:.2f} s")

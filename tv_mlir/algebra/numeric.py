@@ -3,8 +3,8 @@ counterexamples and cross-checking the symbolic rules against XLA."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -45,6 +45,9 @@ def _trunc_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 @dataclass
 class NumericAlgebra:
     symbolic: bool = False
+    # The functions the symbolic algebras leave uninterpreted, by name: their true values
+    # by default; fingerprints also run once with other functions (`fingerprints`).
+    funcs: Mapping[str, Callable[..., np.ndarray]] = field(default_factory=lambda: FUNCS)
 
     def constant(self, values: np.ndarray, kind: Kind) -> np.ndarray:
         return np.asarray(values).astype(_NP[kind])
@@ -159,7 +162,7 @@ class NumericAlgebra:
 
     def uf(self, name: str, args: Sequence[np.ndarray]) -> np.ndarray:
         with np.errstate(all="ignore"):
-            return FUNCS[name](*args)
+            return self.funcs[name](*args)
 
     def dot(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:
         if kind is Kind.BOOL:

@@ -32,7 +32,7 @@ from tv_mlir.algebra import Kind, Symbolic
 from tv_mlir.algebra import terms as T
 from tv_mlir.ir import Op, TensorType
 from tv_mlir.prove.cuts import CutStore, Origin, origin_of
-from tv_mlir.prove.fingerprints import Trace, fingerprints
+from tv_mlir.prove.fingerprints import Trace, fingerprints, input_runs
 from tv_mlir.prove.local import LocalProver
 
 MAX_CANDIDATES = 3  # reference values with the same fingerprint tried per element
@@ -110,7 +110,7 @@ class Sweeper:
             if kind is Kind.BOOL:
                 continue
             self._ref_arrays.append(np.asarray(arr))
-            runs = [s[k] for s in input_sets]
+            runs = input_runs(self.ref_trace, input_sets, k)
             for x, key in zip(arr.reshape(-1), fingerprints(runs, kind)):
                 if key is not None:
                     self.table.setdefault(key, []).append(x)
