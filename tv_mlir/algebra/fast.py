@@ -246,9 +246,11 @@ def _exact_root(x: Fraction, k: int) -> Fraction | None:
     return None if num is None or den is None else Fraction(num, den)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, slots=True)
 class FF:
-    """A symbolic float: value (meaningful only when finite) and IEEE class."""
+    """A symbolic float: value (meaningful only when finite) and IEEE class. Slots: one
+    per float element of every value (350 k on a 1-layer train step), each with a dict
+    of its own otherwise."""
 
     v: Term
     k: Cls
