@@ -99,16 +99,6 @@ def test_gqa_tile_keeps_both_factors_of_the_heads(variant: str, monkeypatch: pyt
     assert _heads("gqa_tile", variant, "bug") == {"q dim 0": 1, "k dim 0": 1}
 
 
-def test_gqa_tile_bug_found_and_hidden_without_the_rule(monkeypatch: pytest.MonkeyPatch) -> None:
-    v = _verify("gqa_tile", "bug")
-    assert v.verdict == "not-equivalent", v.reason
-    assert v.counterexample is not None and v.counterexample.confirmed_at == "original sizes"
-    assert _verify("gqa_tile", "ok").verdict == "equivalent"
-    monkeypatch.setattr(rules, "REORDERED", False)
-    v = _verify("gqa_tile", "bug")
-    assert v.verdict == "equivalent", v.reason
-
-
 def _hidden_and_local(variant: str) -> tuple[int, int]:
     ref, other = str(D / f"onehot_sqrelu.{variant}.ref.mlir"), str(D / f"onehot_sqrelu.{variant}.bug.mlir")
     p = plan(_raw(ref, prepare(ref, Options())).module, _raw(other, prepare(other, Options())).module)
@@ -128,16 +118,6 @@ def test_an_offset_keeps_its_order_with_the_positions_it_meets(variant: str, mon
     assert _hidden_and_local(variant) == (4, 4)
 
 
-def test_onehot_sqrelu_found_and_hidden_without_the_rule(monkeypatch: pytest.MonkeyPatch) -> None:
-    v = _verify("onehot_sqrelu", "bug")
-    assert v.verdict == "not-equivalent", v.reason
-    assert v.counterexample is not None and v.counterexample.confirmed_at == "original sizes"
-    assert _verify("onehot_sqrelu", "ok").verdict == "equivalent"
-    monkeypatch.setattr(constants, "POSITION_SIZES", False)
-    v = _verify("onehot_sqrelu", "bug")
-    assert v.verdict == "equivalent", v.reason
-
-
 def _seq(pair: str, kind: str) -> int:
     return next(e.verified for e in _plan(pair, kind).entries if e.where == "x dim 1")
 
@@ -151,15 +131,6 @@ def test_constant_indices_keep_the_sequence(monkeypatch: pytest.MonkeyPatch) -> 
     assert _seq("const_pick", "bug") == 2
 
 
-def test_constant_indices_bug_found_and_hidden_without_the_rule(monkeypatch: pytest.MonkeyPatch) -> None:
-    v = _verify("const_pick", "bug")
-    assert v.verdict == "not-equivalent", v.reason
-    assert v.counterexample is not None and v.counterexample.confirmed_at == "original sizes"
-    monkeypatch.setattr(constants, "CONSTANT_INDICES", False)
-    v = _verify("const_pick", "bug")
-    assert v.verdict == "equivalent", v.reason
-
-
 def test_data_indices_still_shrink() -> None:
     # A lookup by a data input (the label, take_along_axis in the reference) has indices
     # from data: the vocabulary shrinks, as before.
@@ -170,6 +141,25 @@ def test_data_indices_still_shrink() -> None:
 # A few pairs of the batch whose verdicts are quick (a few seconds each): each bug found
 # and confirmed at the original sizes, each correct twin proved at shrunk sizes.
 QUICK = ["swa_window", "clamp_pos", "half_mask", "pmean_local", "onehot_offset", "label_smooth", "seq_gather_flat"]
+
+
+# Each rule's pair: the bug is found at the original sizes (and the correct twin is
+# equivalent), and with the rule's switch off shrinking hides it.
+RULE_PAIRS = [("gqa_tile", rules, "REORDERED", True), ("onehot_sqrelu", constants, "POSITION_SIZES", True),
+              ("const_pick", constants, "CONSTANT_INDICES", False)]
+
+
+@pytest.mark.parametrize("pair, module, switch, check_ok", RULE_PAIRS, ids=[p[0] for p in RULE_PAIRS])
+def test_bug_found_and_hidden_without_the_rule(pair: str, module: object, switch: str, check_ok: bool,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    v = _verify(pair, "bug")
+    assert v.verdict == "not-equivalent", v.reason
+    assert v.counterexample is not None and v.counterexample.confirmed_at == "original sizes"
+    if check_ok:
+        assert _verify(pair, "ok").verdict == "equivalent"
+    monkeypatch.setattr(module, switch, False)
+    v = _verify(pair, "bug")
+    assert v.verdict == "equivalent", v.reason
 
 
 @pytest.mark.parametrize("pair", QUICK)
