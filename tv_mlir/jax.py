@@ -292,8 +292,7 @@ def _reference_text(fn: Any, reference: Any, args: tuple[Any, ...]) -> str:
     # The reference takes the same arguments: fn's static ones are static there too, by
     # position (a reference's parameters may have other names).
     positions = _static_positions(reference if _is_jit(reference) else fn, len(args))
-    statics = {"static_argnums": tuple(sorted(positions))} if positions else {}
-    text = jax.jit(target, **statics).lower(*args).as_text(debug_info=True)
+    text = jax.jit(target, static_argnums=tuple(sorted(positions))).lower(*args).as_text(debug_info=True)
     assert isinstance(text, str)
     return text
 

@@ -236,9 +236,9 @@ def _reordered(a: DimAnalysis, out: Bounds) -> None:
         shapes = {tuple(a.classes[f].size for f in fs if a.classes[f].size > 1) for fs in ways}
         if len(shapes) < 2:
             continue
-        factors = sorted({f for fs in ways for f in fs if a.classes[f].size > 1})
+        kept = sorted({f for fs in ways for f in fs if a.classes[f].size > 1})
         why = "a dim it is a factor of is split in two orders (a repeat against a tile)"
-        for f in factors:
+        for f in kept:
             out.at_least(f, 2, why)
         for i, x in enumerate(factors):
             for y in factors[i + 1:]:
