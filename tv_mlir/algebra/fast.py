@@ -195,8 +195,54 @@ def _atom_sign(atom: Term, depth: int) -> int:
     if atom.kind == "inv":
         return POS_SIGN if known_sign(atom.args[0], depth) == POS_SIGN else 0
     if atom.kind == "ite":
-        return min(known_sign(atom.args[1], depth), known_sign(atom.args[2], depth))
+        c, x, y = atom.args
+        return min(_branch_sign(c, x, True, depth), _branch_sign(c, y, False, depth))
     return 0
+
+
+def _branch_sign(cond: Term, x: Term, when: bool, depth: int) -> int:
+    """The sign of a select's branch x where the select takes it (its condition is
+    `when`): x's own, or what the condition says of x. max(v, 0), LayerNorm's variance
+    E[x^2] - E[x]^2 clipped at 0, is ITE(not(0 < v), 0, v): its v branch is taken only
+    where v > 0, so the variance plus eps under the rsqrt is positive and the rsqrt
+    finite, where the branches' own signs say nothing."""
+    own = known_sign(x, depth)
+    return own if own == POS_SIGN else max(own, _sign_where(cond, x, when))
+
+
+def _sign_where(cond: Term, x: Term, when: bool) -> int:
+    """The sign of x wherever `cond` is `when`, from a comparison of a multiple of x
+    with 0 (CMP(op, d): d < 0 for lt0, d <= 0 for le0), through negations."""
+    while cond.kind == "not":
+        cond, when = cond.args[0], not when
+    if cond.kind != "cmp" or cond.data not in ("lt0", "le0"):
+        return 0
+    ratio = _ratio(cond.args[0], x)  # d = ratio * x
+    if ratio is None:
+        return 0
+    strict = cond.data == "lt0"
+    if not when:  # d >= 0 (not d < 0) or d > 0 (not d <= 0)
+        ratio, strict = -ratio, not strict
+    # Here -d >= 0 (or > 0 when strict), with -d = -ratio * x.
+    if ratio < 0:
+        return POS_SIGN if strict else NONNEG_SIGN
+    return 0
+
+
+def _ratio(d: Term, x: Term) -> Fraction | None:
+    """r with d = r * x (polynomials of one sort), else None."""
+    if d.kind != "poly" or x.kind != "poly" or len(d.data) != len(x.data) or not d.data:
+        return None
+    r: Fraction | None = None
+    for (md, cd), (mx, cx) in zip(d.data, x.data):  # both sorted by monomial
+        if md != mx:
+            return None
+        q = Fraction(cd) / Fraction(cx)
+        if r is None:
+            r = q
+        elif q != r:
+            return None
+    return r
 
 
 def exact_value(name: str, args: Sequence[Fraction | None]) -> Fraction | None:
