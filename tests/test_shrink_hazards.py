@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 import tv_mlir
+from tests.newton import newton_lines
 
 
 def newton_pair(n: int) -> tuple[str, str]:
@@ -20,18 +21,7 @@ def newton_pair(n: int) -> tuple[str, str]:
     p = (head + zero + f"  %x2 = stablehlo.multiply %x, %x : {t}\n  %x3 = stablehlo.multiply %x2, %x : {t}\n"
          + s("%p3", "%x3") + "  return %p3 : tensor<f32>\n }\n}\n")
     q = (head + zero + f"  %x2 = stablehlo.multiply %x, %x : {t}\n" + s("%p1", "%x") + s("%p2", "%x2")
-         + """  %a = stablehlo.constant dense<1.5> : tensor<f32>
-  %b = stablehlo.constant dense<0.5> : tensor<f32>
-  %m = stablehlo.multiply %p1, %p2 : tensor<f32>
-  %t1 = stablehlo.multiply %a, %m : tensor<f32>
-  %c2 = stablehlo.multiply %p1, %p1 : tensor<f32>
-  %c3 = stablehlo.multiply %c2, %p1 : tensor<f32>
-  %t2 = stablehlo.multiply %b, %c3 : tensor<f32>
-  %r = stablehlo.subtract %t1, %t2 : tensor<f32>
-  return %r : tensor<f32>
- }
-}
-""")
+         + newton_lines("%p1", "%p2", "%r") + "  return %r : tensor<f32>\n }\n}\n")
     return p, q
 
 

@@ -17,6 +17,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from tests.newton import newton_lines
 from tv_mlir.api import prepare, verify
 from tv_mlir.frontend.classify import check_signatures
 from tv_mlir.ir import Module
@@ -275,16 +276,8 @@ def _staged_newton_pair(n: int) -> tuple[str, str]:
                 f" : ({t}, tensor<f32>) -> tensor<f32>\n")
 
     p = head + total("%s", "%u3") + tail
-    q = head + total("%p3", "%u3") + total("%p1", "%u") + total("%p2", "%u2") + """\
-  %a = stablehlo.constant dense<1.5> : tensor<f32>
-  %b = stablehlo.constant dense<0.5> : tensor<f32>
+    q = head + total("%p3", "%u3") + total("%p1", "%u") + total("%p2", "%u2") + newton_lines("%p1", "%p2", "%nn") + """\
   %e = stablehlo.constant dense<1.0e-09> : tensor<f32>
-  %m = stablehlo.multiply %p1, %p2 : tensor<f32>
-  %t1 = stablehlo.multiply %a, %m : tensor<f32>
-  %c2b = stablehlo.multiply %p1, %p1 : tensor<f32>
-  %c3 = stablehlo.multiply %c2b, %p1 : tensor<f32>
-  %t2 = stablehlo.multiply %b, %c3 : tensor<f32>
-  %nn = stablehlo.subtract %t1, %t2 : tensor<f32>
   %d = stablehlo.subtract %p3, %nn : tensor<f32>
   %ed = stablehlo.multiply %e, %d : tensor<f32>
   %s = stablehlo.add %p3, %ed : tensor<f32>
