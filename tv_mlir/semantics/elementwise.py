@@ -8,6 +8,7 @@ import numpy as np
 
 from tv_mlir.algebra import Kind
 from tv_mlir.algebra.base import NON_OP_UNINTERPRETED, UNINTERPRETED
+from tv_mlir.dtypes import Lazy, ml_dtype
 from tv_mlir.ir import Op
 from tv_mlir.semantics.bits import ELEMENTWISE_RULES as BIT_RULES
 from tv_mlir.semantics.common import OpContext, Rule, unsupported
@@ -219,6 +220,36 @@ for _name in UNINTERPRETED:
     if _name not in ("power", "erf") and _name not in NON_OP_UNINTERPRETED:
         RULES[f"stablehlo.{_name}"] = _uf(_name)
 RULES["stablehlo.exponential"] = _exponential
+
+# The float types whose sqrt of a constant is folded (`_sqrt`), with their numpy types.
+FOLDED_SQRT_TYPES: Lazy[type] = Lazy({"f16": lambda: np.float16, "f32": lambda: np.float32,
+                                      "f64": lambda: np.float64, "bf16": lambda: ml_dtype("bfloat16")})
+
+
+def _sqrt(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    """sqrt, uninterpreted, except at a constant element: there it is the correctly rounded
+    value at the result's type, as IEEE 754 requires of sqrt and as XLA folds it.
+    `x / jnp.sqrt(head_dim)` is a sqrt of the constant 8.0 in a lowering and the literal
+    2.82842708 in XLA's partitioned module; as the uninterpreted sqrt(8) against that
+    literal the two differ as reals, and every attention score after them failed to
+    merge (a GPT-2 forward passed its term budget). The value is sqrt in float64, then
+    rounded to the type: correctly rounded, since float64 has more than twice the bits
+    of f32, f16 and bf16, so rounding twice is rounding once."""
+    (x,) = args
+    out = _uf("sqrt")(ctx, op, args)[0]
+    alg, dtype = ctx.alg, op.result_types[0].dtype
+    if not alg.symbolic or dtype not in FOLDED_SQRT_TYPES:
+        return [out]  # the numeric algebra's float64 sqrt already is a value
+    flat_x, flat = x.reshape(-1), out.reshape(-1)
+    for i, e in enumerate(flat_x.tolist()):
+        v = alg.constant_value(e, Kind.FLOAT)
+        if v is not None and v >= 0 and v != float("inf"):
+            rounded = float(np.float64(np.sqrt(np.float64(v))).astype(FOLDED_SQRT_TYPES[dtype]))
+            flat[i] = alg.constant(np.array(rounded), Kind.FLOAT)[()]
+    return [out]
+
+
+RULES["stablehlo.sqrt"] = _sqrt
 RULES["chlo.erf"] = _uf("erf")
 RULES["chlo.tan"] = _uf("tan")
 # Shifts, chlo's special functions, popcnt and count_leading_zeros are elementwise too
