@@ -26,7 +26,7 @@ def full_collections_at_end() -> Iterator[None]:
     # What lived before the block (the programs, an outer stage runner's plan) is set
     # aside for the block's collections: the one at the end walks the block's objects only.
     gc.freeze()
-    gc.set_threshold(old[0], old[1] if len(old) > 1 else 10, NEVER)
+    gc.set_threshold(old[0], old[1], NEVER)
     try:
         yield
     finally:

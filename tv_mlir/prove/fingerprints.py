@@ -114,7 +114,8 @@ def numeric_trace(module: Module, input_sets: list[list[np.ndarray]], max_unroll
         interp = Interpreter(module, NumericAlgebra(), max_unroll, observer=record)
         trace.outputs.append(interp.run(inputs))
         trace.checks.append(interp.replica_checks)
-    if OTHER_FUNCS_RUN and len(input_sets) > OTHER_FUNCS_INPUTS:
+    trace.other_funcs = OTHER_FUNCS_RUN and len(input_sets) > OTHER_FUNCS_INPUTS
+    if trace.other_funcs:
         other: dict[str, np.ndarray] = {}
 
         def keep(op: Op, results: list[np.ndarray]) -> None:
@@ -148,7 +149,7 @@ def input_runs(trace: Trace, input_sets: list[list[np.ndarray]], k: int) -> list
     """Input k's arrays in the order of a value's runs in `trace` (an input is the same
     with other functions)."""
     runs = [s[k] for s in input_sets]
-    if trace.other_funcs and OTHER_FUNCS_RUN and len(input_sets) > OTHER_FUNCS_INPUTS:
+    if trace.other_funcs:
         runs.append(input_sets[OTHER_FUNCS_INPUTS][k])
     return runs
 

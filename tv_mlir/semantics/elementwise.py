@@ -8,7 +8,7 @@ import numpy as np
 
 from tv_mlir.algebra import Kind
 from tv_mlir.algebra.base import NON_OP_UNINTERPRETED, UNINTERPRETED
-from tv_mlir.dtypes import Lazy, ml_dtype
+from tv_mlir.algebra.special import FLOAT_BITS
 from tv_mlir.ir import Op
 from tv_mlir.semantics.bits import ELEMENTWISE_RULES as BIT_RULES
 from tv_mlir.semantics.common import OpContext, Rule, unsupported
@@ -221,11 +221,6 @@ for _name in UNINTERPRETED:
         RULES[f"stablehlo.{_name}"] = _uf(_name)
 RULES["stablehlo.exponential"] = _exponential
 
-# The float types whose sqrt of a constant is folded (`_sqrt`), with their numpy types.
-FOLDED_SQRT_TYPES: Lazy[type] = Lazy({"f16": lambda: np.float16, "f32": lambda: np.float32,
-                                      "f64": lambda: np.float64, "bf16": lambda: ml_dtype("bfloat16")})
-
-
 def _sqrt(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     """sqrt, uninterpreted, except at a constant element: there it is the correctly rounded
     value at the result's type, as IEEE 754 requires of sqrt and as XLA folds it.
@@ -238,13 +233,13 @@ def _sqrt(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     (x,) = args
     out = _uf("sqrt")(ctx, op, args)[0]
     alg, dtype = ctx.alg, op.result_types[0].dtype
-    if not alg.symbolic or dtype not in FOLDED_SQRT_TYPES:
+    if not alg.symbolic or dtype not in FLOAT_BITS:  # f16, bf16, f32, f64 and their numpy types
         return [out]  # the numeric algebra's float64 sqrt already is a value
     flat_x, flat = x.reshape(-1), out.reshape(-1)
     for i, e in enumerate(flat_x.tolist()):
         v = alg.constant_value(e, Kind.FLOAT)
         if v is not None and v >= 0 and v != float("inf"):
-            rounded = float(np.float64(np.sqrt(np.float64(v))).astype(FOLDED_SQRT_TYPES[dtype]))
+            rounded = float(np.float64(np.sqrt(np.float64(v))).astype(FLOAT_BITS[dtype][0]))
             flat[i] = alg.constant(np.array(rounded), Kind.FLOAT)[()]
     return [out]
 
