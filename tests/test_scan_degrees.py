@@ -7,6 +7,7 @@ As in tests/test_shrink_rules.py, verdicts are taken with the full-size check an
 second witness off: what keeps a bug visible here is the rule, not a run at full size."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,7 +17,7 @@ from tests.conftest import TESTDATA
 from tv_mlir.api import prepare, verify
 from tv_mlir.frontend.classify import check_signatures
 from tv_mlir.options import Options
-from tv_mlir.shrink import degree
+from tv_mlir.shrink import degree, trips
 from tv_mlir.shrink.pair import _raw
 from tv_mlir.shrink.plan import ShrinkPlan, plan
 from tv_mlir.stages import loops
@@ -180,3 +181,80 @@ def test_a_decoder_layer_body_is_cut_into_a_chain(monkeypatch: pytest.MonkeyPatc
     # programs use some names for different values).
     condition = next(s for s in stages if s.name.endswith(loops.CONDITION))
     assert [t.shape for t in condition.ref.main.arg_types] == [()], condition.ref.main.arg_types
+
+
+# Rule l, trip counters (shrink/trips.py): testdata/depth/trips (testdata/gen_trips.py),
+# H = 12 positions, L = 10 layers, so the trip bound 10 is also H - 2.
+TRIPS = TESTDATA / "depth" / "trips"
+
+
+def _trips_plan(pair: str, twin: str) -> ShrinkPlan:
+    ref, other = str(TRIPS / f"{pair}.ref.mlir"), str(TRIPS / f"{pair}.{twin}.mlir")
+    r, o = prepare(ref, Options()), prepare(other, Options())
+    return plan(_raw(ref, r).module, _raw(other, o).module)
+
+
+def _h(p: ShrinkPlan) -> tuple[int, str]:
+    e = next(e for e in p.entries if e.where == "arg0 dim 0")
+    return e.verified, e.reason or ""
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_a_trip_bound_names_only_the_dims_its_counter_slices(monkeypatch: pytest.MonkeyPatch, on: bool) -> None:
+    """stack: the bound 10 only counts trips and (through the body's own counter, in
+    lockstep) starts ws[i] along the layer dim, so it is no size of H, which shrinks. With
+    the rule off, 10 reads as H - 2 as well as L and pins H."""
+    monkeypatch.setattr(trips, "TRIP_COUNTERS", on)
+    for twin in ("good", "bug"):
+        size, why = _h(_trips_plan("stack", twin))
+        assert (size < 12) == on, (twin, size, why)
+        assert ("constant 10" in why) != on, why
+
+
+def test_a_bug_in_the_scanned_body_is_found_at_the_sizes_the_rule_allows() -> None:
+    """stack.bug reads the layers last to first (ws[L - 1 - i]: L - 1 joins the counter);
+    H shrinks and the bug is still found, confirmed at the original sizes; the twin that
+    only writes the square as a power is proved."""
+    assert _h(_trips_plan("stack", "bug"))[0] < 12
+    bug = verify(TRIPS / "stack.ref.mlir", TRIPS / "stack.bug.mlir", **QUICK)
+    assert bug.verdict == "not-equivalent", bug.reason
+    good = verify(TRIPS / "stack.ref.mlir", TRIPS / "stack.good.mlir", **QUICK)
+    assert good.verdict == "equivalent", good.reason
+
+
+def test_a_counter_that_meets_positions_leaves_the_bound_a_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """escape: the counter is also compared with H's positions (where(iota == i)), so its
+    group is dropped and 10 keeps pinning H; the bug twin (positions >= L filled) is
+    found. Mutation: with uses outside the slices ignored, the bound names the layers only
+    and no longer pins H, the hazard the check is there for."""
+    size, why = _h(_trips_plan("escape", "bug"))
+    assert size == 12 and "constant 10" in why, why
+    bug = verify(TRIPS / "escape.ref.mlir", TRIPS / "escape.bug.mlir", **QUICK)
+    assert bug.verdict == "not-equivalent", bug.reason
+    monkeypatch.setattr(trips._Groups, "escape", lambda self, v: None)
+    assert "constant 10" not in _h(_trips_plan("escape", "bug"))[1]
+
+
+def test_counters_in_lockstep_join_and_others_do_not() -> None:
+    """A fori_loop carries its own counter (compared with the bound) and the index its
+    body slices with: same start, same step, one value on every trip, so they join. The
+    escape pair's counter also meets a broadcast, which drops its group."""
+    from tv_mlir.frontend.read import load_module_mlir
+    from tv_mlir.shrink.facts import ProgramFacts
+
+    def bound_group(path: Path) -> frozenset[tuple[str, int]] | None:
+        m = load_module_mlir(str(path)).module
+        loop = next(op for op in m.main.body.walk() if op.name == "stablehlo.while")
+        cond, body = loop.regions
+        compare = next(op for op in cond.ops if op.name == "stablehlo.compare")
+        groups = trips.index_groups(ProgramFacts.of("ref", m))
+        # The body's index is in the bound's group only through the lockstep join.
+        index = next(a for a, t in zip(body.args, body.arg_types) if t.shape == () and a != compare.operands[0]
+                     and groups.get(a) is not None)
+        assert groups.get(index) == groups.get(compare.operands[1])
+        return groups.get(compare.operands[1])
+
+    nodes = bound_group(TRIPS / "stack.good.mlir")
+    assert nodes and {d for _, d in nodes} == {0}  # the layer dim of ws only
+    with pytest.raises(StopIteration):  # the escape pair's counter has no kept group
+        bound_group(TRIPS / "escape.ref.mlir")

@@ -353,14 +353,16 @@ def mean_classes(a: DimAnalysis, k: Constant) -> list[tuple[tuple[int, ...], int
 
 
 def tie_constants(a: DimAnalysis, where: Sites, constants: list[Constant], sizes: list[int],
-                  notes: dict[int, str] | None = None, equalize: bool = True) \
+                  notes: dict[int, str] | None = None, equalize: bool = True,
+                  only: dict[tuple[str, str], frozenset[int]] | None = None) \
         -> tuple[dict[tuple[str, str], float | int], dict[int, str], dict[int, int],
                  dict[tuple[str, str], tuple[int, ...]]]:
     """-> (constant rewrites, classes to pin with the reason, iota lower bounds, the
     classes each rewritten constant names). `notes`, when given, receives per class the
     rule (i) argument of a mean divisor that rule (i) told apart from other sizes, and the
     rule (a) argument of classes of one size a constant names. `equalize`: such classes
-    grow to one size (a lower bound for the next round), else they pin (the last round)."""
+    grow to one size (a lower bound for the next round), else they pin (the last round).
+    `only`: constants that can name no class but these (rule l's trip counters, trips.py)."""
     n = len(a.classes)
     exprs: list[tuple[float, float, tuple[int, ...], str]] = []  # (original, new, classes, kind)
     for c in range(n):
@@ -383,7 +385,10 @@ def tie_constants(a: DimAnalysis, where: Sites, constants: list[Constant], sizes
     near_bounds: dict[int, int] = {}
     for k in constants:
         hits: list[tuple[float | None, float, tuple[int, ...]]] = []  # (new, original, classes)
+        counted_only = only.get((k.program, k.value_name)) if only else None
         for o, s, cs, kind in exprs:
+            if counted_only is not None and not counted_only.issuperset(cs):
+                continue
             if k.role == "reciprocal":
                 if o > 1 and abs(k.value - 1.0 / o) <= 1e-6 * abs(k.value):
                     hits.append((1.0 / s if s else None, 1.0 / o, cs))

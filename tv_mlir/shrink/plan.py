@@ -39,6 +39,7 @@ from tv_mlir.shrink.facts import ProgramFacts, role_constants
 from tv_mlir.shrink.lookups import IndexPredicates, guarded_lookups, index_predicates
 from tv_mlir.shrink.positions import combined_positions
 from tv_mlir.shrink.rules import Bounds, exchanged, order_statistics
+from tv_mlir.shrink.trips import trip_constants
 from tv_mlir.shrink.unionfind import UnionFind
 
 # Rule (k), sums of data predicates (shrink/counts.py); the switch is for the tests that
@@ -256,6 +257,7 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
     # Per-shard bounds: a local class's bound applies to every shard of its global.
     constants = [c for fa in facts for c in role_constants(fa)]
     where = sites(a, facts)
+    trip_only = trip_constants(a, facts, constants)
 
     def fixpoint() -> tuple[list[int], dict[tuple[str, str], float | int]]:
         tied: dict[tuple[str, str], float | int] = {}
@@ -266,7 +268,8 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
                 sizes[d] = sizes[b] + c
             i_notes: dict[int, str] = {}
             tied, new_pins, bounds, tied_classes = tie_constants(a, where, constants, sizes, i_notes,
-                                                                 equalize=EQUALIZE and r < rounds - 1)
+                                                                 equalize=EQUALIZE and r < rounds - 1,
+                                                                 only=trip_only)
             for c, why in i_notes.items():
                 note(c, "i", why)
             changed = False
