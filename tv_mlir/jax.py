@@ -313,8 +313,41 @@ def _pair(fn: Any, args: tuple[Any, ...], in_shardings: Any, out_shardings: Any,
     if _is_nnx_jit(fn):  # modules as arguments: nnx.jit reads their states' shapes itself
         return (_reference_text(fn, reference, args), _sharded_text(fn, args, in_shardings, out_shardings, form))
     static = _static_positions(fn, len(args))
+    sharded_args = _typed(_specs(args, static, sharded=True), in_shardings, static)
     return (_reference_text(fn, reference, _specs(args, static)),
-            _sharded_text(fn, _specs(args, static, sharded=True), in_shardings, out_shardings, form))
+            _sharded_text(fn, sharded_args, in_shardings, out_shardings, form))
+
+
+def _explicit(sharding: Any) -> bool:
+    mesh = getattr(sharding, "mesh", None)
+    return any(t == jax.sharding.AxisType.Explicit for t in getattr(mesh, "axis_types", ()))
+
+
+def _typed(specs: tuple[Any, ...], in_shardings: Any, static: Collection[int]) -> tuple[Any, ...]:
+    """Over a mesh with Explicit axes the trace reads each argument's sharding from its type
+    (the ShapeDtypeStruct's), not from jit's in_shardings: a `jnp.dot(...,
+    out_sharding=P(..., unreduced={"tp"}))` over a contraction sharded by in_shardings alone
+    fails to trace (its contracting spec is unsharded). Give the ShapeDtypeStructs without a
+    sharding the one in_shardings names for them; Auto meshes are left as they were."""
+    is_sharding = lambda x: isinstance(x, jax.sharding.Sharding)  # noqa: E731
+    if in_shardings is None or not any(_explicit(s) for s in jax.tree.leaves(in_shardings, is_leaf=is_sharding)):
+        return specs
+    per_arg = in_shardings if isinstance(in_shardings, (tuple, list)) else (in_shardings,) * len(specs)
+    dynamic = [i for i in range(len(specs)) if i not in static]
+    if len(per_arg) != len(dynamic):
+        return specs  # jit reports the mismatch itself
+
+    def attach(sharding: Any, tree: Any) -> Any:
+        def one(x: Any) -> Any:
+            if isinstance(x, jax.ShapeDtypeStruct) and x.sharding is None and is_sharding(sharding):
+                return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding)
+            return x
+        return jax.tree.map(one, tree)
+
+    out = list(specs)
+    for i, sh in zip(dynamic, per_arg):
+        out[i] = jax.tree.map(attach, sh, specs[i], is_leaf=lambda x: x is None or is_sharding(x))
+    return tuple(out)
 
 
 def _name(fn: Any) -> str:
