@@ -396,6 +396,8 @@ SLOW_TESTS = {
     "test_witness.py::test_first_divergence_names_the_wrong_collective": "~10 s",
     "test_core_differential.py::test_z3_core_same_verdict": "every bundled pair on the z3 core, ~2 min",
     "test_hostile_budgets.py::test_long_chain_with_a_bug": "a 10,000-op chain through every phase, ~15 s",
+    "test_gpt2_partitioned.py::test_gpt2_block_partitioned_by_xla_is_equivalent": "~12 s",
+    "test_gpt2_partitioned.py::test_the_mlp_all_reduce_over_half_its_group_is_caught": "XLA replay, ~15 s",
 }
 
 

@@ -84,6 +84,10 @@ class Interpreter:
     budget: Budget | None = None
     _env: ChainMap = field(default_factory=ChainMap)
     _types: ChainMap = field(default_factory=ChainMap)
+    # Names of the values computed from literals alone (no input, no block argument), for
+    # the numeric algebra's rules that must do what the symbolic ones do at constant
+    # elements (`OpContext.fixed_operands`).
+    _fixed: ChainMap = field(default_factory=ChainMap)
     _depth: int = 0
     _batched: int = 0
     _views: dict[int, Interpreter] = field(default_factory=dict)
@@ -168,6 +172,7 @@ class Interpreter:
                               block.ops[0].loc if block.ops else "", "budget.nesting")
         self._env = self._env.new_child()
         self._types = self._types.new_child()
+        self._fixed = self._fixed.new_child()
         depth = 0 if top_level else 1
         self._depth += depth
         self._batched += batched
@@ -185,6 +190,7 @@ class Interpreter:
             self._batched -= batched
             self._env = self._env.parents
             self._types = self._types.parents
+            self._fixed = self._fixed.parents
 
     def _step(self, op: Op) -> None:
         from tv_mlir.execute import spmd
@@ -197,16 +203,20 @@ class Interpreter:
         self._budget.executed(op)
         shared = self.shared if self._depth == 1 else None
         key = SharedValues.key(op, args) if shared is not None else None
+        # Ops with regions are left out: a body may read values from outside it.
+        fixed = not op.regions and all(o in self._fixed for o in op.operands)
         if shared is not None and key is not None and key in shared.table:
             shared.hits += 1
             for name, t, value in zip(op.results, op.result_types, shared.table[key]):
                 self._env[name] = value
                 self._types[name] = t
+                if fixed:
+                    self._fixed[name] = True
             return
         if spmd.involved(self, op, args):
             results = spmd.step(self, op, args, types)
         else:
-            results = self.apply(op, args, types)
+            results = self.apply(op, args, types, fixed)
         if fixed_width.reduces(op):
             results = self._fixed_width(op, results)
         if self.observer is not None and self._depth == 1:
@@ -217,13 +227,17 @@ class Interpreter:
         for name, t, value in zip(op.results, op.result_types, results):
             self._env[name] = value
             self._types[name] = t
+            if fixed:
+                self._fixed[name] = True
 
-    def apply(self, op: Op, args: list[np.ndarray], types: tuple[TensorType, ...]) -> list[np.ndarray]:
-        """One op's semantics on plain arrays."""
+    def apply(self, op: Op, args: list[np.ndarray], types: tuple[TensorType, ...],
+              fixed: bool = False) -> list[np.ndarray]:
+        """One op's semantics on plain arrays; `fixed`: its operands are computed from
+        literals alone."""
         rule = TABLE.get(op.name)
         if rule is None:
             raise Unsupported(f"op {op.name} has no semantics", op.loc, op.name)
-        ctx = OpContext(self.alg, types, self, self._budget)
+        ctx = OpContext(self.alg, types, self, self._budget, fixed)
         try:
             results = [self.alg.canonical(r) for r in rule(ctx, op, args)]
         except TvError:

@@ -64,6 +64,10 @@ class OpContext:
     operand_types: tuple[TensorType, ...]
     runner: RegionRunner
     budget: Budget = field(default_factory=Budget)
+    # The operands are computed from literals alone (the interpreter tracks it): where a
+    # symbolic rule folds constant elements, the numeric rule does the same here, or the
+    # two programs' numeric runs differ where their terms do not (`_sqrt`).
+    fixed_operands: bool = False
 
     def kind(self, i: int = 0) -> Kind:
         return Kind.of(self.operand_types[i])
