@@ -48,6 +48,7 @@ from tv_mlir.stages.loops import induction, is_loop_stage
 from tv_mlir.stages.peel import peel_output_pads
 from tv_mlir.stages.plan import Side, choose_cuts
 from tv_mlir.stages.pool import Executor, Job, run_jobs
+from tv_mlir.stages.prologue import by_layout
 from tv_mlir.stages.ranges import Ranges, value_ranges
 from tv_mlir.verdict import OutputResult, Verdict
 
@@ -172,6 +173,8 @@ def _prove_cut(ref: Module, other: Module, options: Options, sizes: Mapping[int,
     finite, signs = finite_and_signed(ref, options.inputs == "finite", decided, assume_signs(cut.bounds))
     records, results = _prove_stages(stages, options, finite, signs, ranges, cut.proved)
     summary = _summary(records, time.perf_counter() - t0)
+    if cut.by_layout:
+        summary["prologue_by_layout"] = cut.by_layout
     failed = _first_failure(records)
     if failed is None:
         return _equivalent(ref, records, results, summary, options)
@@ -330,6 +333,7 @@ class Cut:
     reused: str = ""  # where the lineage came from when not from this pair's runs (stages/reuse.py)
     keep: Callable[[], None] | None = None  # keeps a reused lineage once its stages proved
     proved: dict[str, dict] | None = None  # stage proofs of this verify by `memo_key` (`reuse.Memory.proved`)
+    by_layout: int = 0  # prologue values held by their arguments' layouts, not proved (stages/prologue.py)
 
 
 def too_large_to_cut(ref: Module, other: Module) -> bool:
@@ -425,11 +429,17 @@ def _cut(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] 
     stages: list[StagePair] = []
     try:
         used_hoisted = sorted({u for op in o_side.flow for u in _uses(op) if u in hoisted}, key=op_order(o_side))
-        if used_hoisted:
-            r_out = [links[v].ref for v in used_hoisted]
+        # Slices of arguments that hold their links by the arguments' layouts need no
+        # proof (stages/prologue.py); the prologue stage proves the others.
+        arg_links = {a: links[a] for a in flat.module.main.body.args}
+        held = by_layout(used_hoisted, links, o_side, r_side, arg_links)
+        cut.by_layout = len(held)
+        proved_here = [v for v in used_hoisted if v not in held]
+        if proved_here:
+            r_out = [links[v].ref for v in proved_here]
             stages.append(build("prologue", r_side, o_side, links, r_side.cone(r_out, frozenset({"prologue"})),
-                                o_side.cone(used_hoisted, frozenset({"prologue"})), r_out, used_hoisted,
-                                [links[v].sharding for v in used_hoisted], set(), set()))
+                                o_side.cone(proved_here, frozenset({"prologue"})), r_out, proved_here,
+                                [links[v].sharding for v in proved_here], set(), set()))
             cut.chain_index.append(None)
         chain = Chain(ref, flat.module, r_side, o_side, links, cuts, hoisted, ref_given)
         for k in range(chain.length):
