@@ -745,7 +745,10 @@ def spatial_conv() -> Program:
                    (s, NamedSharding(m, P())), s)
 
 
-PROGRAMS: dict[str, Callable[[], Program]] = {
+Programs = dict[str, Callable[[], Program]]
+Mutations = dict[str, Callable[[str], str]]
+
+PROGRAMS: Programs = {
     "gpt2_fwd": gpt2, "vit_patch": vit, "moe_top2": moe, "remat_grad": remat, "optax_chain": optax_chain,
     "bf16_master": bf16_master, "multisteps": multisteps, "scan_layers": scan_layers, "dropout": dropout,
     "dropout_small": lambda: dropout(2, 8, "dropout_small"),
@@ -848,10 +851,10 @@ def sanity(p: Program) -> float:
     return max(jax.tree.leaves(diffs) or [0.0])
 
 
-def check_one(name: str, form: str, timeout_s: float) -> dict[str, Any]:
+def check_one(name: str, form: str, timeout_s: float, programs: Programs | None = None) -> dict[str, Any]:
     from tv_mlir.errors import TvError, Unsupported
 
-    p = PROGRAMS[name]()
+    p = (programs or PROGRAMS)[name]()
     t = time.perf_counter()
     try:
         v = tj.check(p.fn, *p.args, in_shardings=p.in_shardings, out_shardings=p.out_shardings,
@@ -868,13 +871,13 @@ def check_one(name: str, form: str, timeout_s: float) -> dict[str, Any]:
             "reason": (v.reason or "")[:300]}
 
 
-def measure(names: list[str], forms: list[str], timeout_s: float) -> None:
+def measure(names: list[str], forms: list[str], timeout_s: float, script: str = __file__) -> None:
     print(f"{'program':<22} {'form':<12} {'verdict':<15} {'time s':>7} {'exit':>4}  reason")
     for name in names:
         for form in forms:
             t = time.perf_counter()
             try:
-                r = subprocess.run([sys.executable, __file__, "--one", name, form, str(timeout_s)],
+                r = subprocess.run([sys.executable, script, "--one", name, form, str(timeout_s)],
                                    capture_output=True, text=True, timeout=timeout_s * 2 + 120)
                 lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
                 res = json.loads(lines[-1]) if lines else {"verdict": "died", "exit": r.returncode,
@@ -888,18 +891,18 @@ def measure(names: list[str], forms: list[str], timeout_s: float) -> None:
                 print("    " + res["tb"].strip().splitlines()[-3].strip() + " | " + res["tb"].strip().splitlines()[-1])
 
 
-def export(names: list[str], forms: list[str]) -> None:
+def export(names: list[str], forms: list[str], programs: Programs | None = None) -> None:
     # loc(...) file names independent of the checkout and the virtualenv's location.
     jax.config.update("jax_hlo_source_file_canonicalization_regex", r"^.*/(?=testdata/)|^.*/site-packages/")
     for name in names:
-        p = PROGRAMS[name]()
+        p = (programs or PROGRAMS)[name]()
         for form in forms:
             tj.export_pair(p.fn, *p.args, in_shardings=p.in_shardings, out_shardings=p.out_shardings,
                            reference=p.reference, form=form, directory=OUT, name=name)
         print(name, "sanity max |sharded - ref| =", sanity(p))
 
 
-MUTATIONS: dict[str, Callable[[str], str]] = {
+MUTATIONS: Mutations = {
     "dropped_all_reduce": drop_all_reduce, "wrong_axes": wrong_axes, "wrong_groups": wrong_groups,
 }
 
@@ -929,16 +932,16 @@ def changes_outputs(ref_text: str, other_text: str) -> float:
                for x, y in zip(a, b))
 
 
-def mutants(name: str) -> None:
+def mutants(name: str, programs: Programs | None = None, mutations: Mutations | None = None) -> None:
     """Each seeded bug that applies to the program's partitioned module: does it change
     the outputs on XLA, and what does the verifier say."""
     from tv_mlir.api import verify
     from tv_mlir.errors import TvError
 
-    p = PROGRAMS[name]()
+    p = (programs or PROGRAMS)[name]()
     ref_text, text = tj._pair(p.fn, p.args, p.in_shardings, p.out_shardings, p.reference, "partitioned")
     print(f"{name}: unmutated max |ref - partitioned| on XLA = {changes_outputs(ref_text, text):.2e}")
-    for mname, mutate in MUTATIONS.items():
+    for mname, mutate in (mutations or MUTATIONS).items():
         try:
             bad = mutate(text)
         except (IndexError, StopIteration, AssertionError, AttributeError):
@@ -955,32 +958,35 @@ def mutants(name: str) -> None:
               f"(exit {v.exit_code}, {time.perf_counter() - t:.1f} s, XLA-confirmed {confirmed})", flush=True)
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], programs: Programs | None = None, mutations: Mutations | None = None,
+         script: str = __file__, doc: str | None = __doc__) -> int:
+    """The command line of this script, and of gen_clients2.py over its own programs."""
+    programs = programs or PROGRAMS
     forms = ["partitioned", "shardy"]
     if "--forms" in argv:
         i = argv.index("--forms")
         forms = argv[i + 1].split(",")
         argv = argv[:i] + argv[i + 2:]
     if argv[:1] == ["--one"]:
-        print(json.dumps(check_one(argv[1], argv[2], float(argv[3]))))
+        print(json.dumps(check_one(argv[1], argv[2], float(argv[3]), programs)))
         return 0
     if argv[:1] == ["--list"]:
-        for name, build in PROGRAMS.items():
+        for name, build in programs.items():
             p = build()
             print(f"{name:<22} {p.what:<55} sanity {sanity(p):.2e}")
         return 0
     if argv[:1] == ["--measure"]:
-        names = argv[1:] or list(PROGRAMS)
-        measure(names, forms, float(os.environ.get("CLIENT_TIMEOUT", "120")))
+        names = argv[1:] or list(programs)
+        measure(names, forms, float(os.environ.get("CLIENT_TIMEOUT", "120")), script)
         return 0
     if argv[:1] == ["--mutants"]:
         for name in argv[1:]:
-            mutants(name)
+            mutants(name, programs, mutations)
         return 0
     if argv[:1] == ["--export"]:
-        export(argv[1:] or list(PROGRAMS), forms)
+        export(argv[1:] or list(programs), forms, programs)
         return 0
-    print(__doc__)
+    print(doc)
     return 3
 
 
