@@ -779,27 +779,31 @@ def drop_collective(kind: str, k: int = 0) -> Any:
     return mutate
 
 
+_PERMUTE = re.compile(r'^ +%[\w.#:]+ = "stablehlo\.collective_permute"'
+                      r".*source_target_pairs = dense<(\[\[[\d, \[\]]*\]\])>.*$", re.M)
+
+
 def _permute(text: str, k: int, retarget: Any) -> str:
-    """The k-th collective_permute with its (source, target) pairs rewritten."""
-    c = _nth(text, "collective_permute", k)
-    m = re.search(r"source_target_pairs = dense<(\[\[[\d, \[\]]*\]\])>", text[c.start:c.end])
+    """The k-th collective_permute (at any depth: a pipeline's sits in its loop's body)
+    with its (source, target) pairs rewritten."""
+    m = list(_PERMUTE.finditer(text))[k]
     pairs = retarget(json.loads(m.group(1)))
-    body = text[c.start:c.end].replace(m.group(1), json.dumps(pairs).replace(" ", ""), 1)
-    return text[:c.start] + body + text[c.end:]
+    line = m.group(0).replace(m.group(1), json.dumps(pairs).replace(" ", ""), 1)
+    return text[:m.start()] + line + text[m.end():]
 
 
-def dropped_permute(text: str, k: int = 0) -> str:
-    """The k-th collective_permute never sends: each device keeps its own block (every
+def dropped_permute(text: str, k: int = -1) -> str:
+    """The k-th collective_permute (the last by default) never sends: each device keeps its own block (every
     device its own source and target)."""
     return _permute(text, k, lambda pairs: [[s, s] for s, _ in pairs])
 
 
-def reversed_permute(text: str, k: int = 0) -> str:
+def reversed_permute(text: str, k: int = -1) -> str:
     """The k-th collective_permute sends the other way round its ring."""
     return _permute(text, k, lambda pairs: [[t, s] for s, t in pairs])
 
 
-def shifted_permute(text: str, k: int = 0) -> str:
+def shifted_permute(text: str, k: int = -1) -> str:
     """The k-th collective_permute's targets rotated by one more."""
     return _permute(text, k, lambda pairs: [[s, pairs[(i + 1) % len(pairs)][1]] for i, (s, _) in enumerate(pairs)])
 

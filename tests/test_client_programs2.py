@@ -63,6 +63,7 @@ def test_shard_map_plans_are_equivalent(name: str) -> None:
     ("megatron_sp", "wrong_groups_all_gather"),
     ("megatron_sp", "wrong_groups_reduce_scatter"),
     ("pipeline_ppermute", "dropped_all_reduce"),
+    ("pipeline_ppermute", "reversed_permute"),
     ("zero_fsdp", "dropped_all_reduce"),
 ])
 def test_seeded_partitioner_bugs_are_caught(gen2, name: str, mutation: str) -> None:
