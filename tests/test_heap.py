@@ -70,3 +70,30 @@ def test_a_closed_store_makes_no_term() -> None:
         store.var("y", REAL)
     with pytest.raises(TermBudget):
         store.add(x, store.real(2))
+
+
+def test_a_finished_spmd_run_is_freed_without_the_collector() -> None:
+    """An SPMD run's per-device views read the run through a projection of it; after the
+    run they are dropped, so the interpreter and every value it holds (a proof's terms)
+    go by reference counting, not in the one full collection at the end, which would
+    walk them all (2.2 M objects, 1.8 s of a Llama training step's proof)."""
+    import weakref
+
+    from tv_mlir.algebra import NumericAlgebra
+    from tv_mlir.execute.interp import Interpreter
+    from tv_mlir.frontend.read import load_module
+    from tv_mlir.passes.pipeline import load_pipeline, run_pipeline
+    from tv_mlir.prove.fingerprints import random_inputs
+
+    module = run_pipeline(load_pipeline("default"), load_module(CORE / "decoder_L1.shardy.mlir"))
+    interp = Interpreter(module, NumericAlgebra())
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        interp.run(random_inputs(module.main.arg_types)[1])
+        gone = weakref.ref(interp)
+        del interp
+        assert gone() is None
+    finally:
+        if was:
+            gc.enable()

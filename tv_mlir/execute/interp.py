@@ -102,14 +102,19 @@ class Interpreter:
         return self._budget
 
     def run(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        if self.module.per_device:
-            from tv_mlir.execute import spmd
+        try:
+            if self.module.per_device:
+                from tv_mlir.execute import spmd
 
-            with np.errstate(all="ignore"):
-                return spmd.run_per_device_entry(self, self.module, inputs)
-        from tv_mlir.execute.spmd import finish_global
+                with np.errstate(all="ignore"):
+                    return spmd.run_per_device_entry(self, self.module, inputs)
+            from tv_mlir.execute.spmd import finish_global
 
-        return finish_global(self.run_func(self.module.main, inputs), self.module.main.loc)
+            return finish_global(self.run_func(self.module.main, inputs), self.module.main.loc)
+        finally:
+            # A view reads this run through a projection of it: a cycle that would keep every
+            # value of the run (millions of terms in a proof) until a full collection.
+            self._views.clear()
 
     @property
     def num_devices(self) -> int:
