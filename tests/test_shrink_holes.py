@@ -68,7 +68,7 @@ def mechanism_off(monkeypatch: pytest.MonkeyPatch, mechanism: str) -> None:
     elif mechanism == "int_divisor":
         monkeypatch.setattr(constants, "INT_DIVISOR", 1)
     elif mechanism == "overflow":
-        monkeypatch.setattr(constants, "overflow_sites", lambda fa, a: [])
+        monkeypatch.setattr(constants, "overflow_sites", lambda *args: [])
     elif mechanism == "loops":
         monkeypatch.setattr(facts, "region_flow", lambda op: [])
         monkeypatch.setattr(positions, "region_flow", lambda op: [])

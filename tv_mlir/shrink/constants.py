@@ -4,6 +4,7 @@ below, and which literals a shrunk size must not coincide with."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -87,6 +88,26 @@ POSITION_FLOATS = True
 # vocabulary (combined with the token ids and the embedding) above it. Off: every literal
 # below bounds every size value (docs/shrinking.md, rule a "literals that meet").
 MEETING = True
+# Rule (a), bit operations: an integer shifted by a constant amount k is divided or
+# multiplied by 2^k (`pos >> 3` is `pos // 8`, as XLA writes a division by a power of two),
+# and one masked with 2^k - 1 is taken modulo 2^k (`label & 7` is `label % 8`), so 2^k is
+# a literal the size values keep their order with: a local vocabulary of 16 rewritten to 8
+# would meet the bug's `>> 3` or `& 7`. Off: only k or 2^k - 1 itself is a literal.
+BIT_OPS = True
+_SHIFTS = frozenset({"stablehlo.shift_right_logical", "stablehlo.shift_right_arithmetic", "stablehlo.shift_left"})
+
+
+def _bit_power(v: float | int, uses: list[tuple[Op, int]]) -> int | None:
+    """The power of two an integer constant stands for in a shift (as its amount) or an
+    `and` (as a mask 2^k - 1), or None."""
+    if not float(v).is_integer() or v <= 0:
+        return None
+    k = int(v)
+    if k < 31 and any(u.name in _SHIFTS and i == 1 for u, i in uses):
+        return 1 << k
+    if k & (k + 1) == 0 and k < (1 << 30) and any(u.name == "stablehlo.and" for u, _ in uses):
+        return k + 1
+    return None
 
 
 @dataclass
@@ -126,14 +147,15 @@ class Sites:
                 if k not in self.clashing_tables and sizes[c] != original[c]}
 
 
-def sites(a: DimAnalysis, facts: list[ProgramFacts]) -> Sites:
+def sites(a: DimAnalysis, facts: list[ProgramFacts],
+          ranges: Sequence[tuple[int, int] | None] | None = None) -> Sites:
     out = Sites()
     for fa in facts:
         out.meets[fa.program] = Meets(fa, a)
         out.positions.extend((fa.program, name, v) for name, v in position_constants(fa))
         out.named.extend(named_positions(fa, a))
         out.chains.extend(multipliers(fa))
-        out.overflows.extend(overflow_sites(fa, a))
+        out.overflows.extend(overflow_sites(fa, a, ranges))
         for op in fa.ops():
             if op.name == "stablehlo.constant":
                 v = splat(op)
@@ -143,6 +165,9 @@ def sites(a: DimAnalysis, facts: list[ProgramFacts]) -> Sites:
                 if v is not None and math.isfinite(v) and v != 0 and not only_device(fa, op.results[0]) \
                         and not devices:
                     out.literals.append((fa.program, op.results[0], float(abs(v))))
+                    power = _bit_power(v, uses) if BIT_OPS else None
+                    if power is not None:
+                        out.literals.append((fa.program, op.results[0], float(power)))
             elif op.name == "stablehlo.reduce" and len(op.attrs.get("dimensions", ())) > 1:
                 out.counts.append(tuple(a.class_of[(fa.program, op.operands[0], d)] for d in op.attrs["dimensions"]))
             elif op.name in DYNAMIC_SLICES:

@@ -16,14 +16,22 @@ sizes at which it overflows. Values of unknown range (program inputs, loop-carri
 values) overflow at every size alike (the solver picks the input), so they are no site."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from tv_mlir.ir import Block, Func, Op, TensorType
-from tv_mlir.semantics.ops import SPLAT_PRESERVING
+from tv_mlir.semantics.ops import SPLAT_PRESERVING, VALUE_IDENTITIES
 from tv_mlir.shrink.dims import DimAnalysis
 from tv_mlir.shrink.facts import ProgramFacts, splat
 
 Interval = tuple[int, int]
+# Narrowing converts: an integer convert whose operand's interval at the original sizes
+# leaves the result type wraps there (positions stored as int8 wrap from 128 on, token ids
+# as int16 from 32768 on) and at a shrunk size it does not, so it is a site like an
+# overflowing add. Device ids are bounded by the mesh (partition_id in [0, partitions)),
+# and an input the user bounds (`--assume ids=0:40000`, whose bound follows its class down
+# when it shrinks) has that interval. Off: converts and device ids are of unknown range.
+CONVERTS = True
 
 
 @dataclass(frozen=True)
@@ -50,7 +58,7 @@ def _range(t: TensorType) -> Interval:
     return (0, (1 << w) - 1) if t.is_unsigned else (-(1 << (w - 1)), (1 << (w - 1)) - 1)
 
 
-_LAYOUT = SPLAT_PRESERVING | {"stablehlo.transpose", "stablehlo.slice", "stablehlo.reverse"}
+_LAYOUT = SPLAT_PRESERVING | VALUE_IDENTITIES | {"stablehlo.transpose", "stablehlo.slice", "stablehlo.reverse"}
 _ARITH = frozenset({"stablehlo.add", "stablehlo.subtract", "stablehlo.multiply", "stablehlo.maximum",
                     "stablehlo.minimum", "stablehlo.clamp", "stablehlo.divide", "stablehlo.remainder",
                     "stablehlo.negate", "stablehlo.abs"})
@@ -83,6 +91,18 @@ class _Walk:
             v = splat(op)
             if isinstance(v, int):
                 known[r] = Known(v, v, frozenset({r}))
+        elif CONVERTS and name in ("stablehlo.partition_id", "stablehlo.replica_id"):
+            n = self.fa.module.num_partitions if name == "stablehlo.partition_id" else self.fa.module.num_replicas
+            known[r] = Known(0, max(n - 1, 0))
+        elif CONVERTS and name == "stablehlo.convert" and ins and ins[0] is not None:
+            # (only integer values are known: the operand is an integer)
+            a = ins[0]
+            lo_t, hi_t = _range(t)
+            if a.lo < lo_t or a.hi > hi_t:
+                if not a.free:
+                    self.out.append(OverflowSite(self.fa.program, a.constants, a.classes, f"{name} at {op.loc}"))
+                return  # wrapped: unknown from here on
+            known[r] = a
         elif name == "stablehlo.iota":
             d = int(op.attrs.get("iota_dimension", 0))
             cls = self.a.class_of.get((self.fa.program, r, d))
@@ -158,13 +178,22 @@ class _Walk:
             known[r] = Known(lo, hi, consts, classes, free)
 
 
-def overflow_sites(fa: ProgramFacts, a: DimAnalysis) -> list[OverflowSite]:
-    """Every integer add, subtract, multiply, negate or abs whose interval at the original
-    sizes leaves its type (see the module docstring)."""
+def overflow_sites(fa: ProgramFacts, a: DimAnalysis,
+                   ranges: Sequence[tuple[int, int] | None] | None = None) -> list[OverflowSite]:
+    """Every integer add, subtract, multiply, negate or abs (and, with CONVERTS, narrowing
+    convert) whose interval at the original sizes leaves its type (see the module
+    docstring). `ranges`: the closed bounds the user assumes per program input; a bound
+    whose end is a class's size (hi + 1) moves with that class, which is its class here."""
     w = _Walk(fa, a)
     main = fa.module.funcs.get(fa.module.entry)
     if main is not None:
-        w.func(main, ())
+        args: list[Known | None] = [None] * len(main.body.args)
+        if CONVERTS:
+            for i, b in enumerate(list(ranges or [])[:len(args)]):
+                if b is not None and all(isinstance(x, int) for x in b):
+                    classes = frozenset(c for c, cls in enumerate(a.classes) if cls.size == b[1] + 1)
+                    args[i] = Known(b[0], b[1], frozenset(), classes)
+        w.func(main, tuple(args))
     return list(dict.fromkeys(w.out))
 
 

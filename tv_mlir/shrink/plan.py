@@ -256,7 +256,7 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
     coordinates = _coordinates(a, facts) if COORDINATES else []
     # Per-shard bounds: a local class's bound applies to every shard of its global.
     constants = [c for fa in facts for c in role_constants(fa)]
-    where = sites(a, facts)
+    where = sites(a, facts, ranges)
     trip_only = trip_constants(a, facts, constants)
 
     def fixpoint() -> tuple[list[int], dict[tuple[str, str], float | int]]:
