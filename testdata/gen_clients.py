@@ -792,9 +792,17 @@ def drop_all_reduce(text: str, k: int = 0) -> str:
     """The k-th all-reduce is still computed, but every later use reads its operand (the
     device's partial sum)."""
     c = [c for c in collectives(text) if c.kind == "all_reduce"][k]
-    rest = re.sub(rf"{re.escape(c.result)}(?![\w.#])", c.operand, text[c.end:])
-    assert rest != text[c.end:], "the all-reduce has no uses"
-    return text[:c.end] + rest
+    return text[:c.end] + reuse(text[c.end:], c.result, c.operand)
+
+
+def reuse(rest: str, old: str, new: str) -> str:
+    """Uses of `old` read `new` up to the end of the function (a later function numbers
+    its values afresh: renaming there would redefine a name)."""
+    end = rest.find("\n  }")
+    end = len(rest) if end < 0 else end
+    body = re.sub(rf"{re.escape(old)}(?![\w.#])", new, rest[:end])
+    assert body != rest[:end], "the collective has no uses"
+    return body + rest[end:]
 
 
 def wrong_axes(text: str, k: int = 0) -> str:

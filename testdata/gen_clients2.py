@@ -773,9 +773,7 @@ def drop_collective(kind: str, k: int = 0) -> Any:
     collective_permute that never happened: each device keeps its own block)."""
     def mutate(text: str) -> str:
         c = _nth(text, kind, k)
-        rest = re.sub(rf"{re.escape(c.result)}(?![\w.#])", c.operand, text[c.end:])
-        assert rest != text[c.end:], "the collective has no uses"
-        return text[:c.end] + rest
+        return text[:c.end] + g.reuse(text[c.end:], c.result, c.operand)
     return mutate
 
 
@@ -796,6 +794,20 @@ def dropped_permute(text: str, k: int = -1) -> str:
     """The k-th collective_permute (the last by default) never sends: each device keeps its own block (every
     device its own source and target)."""
     return _permute(text, k, lambda pairs: [[s, s] for s, _ in pairs])
+
+
+_ALL_REDUCE = re.compile(r'^( +)(%[\w.#]+) = "stablehlo\.all_reduce"\((%[\w.#]+)\) <\{[^\n]*$', re.M)
+
+
+def dropped_all_reduce_nested(text: str, k: int = -1) -> str:
+    """gen_clients.drop_all_reduce for an all-reduce at any depth (the last by default): a
+    loop's gradient all-reduce sits in the loop body, which the function-level reading
+    does not reach (XLA's module also keeps unused function-level copies of loop bodies)."""
+    m = list(_ALL_REDUCE.finditer(text))[k]
+    end = text.index("\n", m.start())
+    if text[m.start():end].rstrip().endswith("({"):
+        end = text.index("\n" + m.group(1) + "})", m.start()) + len(m.group(1)) + 3
+    return text[:end] + g.reuse(text[end:], m.group(2), m.group(3))
 
 
 def reversed_permute(text: str, k: int = -1) -> str:
@@ -839,6 +851,7 @@ def wrong_axes_any(kind: str) -> Any:
 
 MUTATIONS: g.Mutations = {
     **g.MUTATIONS,
+    "dropped_all_reduce_nested": dropped_all_reduce_nested,
     "dropped_permute": dropped_permute,
     "reversed_permute": reversed_permute,
     "shifted_permute": shifted_permute,
