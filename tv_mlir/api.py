@@ -13,6 +13,7 @@ from tv_mlir.assume import resolve as resolve_bounds
 from tv_mlir.assume import shrunk_sizes
 from tv_mlir.errors import TvError, Unsupported, UsageError
 from tv_mlir.execute.xla import XlaRunner
+from tv_mlir.execute.xla_child import shared_runner
 from tv_mlir.frontend import symshape
 from tv_mlir.frontend.classify import check_signatures
 from tv_mlir.frontend.read import BYTECODE_MAGIC, Loaded, SourceSpec, load_module, load_module_mlir, read_source
@@ -94,7 +95,10 @@ def verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, *
             verdict = prove_staged(ref_m, other_m, options, shrunk_sizes(shrink), memory)
             verdict.shrink = shrink
     second: SecondWitness | None = None
-    runner = XlaRunner()  # one for every XLA run at the original sizes (it caches compiled modules)
+    # One for every XLA run at the original sizes (it caches compiled modules), in a child
+    # process: an XLA CHECK failure aborts the process it runs in. The child stays for
+    # the next verification; its compiled modules go when this one ends.
+    runner = shared_runner()
     shrunk = bool(verdict.shrink and verdict.shrink.get("applied"))
     checked = False
     if embedding is not None and shrink is not None and verdict.verdict == "equivalent":
@@ -133,6 +137,7 @@ def verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, *
     if not checked:
         _full_size_check(verdict, shrunk, originals, options, runner)
     _exit_1_needs_confirmation(verdict, options)
+    runner.forget()
     verdict.time_s = round(time.perf_counter() - t0, 4)
     verdict.assume = assumed(options)
     verdicts.keep(options, kept, verdict)

@@ -55,9 +55,10 @@ def xla_replay(ref: Module, other: Module, arrays: list[np.ndarray], output: int
     """The witness on XLA: the two programs' values of one output element, or for a
     replica divergence the two devices' copies of it. `runner`: an XlaRunner to reuse
     (it caches compiled modules)."""
-    from tv_mlir.execute.xla import XlaRunError, XlaRunner
+    from tv_mlir.execute.xla import XlaRunError
+    from tv_mlir.execute.xla_child import shared_runner
 
-    runner = runner or XlaRunner()
+    runner = runner or shared_runner()  # a child process: an XLA CHECK failure aborts its process
     try:
         if devices is None:
             r = run_on_xla(runner, ref, arrays)[0][output][index]

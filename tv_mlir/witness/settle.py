@@ -23,6 +23,7 @@ from tv_mlir.assume import within
 from tv_mlir.errors import TvError
 from tv_mlir.execute.interp import Interpreter
 from tv_mlir.execute.xla import XlaRunner
+from tv_mlir.execute.xla_child import shared_runner
 from tv_mlir.ir import Module, TensorType
 from tv_mlir.options import Options
 from tv_mlir.prove import solve
@@ -50,7 +51,9 @@ class RunnerSlot:
 
     def get(self) -> XlaRunner:
         if self.runner is None:
-            self.runner = XlaRunner()  # jax is imported when the runner first compiles
+            # In a child process (jax is imported there when it first compiles): an XLA
+            # CHECK failure aborts the process it runs in.
+            self.runner = shared_runner()
         return self.runner
 
 
@@ -210,8 +213,11 @@ def settle(cex: Counterexample, w: Witness, thorough: bool = True) -> tuple[str,
     if not uses_approximation and thorough:
         cex.unique = unique(w, concrete_inputs(cex, w.types))
     if uses_approximation and not _reproduced(cex.replay):
-        return "unknown", ("counterexample depends on approximated ops "
-                           f"({', '.join(sorted(w.alg.approximations))}) and XLA does not reproduce it "
+        ops = ", ".join(sorted(w.alg.approximations))
+        failed = next((r.error for r in cex.replay if r.backend == "xla" and r.error), "")
+        if failed:  # XLA did not run it: say why, not that it ran and agreed
+            return "unknown", f"counterexample depends on approximated ops ({ops}) and XLA could not run it: {failed}"
+        return "unknown", (f"counterexample depends on approximated ops ({ops}) and XLA does not reproduce it "
                            "with the real functions within the f32 range")
     return "not-equivalent", f"differs at {list(cex.index)}"
 
