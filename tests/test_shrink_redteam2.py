@@ -4,7 +4,9 @@ XLA-checked at the original sizes on 8 devices) and the two rules it opened:
 - rule (a), bit operations (`constants.BIT_OPS`): `pos >> 3` is `pos // 8` and `label & 7`
   is `label % 8`, so 8 is a literal the size values keep their order with;
 - rule (a), narrowing converts (`overflow.CONVERTS`): positions stored as int8, or token ids
-  bounded by `--assume` stored as int16, wrap at the original sizes and not at shrunk ones.
+  bounded by `--assume` stored as int16, wrap at the original sizes and not at shrunk ones;
+- rule (b), shifts (`positions.SHIFTS`): a partition offset `(tp << 4) + i` names 16, as
+  `tp * 16 + i` does.
 
 Every pair's verdict is held here:
 - a bug twin, verified with the full-size check and the second witness off (so that
@@ -20,7 +22,7 @@ import pytest
 
 import tv_mlir
 from tests.conftest import TESTDATA
-from tv_mlir.shrink import constants, overflow
+from tv_mlir.shrink import constants, overflow, positions
 
 D = TESTDATA / "shrink_rules"
 MANIFEST = json.loads((D / "manifest_redteam2.json").read_text())
@@ -90,22 +92,26 @@ def test_correct_twin_never_exits_1(pair: str, variant: str) -> None:
         assert v.verdict == "equivalent", v.reason
 
 
-SWITCHED = [("shift_block", constants, "BIT_OPS"), ("label_bits", constants, "BIT_OPS"),
-            ("label_mask", constants, "BIT_OPS"), ("pos_narrow", overflow, "CONVERTS"),
-            ("ids_narrow", overflow, "CONVERTS")]
+# pair -> the switches whose rules each keep its bug visible (all off: hidden).
+SWITCHED = {"shift_block": [(constants, "BIT_OPS"), (positions, "SHIFTS")],
+            "label_bits": [(constants, "BIT_OPS")], "label_mask": [(constants, "BIT_OPS")],
+            "pos_narrow": [(overflow, "CONVERTS")], "ids_narrow": [(overflow, "CONVERTS")],
+            "shl_offset": [(positions, "SHIFTS")]}
 
 
-@pytest.mark.parametrize("pair,module,switch", SWITCHED, ids=[p[0] for p in SWITCHED])
-def test_without_its_rule_the_bug_hides(pair: str, module: object, switch: str,
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("pair", list(SWITCHED))
+def test_without_its_rule_the_bug_hides(pair: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # shift_block: the reference's blocks are `pos // 16` (16 the local length, rewritten),
-    # the bug's `pos >> 3`; label_bits / label_mask: the label's row `label & 7` where & 15 is
-    # right; at a local length of 8 the bug is the reference. pos_narrow: int8 positions
-    # wrap from 128 on, never at 16 positions; ids_narrow: int16 ids wrap from 32768 on,
-    # never in a vocabulary of 2 (the assumed bound follows the vocabulary down).
+    # the bug's `pos >> 3` (rule a's literal 8, and rule b's position 8); label_bits /
+    # label_mask: the label's row `label & 7` where & 15 is right; at a local length of 8
+    # the bug is the reference. pos_narrow: int8 positions wrap from 128 on, never at 16
+    # positions; ids_narrow: int16 ids wrap from 32768 on, never in a vocabulary of 2 (the
+    # assumed bound follows the vocabulary down); shl_offset: the bug's shard offset
+    # `tp << 3` is right at a local length of 8.
     v = _verify(pair, "small", "bug", **RULES_ONLY)
     assert v.verdict != "equivalent", v.reason
-    monkeypatch.setattr(module, switch, False)
+    for module, switch in SWITCHED[pair]:
+        monkeypatch.setattr(module, switch, False)
     v = _verify(pair, "small", "bug", **RULES_ONLY)
     assert v.verdict == "equivalent", v.reason
     assert v.shrink["applied"] and v.shrink["shrunk"], v.shrink

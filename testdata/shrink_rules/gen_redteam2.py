@@ -598,6 +598,49 @@ def ids_narrow(b: int, v: int, h: int) -> Pair:
                 "token ids are stored in int16 (wrapping past 32767) instead of int32")
 
 
+# Sequence-parallel positions whose shard offset is written as a shift, `(tp << 4) + i`
+# for a local length of 16; the bug shifts by 3 (an offset of tp * 8).
+def shl_offset(s: int, h: int) -> Pair:
+    local = s // TP
+    bits = local.bit_length() - 1
+
+    def ref(x):
+        return x * lax.broadcasted_iota(I32, (s, h), 0).astype(F32)
+
+    def body(k):
+        def f(x):
+            pos = (lax.axis_index("tp") << k) + lax.broadcasted_iota(I32, (local, h), 0)
+            return x * pos.astype(F32)
+        return f
+
+    def sharded(k):
+        return _smap(MESH_TP, body(k), (P("tp", None),), P("tp", None))
+
+    return Pair("shl_offset", "b", "small", {"seq": s, "hidden": h}, [Arg((s, h))], ref, sharded(bits),
+                sharded(bits - 1), f"the shard offset is tp << {bits - 1} instead of tp << {bits}")
+
+
+# A sequence-parallel table lookup whose block starts at `tp << 4` (a dynamic slice of a
+# replicated position table, local length 16); the bug starts at `tp << 3`.
+def shl_slice(s: int, h: int) -> Pair:
+    local = s // TP
+    bits = local.bit_length() - 1
+
+    def ref(x, table):
+        return x + table
+
+    def body(k):
+        def f(x, table):
+            return x + lax.dynamic_slice(table, ((lax.axis_index("tp") << k).astype(I32), 0), (local, h))
+        return f
+
+    def sharded(k):
+        return _smap(MESH_TP, body(k), (P("tp", None), P(None, None)), P("tp", None))
+
+    return Pair("shl_slice", "h", "small", {"seq": s, "hidden": h}, [Arg((s, h)), Arg((s, h))], ref, sharded(bits),
+                sharded(bits - 1), f"the table block starts at tp << {bits - 1} instead of tp << {bits}")
+
+
 def pairs() -> list[Pair]:
     return [
         rng_rows(64, 32), chunk_diag(64, 4, 8), chunk_prev(64, 4, 16), gqa_index(16, 4, 4, 4),
@@ -606,6 +649,7 @@ def pairs() -> list[Pair]:
         logn_count(64, 4), ring_causal(64, 4), next_label(2, 32, 16), pos_bucket(256, 8),
         smooth_count(4, 64), expert_and(64, 8), shift_block(64, 4), sqrt_fold(16, 64),
         label_bits(32, 64), label_mask(32, 64), pos_narrow(256, 4), ids_narrow(64, 40000, 4),
+        shl_offset(64, 4), shl_slice(64, 4),
         # realistic sizes
         chunk_diag(4096, 64, 128, "big"), pad_mean(4000, 256, "big"), embed_le(32000, 32000, 128, "big"),
         pad_lse(4094, 64, "big"), rng_rows(2048, 256, "big"),

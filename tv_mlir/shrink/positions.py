@@ -25,9 +25,20 @@ from tv_mlir.shrink.facts import ProgramFacts, moved_operands, only_device, regi
 COMBINING = frozenset({"stablehlo.subtract", "stablehlo.add", "stablehlo.compare"})
 # A named position past this is a mask fill or a scale, not a window (-1e9, 3.4e38).
 _MAX_NAMED = 1 << 16
+# Rule (b), shifts: a position (or a partition offset) shifted by a constant k is
+# multiplied or divided by 2^k (`(tp << 4) + i` is `tp * 16 + i`, `pos >> 3` is `pos // 8`),
+# so the constant names 2^k, as a factor does. Off: shifts end an offset's arithmetic and
+# a shift amount names k.
+SHIFTS = True
+_SHIFT_OPS = frozenset({"stablehlo.shift_left", "stablehlo.shift_right_logical", "stablehlo.shift_right_arithmetic"})
 # The arithmetic of a partition offset: device ids and constants through these.
 _OFFSET_ARITH = SPLAT_PRESERVING | {"stablehlo.multiply", "stablehlo.add", "stablehlo.subtract",
                                     "stablehlo.divide", "stablehlo.remainder"}
+
+
+def _power(value: float) -> float:
+    """2^k for a shift amount k (0 when k is no small non-negative integer)."""
+    return float(1 << int(value)) if float(value).is_integer() and 0 <= value < 31 else 0.0
 
 
 @dataclass(frozen=True)
@@ -120,14 +131,17 @@ def _pass(fa: ProgramFacts, a: DimAnalysis, ops: list[Op], derived: dict[str, tu
                 if ins[k]:
                     continue
                 for cname, cvalue in _offset_constants(fa, o, memo=memo):
-                    if op.name == "stablehlo.multiply" or (op.name == "stablehlo.divide" and k == 1):
+                    if SHIFTS and op.name in _SHIFT_OPS and k == 1:
+                        name(cname, _power(cvalue), 1.0, classes)  # a factor 2^k
+                    elif op.name == "stablehlo.multiply" or (op.name == "stablehlo.divide" and k == 1):
                         # A factor: names where the product reaches one unit, and itself.
                         name(cname, max(abs(cvalue), 1.0 / abs(cvalue)) if cvalue else 0.0, 1.0, classes)
                     else:
                         name(cname, cvalue, scale, classes)
             factor = _factor(fa, op, ins, memo)
             if factor is not None:
-                scale = scale * factor if op.name == "stablehlo.multiply" else scale / factor
+                scale = scale * factor if op.name in ("stablehlo.multiply", "stablehlo.shift_left") \
+                    else scale / factor
         for r in op.results:
             derived[r] = (scale, classes)
 
@@ -135,9 +149,10 @@ def _pass(fa: ProgramFacts, a: DimAnalysis, ops: list[Op], derived: dict[str, tu
 def _factor(fa: ProgramFacts, op: Op, ins: list[tuple[float, frozenset[int]] | None],
             memo: dict[str, tuple[tuple[tuple[str, float], ...], bool] | None]) -> float | None:
     """|k| of `pos * k` or `pos / k` with a constant k, else None (the scale is kept)."""
+    shift = SHIFTS and op.name in _SHIFT_OPS
     if op.name == "stablehlo.multiply":
         others = [o for o, d in zip(op.operands, ins) if not d]
-    elif op.name == "stablehlo.divide" and ins[0] and not ins[1]:
+    elif (op.name == "stablehlo.divide" or shift) and ins[0] and not ins[1]:
         others = [op.operands[1]]
     else:
         return None
@@ -146,7 +161,7 @@ def _factor(fa: ProgramFacts, op: Op, ins: list[tuple[float, frozenset[int]] | N
     found = _offset_constants(fa, others[0], device=False, memo=memo)
     if len(found) != 1 or not found[0][1]:
         return None
-    return abs(float(found[0][1]))
+    return _power(found[0][1]) or None if shift else abs(float(found[0][1]))
 
 
 def _offset_constants(fa: ProgramFacts, value: str, device: bool = True,
@@ -183,7 +198,7 @@ def _offset_constants(fa: ProgramFacts, value: str, device: bool = True,
             memo[v] = None if c is None else (((v, float(c)),) if not only_device(fa, v) else (), False)
         elif op.name in DEVICE_IDS:
             memo[v] = ((), True)
-        elif op.name in _OFFSET_ARITH:
+        elif op.name in _OFFSET_ARITH or (SHIFTS and op.name in _SHIFT_OPS):
             todo = [o for o in op.operands if o not in memo]
             if todo:
                 stack.extend(todo)
@@ -192,6 +207,9 @@ def _offset_constants(fa: ProgramFacts, value: str, device: bool = True,
             if any(p is None for p in parts):
                 memo[v] = None
             else:
+                if op.name in _SHIFT_OPS and parts[1] is not None:
+                    # the amount k stands for the factor 2^k
+                    parts[1] = (tuple((c, _power(x)) for c, x in parts[1][0]), parts[1][1])
                 memo[v] = (tuple(c for p in parts if p for c in p[0]), any(p[1] for p in parts if p))
         else:
             memo[v] = None
