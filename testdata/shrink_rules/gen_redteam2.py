@@ -649,11 +649,52 @@ def pairs() -> list[Pair]:
         logn_count(64, 4), ring_causal(64, 4), next_label(2, 32, 16), pos_bucket(256, 8),
         smooth_count(4, 64), expert_and(64, 8), shift_block(64, 4), sqrt_fold(16, 64),
         label_bits(32, 64), label_mask(32, 64), pos_narrow(256, 4), ids_narrow(64, 40000, 4),
-        shl_offset(64, 4), shl_slice(64, 4),
+        shl_offset(64, 4), shl_slice(64, 4), rsqrt_count(16, 64), xor_pair(32, 64),
         # realistic sizes
         chunk_diag(4096, 64, 128, "big"), pad_mean(4000, 256, "big"), embed_le(32000, 32000, 128, "big"),
         pad_lse(4094, 64, "big"), rng_rows(2048, 256, "big"),
     ]
+
+
+# Attention scaled by 1 / sqrt(d) for d = 64 features sharded by tp: the reference multiplies
+# by the literal 0.125, the correct twin by rsqrt of the feature count it psums from the
+# local widths; the bug takes rsqrt of the local width only.
+def rsqrt_count(s: int, d: int) -> Pair:
+    def ref(q, k):
+        return (q @ k.T) * 0.125
+
+    def body(everyone):
+        def f(q, k):
+            n = jnp.float32(q.shape[1]) * jnp.ones((), F32)
+            n = lax.psum(n, "tp") if everyone else n
+            return lax.psum(q @ k.T, "tp") * lax.rsqrt(n)
+        return f
+
+    def sharded(everyone):
+        return _smap(MESH_TP, body(everyone), (P(None, "tp"), P(None, "tp")), P(None, None))
+
+    return Pair("rsqrt_count", "a", "small", {"seq": s, "d": d}, [Arg((s, d)), Arg((s, d))], ref, sharded(True),
+                sharded(False), "the scale is rsqrt of the local feature count instead of the global one")
+
+
+# Interleaved RoPE pairs (features 2i and 2i + 1 rotate together): the partner of feature
+# j is j ^ 1, taken at constant indices; the bug pairs j with j ^ 2.
+def xor_pair(s: int, d: int) -> Pair:
+    def rot(x, m):
+        partner = jnp.take(x, jnp.arange(d) ^ m, axis=1, mode="clip")
+        sign = jnp.where(jnp.arange(d) % 2 == 0, -1.0, 1.0)
+        return x + sign * partner
+
+    mesh = jax.sharding.Mesh(np.array(jax.devices()[:TP]), ("dp",))
+    sh = jax.sharding.NamedSharding(mesh, P("dp", None))
+
+    def twin(m):
+        def f(x):
+            return jax.lax.with_sharding_constraint(rot(jax.lax.with_sharding_constraint(x, sh), m), sh)
+        return f
+
+    return Pair("xor_pair", "h", "small", {"seq": s, "d": d}, [Arg((s, d))], lambda x: rot(x, 1), twin(1), twin(2),
+                "feature j is paired with j ^ 2 instead of j ^ 1")
 
 
 def main() -> int:
