@@ -1,7 +1,8 @@
 """Fingerprints run once more with the uninterpreted functions replaced
 (`fingerprints.OTHER_FUNCS`): values that agree on every true run only because exp
 underflows to 0 (a masked softmax row with one unmasked entry) are no match, so the sweep
-does not spend a failed local proof on them."""
+does not spend a failed local proof on them; what the proofs know of exp (exp(0) = 1,
+exp > 0, exp(x) * exp(y) = exp(x + y)) still holds for the function put in."""
 from __future__ import annotations
 
 import numpy as np
@@ -61,10 +62,14 @@ def test_an_underflowed_exp_is_no_match(monkeypatch: pytest.MonkeyPatch, other_f
 
 def test_what_the_proofs_know_of_exp_still_matches() -> None:
     assert _result_keys(AT_ZERO) == _input_keys(0)
-    xs = np.array([-3.0e38, -50.0, -1.0, 0.0, 1.0, 30.0])
+    xs = np.array([-3.0e38, -50.0, -1.0, 0.0, 1.0, 30.0, 2.0e38])
     other = F.OTHER_FUNCS["exponential"](xs)
-    assert other[3] == 1.0 and (other > 0).all()  # exp(0) = 1 and exp > 0 are all the proofs use
-    assert other[0] == 0.25 and abs(other[4] - np.exp(1.0)) < 0.25
+    # exp(0) = 1, exp > 0 and exp(x) * exp(y) = exp(x + y) are what the proofs use.
+    assert other[3] == 1.0 and (other > 0).all()
+    exp = F.OTHER_FUNCS["exponential"]
+    for a, b in [(-3.0e38, 2.0e38), (1.0, -1.0), (-1.0e38, -1.0e38)]:
+        assert np.isclose(exp(np.float64(a)) * exp(np.float64(b)), exp(np.float64(a + b)), rtol=1e-12)
+    assert other[0] > 1e-3  # far below 0 it is not the 0 exp underflows to
 
 
 def test_both_traces_carry_the_other_run_or_neither() -> None:

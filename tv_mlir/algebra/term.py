@@ -34,6 +34,7 @@ POLY = "poly"      # real or int polynomial over atoms; data: ((monomial, coeff)
 VAR = "var"        # free constant; data: name
 ITE = "ite"        # args: (cond, then, else), then/else real or int polys
 UF = "uf"          # uninterpreted function; data: name; args: polys
+EXP = "exponential"  # the UF whose products combine (`TermStore._exps`)
 INV = "inv"        # 1/x of a non-constant real poly x (division by 0: see `div`)
 FLOOR = "floor"    # floor of a real poly, as a real
 TO_REAL = "to_real"  # an int poly as a real
@@ -128,6 +129,8 @@ class TermStore:
     size: int = 0  # nodes made plus the monomials of the polynomials among them
     limit: int = MAX_TERMS  # `TermBudget` when `size` passes it
     _uni: Any = None  # the `univariate.Univariate` of this store, made on first use
+    # The atoms that are exp(x) (`uf` of EXP): a monomial with two of them is one (`_exps`).
+    _exp_atoms: set[int] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         from tv_mlir.algebra.univariate import Univariate  # it reads this module's node kinds
@@ -178,6 +181,8 @@ class TermStore:
     def _poly(self, sort: str, terms: dict[Monomial, Coeff]) -> Term:
         # The hot path of every arithmetic op: the key is the normal form itself, and the
         # atoms (the node's args) are worked out only for a polynomial not seen before.
+        if self._exp_atoms and sort == REAL:
+            terms = self._exps(terms)
         items = []
         for m, c in terms.items():
             if c:
@@ -214,6 +219,41 @@ class TermStore:
         t = Term(len(self.nodes), POLY, sort, tuple(self.nodes[a] for a in atoms), data, self, const, leaf)
         self.nodes.append(t)
         return t
+
+    def _exps(self, terms: dict[Monomial, Coeff]) -> dict[Monomial, Coeff]:
+        """exp(x)^i * exp(y)^j is exp(i*x + j*y), so a monomial has at most one exp factor,
+        with exponent 1: the identity of the real exponential that an online softmax
+        rests on (flash and ring attention rescale a partial sum by exp(m_old - m_new), so
+        exp(s - m_old) * exp(m_old - m_new) must be exp(s - m_new)). An identity of exp
+        for all reals, so normalising by it only makes equal terms of equal values; the
+        fingerprints' other function (`prove.fingerprints.OTHER_FUNCS`) keeps it."""
+        exps = self._exp_atoms
+        out: dict[Monomial, Coeff] | None = None
+        for k, (m, c) in enumerate(terms.items()):
+            n_exp = 0
+            for a, e in m:
+                if a in exps:
+                    n_exp += e
+            if n_exp < 2:
+                if out is not None:
+                    prev = out.get(m)
+                    out[m] = c if prev is None else prev + c
+                continue
+            if out is None:
+                out = dict(list(terms.items())[:k])
+            rest = [(a, e) for a, e in m if a not in exps]
+            arg = self.add(*[self.scale(self.nodes[a].args[0], e) for a, e in m if a in exps])
+            if arg.const != 0:
+                rest.append((self._exp_atom(arg).id, 1))
+            m2: Monomial = tuple(sorted(rest))
+            prev = out.get(m2)
+            out[m2] = c if prev is None else prev + c
+        return terms if out is None else out
+
+    def _exp_atom(self, arg: Term) -> Term:
+        atom = self._mk(UF, REAL, (arg,), EXP)
+        self._exp_atoms.add(atom.id)
+        return atom
 
     def polynomial(self, sort: str, terms: dict[Monomial, Coeff]) -> Term:
         """The polynomial with these monomials and coefficients (read from `terms_of`)."""
@@ -357,6 +397,12 @@ class TermStore:
         k = self.constant(p)
         if k is not None and k != 0:
             return self.real(Fraction(1) / k)
+        data = p.data
+        if len(data) == 1 and len(data[0][0]) == 1:
+            (((a, e),), c), = data
+            if e == 1 and a in self._exp_atoms:  # 1 / (c * exp(x)) is exp(-x) / c
+                return self.scale(self._atom_poly(self._exp_atom(self.neg(self.nodes[a].args[0]))),
+                                  Fraction(1) / Fraction(c))
         return self._atom_poly(self._mk(INV, REAL, (p,)))
 
     def div(self, a: Term, b: Term) -> Term:
@@ -405,6 +451,8 @@ class TermStore:
     def uf(self, name: str, args: Sequence[Term], sort: str = REAL) -> Term:
         if sort == BOOL:
             return self._mk(BUF, BOOL, tuple(args), name)
+        if name == EXP and sort == REAL:
+            return self._atom_poly(self._exp_atom(args[0]))
         return self._atom_poly(self._mk(UF, sort, tuple(args), name))
 
     # -- selects -----------------------------------------------------------------

@@ -24,14 +24,17 @@ OTHER_FUNCS_RUN = True  # the switch the tests flip
 
 
 def _other_exponential(x: np.ndarray) -> np.ndarray:
-    """exp(x) + (1 - exp(-x^2)) / 4: a function the proofs cannot tell from exp (they
-    leave exp uninterpreted and know of it only that exp(0) = 1 and exp(x) > 0, which this
-    keeps) whose values far below 0 are not 0. A masked softmax's exp(finfo.min - m) is
-    0 in floats, so every masked entry of a row with one unmasked entry agrees with the
-    unmasked value on every true run (its denominator is exactly 1), and as reals it does
-    not: each such match was a failed local proof of about 0.3 s."""
+    """exp(x / 10^38): a function the proofs cannot tell from exp. They know of exp that
+    exp(0) = 1, exp(x) > 0 and exp(x) * exp(y) = exp(x + y) (`TermStore._exps`: an online
+    softmax rescales by it), and every continuous function with these is exp(c * x) for
+    some c > 0. Its values far below 0 are not 0: exp(finfo.min - m) is 0 in floats (f32's
+    finfo.min is -3.4e38; here it is exp(-3.4)), so every masked entry of a row with one
+    unmasked entry agrees with the unmasked value on every true run (its denominator is
+    exactly 1), and as reals it does not: each such match was a failed local proof of
+    about 0.3 s. (At ordinary arguments the values are 1: this run tells little else
+    apart, which the true runs do.)"""
     with np.errstate(all="ignore"):
-        return np.exp(x) + 0.25 * (1.0 - np.exp(-np.square(x)))
+        return np.exp(x * 1e-38)
 
 
 OTHER_FUNCS: dict[str, Any] = {**FUNCS, "exponential": _other_exponential}
