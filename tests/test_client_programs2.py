@@ -52,8 +52,8 @@ def test_client_through_check(gen2, name: str) -> None:
     assert v.verdict == "equivalent", v.reason
 
 
-# ring_flash (the online softmax) was unknown through its staged proof until the core's
-# 13:44-14:11 commits of 2026-12-06; kept as a guard.
+# ring_flash (the online softmax) was unknown until exp(x) * exp(y) = exp(x + y) entered
+# the term normal form (602ad95); kept as a guard.
 PAIRS = ["pipeline_ppermute", "ring_attention", "zero_fsdp", "megatron_sp", "ring_flash"]
 
 
