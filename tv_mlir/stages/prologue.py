@@ -65,7 +65,7 @@ def _dropped(before: tuple[int, ...], after: tuple[int, ...]) -> tuple[int, ...]
 def holds_by_layout(o_v: str, link: Link, other: Side, ref: Side, arg_links: dict[str, Link]) -> bool:
     """Whether the other's prologue value `o_v` holds `link` by the argument's layout (the
     module docstring's conditions). `arg_links`: the other's arguments' given links."""
-    if not BY_LAYOUT:
+    if not BY_LAYOUT or ref.module.per_device:  # the argument above is about a global reference
         return False
     o, r = _chain(o_v, other.producer), _chain(link.ref, ref.producer)
     if o is None or r is None or (o[0] is None) != (r[0] is None):
