@@ -114,6 +114,30 @@ REAL_RANGES = "real_ranges"  # store cache: real cut variable's atom id -> its d
 RANGE_MONOMIALS = 4  # definitions this short are bounded at their cut (most are long sums)
 
 
+SELECT_CLASSES = True  # a select's branch classes decided by its condition (the switch tests flip)
+CLASS_DEFS = "class_defs"  # store cache: an IEEE class cut variable's atom id -> its definition
+CLASS_DEPTH = 4  # class cut variables read through, nested, to decide a select's class
+
+
+def note_class(var: Term, definition: Term) -> None:
+    """Keep the definition of a cut variable that is an IEEE class, for `_cls_where`: a
+    select decides its branches' classes through them (the sweep cuts every class of a
+    symbolic IEEE class apart, so the comparisons that decide it are a cut or two away)."""
+    if var.leaf is not None:
+        var.store.caches.setdefault(CLASS_DEFS, {})[var.leaf.id] = definition
+
+
+def note_condition(var: Term, definition: Term) -> None:
+    """Keep the definition of a Boolean cut variable that is a comparison (or its
+    negation), for `_cls_where`: a select's condition is a value the sweep cuts too."""
+    d = definition.args[0] if definition.kind == "not" else definition
+    if d.kind == "cmp":
+        var.store.caches.setdefault(CONDITION_DEFS, {})[var.id] = definition
+
+
+CONDITION_DEFS = "condition_defs"  # store cache: a Boolean cut variable's id -> its comparison
+
+
 def note_real_range(var: Term, definition: Term) -> None:
     """Keep the bounds of a real cut variable's definition, so that polynomials over the
     variable are bounded as over the definition: the sweep cuts Adam's b^t apart from the
@@ -227,6 +251,65 @@ def _sign_where(cond: Term, x: Term, when: bool) -> int:
     if ratio < 0:
         return POS_SIGN if strict else NONNEG_SIGN
     return 0
+
+
+def _decides(cond: Term, when: bool, q: Term) -> bool | None:
+    """The truth of comparison q wherever comparison `cond` is `when` (through
+    negations), when both compare affine functions of one polynomial with 0: q's
+    difference is r * d + k for cond's difference d, so cond's interval for d bounds it."""
+    while cond.kind == "not":
+        cond, when = cond.args[0], not when
+    if cond.kind != "cmp" or cond is q:
+        return when if cond is q else None
+    d, e = cond.args[0], q.args[0]
+    if d.kind != "poly" or e.kind != "poly" or not d.data or d.sort != e.sort:
+        return None
+    lead_m, lead_c = d.data[-1]
+    if not lead_m:
+        return None
+    ce = next((c for m, c in e.data if m == lead_m), None)
+    if ce is None:
+        return None
+    r = Fraction(ce) / Fraction(lead_c)
+    rest = d.store.sub(e, d.store.scale(d, r))
+    k = rest.const
+    if k is None:
+        return None
+    # What cond says of d: an interval (lo, lo open, hi, hi open; None: unbounded), or
+    # d != 0.
+    zero = Fraction(0)
+    op = cond.data
+    if r == 0:
+        return None
+    lo: Fraction | None
+    hi: Fraction | None
+    if op == "eq0":
+        if not when:  # d != 0: decides only q's "e == 0" for e = r * d
+            return False if q.data == "eq0" and k == 0 else None
+        lo, lo_open, hi, hi_open = zero, False, zero, False
+    elif op == "lt0":
+        lo, lo_open, hi, hi_open = (None, True, zero, True) if when else (zero, False, None, True)
+    elif op == "le0":
+        lo, lo_open, hi, hi_open = (None, True, zero, False) if when else (zero, True, None, True)
+    else:
+        return None
+    if r < 0:  # e = r * d + k reverses the interval
+        lo, lo_open, hi, hi_open = hi, hi_open, lo, lo_open
+    elo = None if lo is None else r * lo + k
+    ehi = None if hi is None else r * hi + k
+    below = ehi is not None and (ehi < 0 or (ehi == 0 and hi_open))  # e < 0 throughout
+    nonpos = ehi is not None and ehi <= 0
+    above = elo is not None and (elo > 0 or (elo == 0 and lo_open))  # e > 0 throughout
+    nonneg = elo is not None and elo >= 0
+    if q.data == "lt0":
+        return True if below else False if nonneg else None
+    if q.data == "le0":
+        return True if nonpos else False if above else None
+    if q.data == "eq0":
+        if below or above:
+            return False
+        return True if elo == 0 and ehi == 0 else None
+    return None
 
 
 def _ratio(d: Term, x: Term) -> Fraction | None:
@@ -386,7 +469,51 @@ class FastAlgebra:
     def f_select(self, c: Bool, a: FF, b: FF) -> FF:
         if isinstance(c, bool):
             return a if c else b
-        return FF(self.store.ite(c, a.v, b.v, canonical=True), self._ite_cls(c, a.k, b.k))
+        ka, kb = a.k, b.k
+        if SELECT_CLASSES and (not isinstance(ka, int) or not isinstance(kb, int)):
+            # A branch's class counts only where the select takes it: clip_by_global_norm's
+            # select(norm < 1, g, g / norm) takes g / norm only where norm >= 1, so never
+            # at the norm's 0, and the clipped gradients are finite.
+            ka, kb = self._cls_where(ka, c, True), self._cls_where(kb, c, False)
+        return FF(self.store.ite(c, a.v, b.v, canonical=True), self._ite_cls(c, ka, kb))
+
+    def _cls_where(self, k: Cls, cond: Term, when: bool) -> Cls:
+        """Class k where `cond` is `when`: its comparisons that this decides folded."""
+        if isinstance(k, int):
+            return k
+        s = self.store
+        defs = s.caches.get(CLASS_DEFS) or {}
+        conditions = s.caches.get(CONDITION_DEFS) or {}
+        for _ in range(CLASS_DEPTH):  # a cut condition is its comparison
+            seen = cond.args[0] if cond.kind == "not" else cond
+            if seen.id not in conditions:
+                break
+            d = conditions[seen.id]
+            cond = s.not_(d) if cond.kind == "not" else d  # type: ignore[assignment]
+        t: Term = k
+        for _ in range(CLASS_DEPTH + 1):
+            decided: dict[int, Term | bool] = {}
+            cuts: dict[int, Term | bool] = {}
+            for q in s.walk([t]):
+                if q.kind == "cmp" and q.id not in decided:
+                    v = _decides(cond, when, q)
+                    if v is not None:
+                        decided[q.id] = v
+                elif q.id in defs:
+                    cuts[q.id] = defs[q.id]  # a cut variable is its definition: an identity
+            if decided:
+                out = s.substitute(t, decided)
+                assert isinstance(out, Term)
+                t = out
+                if t.const is not None:
+                    return int(t.const)
+            if not cuts:
+                break
+            out = s.substitute(t, cuts)
+            assert isinstance(out, Term)
+            t = out
+        # Undecided: the class as it was (a cut variable, not its growing expansion).
+        return k
 
     def f_neg(self, a: FF) -> FF:
         if isinstance(a.k, int):

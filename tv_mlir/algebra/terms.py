@@ -25,7 +25,7 @@ from tv_mlir.algebra.base import Kind
 from tv_mlir.algebra.fast import FF
 from tv_mlir.algebra.piecewise import int_range
 from tv_mlir.algebra.symbolic import FIN, NAN, NEG, POS, POSITIVE_CUT_PREFIX, SF, Simplifier, known_positive, lift_any
-from tv_mlir.algebra.term import BVAR, INT, REAL, VAR, Term, TermStore
+from tv_mlir.algebra.term import BOOL, BVAR, INT, REAL, VAR, Term, TermStore
 from tv_mlir.algebra.term import TermBudget as TermBudget  # re-exported: callers catch it here
 from tv_mlir.algebra.term_z3 import Z3Translator
 
@@ -181,6 +181,9 @@ def record_range(var: Any, definition_of: Any, definition: Any) -> None:
     if isinstance(var, Term) and var.sort == REAL and var.leaf is not None and isinstance(definition_of, Term):
         fast.note_real_range(var, definition_of)
         return
+    if isinstance(var, Term) and var.sort == BOOL and isinstance(definition_of, Term):
+        fast.note_condition(var, definition_of)
+        return
     if not isinstance(var, Term) or var.sort != INT or var.leaf is None:
         return
     if isinstance(definition_of, Term):
@@ -193,6 +196,8 @@ def record_range(var: Any, definition_of: Any, definition: Any) -> None:
     # that the definitions rule out (pairs/argmax_forms then got a spurious witness). They
     # are kept as `ranges`, which only range analysis and canonical guards read.
     lo, hi = intervals.interval(definition_of)
+    if 0 <= lo and hi <= 3 and isinstance(definition_of, Term):  # an IEEE class (`fast.note_class`)
+        fast.note_class(var, definition_of)
     if hi - lo <= NARROW_RANGE:
         var.store.ranges[var.leaf.id] = (int(lo), int(hi))
         return
