@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+import pytest
+
 from conftest import TESTDATA
 from tv_mlir.algebra.term import EXP, REAL, TermStore
 from tv_mlir.api import verify
@@ -39,19 +41,13 @@ def test_ring_attention_with_an_online_softmax_is_equivalent() -> None:
         assert v.verdict == "equivalent", (form, v.reason)
 
 
-def test_a_rescale_the_wrong_way_round_is_caught() -> None:
-    """exp(m_new - m_old) where exp(m_old - m_new) belongs (the block's first rescale)."""
+@pytest.mark.parametrize("line,bug", [
+    # exp(m_new - m_old) where exp(m_old - m_new) belongs (the second block's rescale)
+    ("%31 = stablehlo.subtract %9, %30 : tensor<1x2x1xf32>", "%31 = stablehlo.subtract %30, %9 : tensor<1x2x1xf32>"),
+    # den where den * exp(m_old - m_new) belongs (abs keeps the line: den > 0)
+    ("%40 = stablehlo.multiply %22, %32 : tensor<1x2x1xf32>", "%40 = stablehlo.abs %22 : tensor<1x2x1xf32>"),
+], ids=["rescale_reversed", "denominator_not_rescaled"])
+def test_a_wrong_rescale_is_caught(line: str, bug: str) -> None:
     good = (CLIENTS / "ring_flash.shardy.mlir").read_text()
-    line = "%31 = stablehlo.subtract %9, %30 : tensor<1x2x1xf32>"
     assert good.count(line) == 1
-    bad = good.replace(line, "%31 = stablehlo.subtract %30, %9 : tensor<1x2x1xf32>")
-    assert_not_equivalent(CLIENTS / "ring_flash.ref.mlir", bad, confirmed=True, cache=False)
-
-
-def test_a_denominator_not_rescaled_is_caught() -> None:
-    """den where den * exp(m_old - m_new) belongs (the second block; abs keeps the line)."""
-    good = (CLIENTS / "ring_flash.shardy.mlir").read_text()
-    line = "%40 = stablehlo.multiply %22, %32 : tensor<1x2x1xf32>"
-    assert good.count(line) == 1
-    bad = good.replace(line, "%40 = stablehlo.abs %22 : tensor<1x2x1xf32>")
-    assert_not_equivalent(CLIENTS / "ring_flash.ref.mlir", bad, confirmed=True, cache=False)
+    assert_not_equivalent(CLIENTS / "ring_flash.ref.mlir", good.replace(line, bug), confirmed=True, cache=False)
