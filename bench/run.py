@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import signal
 import statistics
 import subprocess
@@ -18,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tv_mlir.api import verify  # noqa: E402
+from tv_mlir.heap import peak_rss_mb  # noqa: E402
 
 
 def rows() -> list[tuple[str, Path, Path, str]]:
@@ -367,7 +367,7 @@ def _depth_child(ref: Path, other: Path, cache: str, jobs: str, timeout: float, 
 
 def depth_pair(ref: str, other: str, cache: str, jobs: str, timeout: float) -> int:
     v = verify(Path(ref), Path(other), timeout_s=timeout, cache_dir=cache, jobs=int(jobs))
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak_mb = peak_rss_mb()
     st = {k: val for k, val in (v.stages or {}).items() if k != "list"}
     print(json.dumps({"verdict": v.verdict, "stages": st, "peak_mb": peak_mb}), flush=True)
     return 0
@@ -414,7 +414,7 @@ def core_pair(ref: str, other: str, timeout: float, core_name: str, assume_json:
     assume = {k: (lo, float(hi)) if hi == "inf" else (lo, hi) for k, (lo, hi) in json.loads(assume_json).items()}
     v = verify(Path(ref), Path(other), timeout_s=timeout, progress=True, core=core_name, assume=assume)
     keys = ("numeric_s", "symbolic_s", "solve_s", "merged", "cut_points", "element_ops", "element_ops_per_s")
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
+    peak_mb = peak_rss_mb()
     print(json.dumps({"verdict": v.verdict, "stats": {k: v.stats[k] for k in keys if k in v.stats},
                       "peak_mb": peak_mb}), flush=True)
     return 0

@@ -584,10 +584,10 @@ def measure_8b(variant: str, form: str = "partitioned") -> dict[str, Any]:
     and the verification. Returns the verdict, its reason, the kept (pinned) classes, the
     times and this process's peak resident memory (nothing of the model's size may be
     allocated: the embedding alone is 0.5 GB)."""
-    import resource
     import time
 
     from tv_mlir.api import verify
+    from tv_mlir.heap import peak_rss_mb
 
     cfg = LLAMA_8B
     v = next(v for v in variants(cfg) if v.name == variant)
@@ -601,7 +601,7 @@ def measure_8b(variant: str, form: str = "partitioned") -> dict[str, Any]:
     shrink = verdict.shrink or {}
     return {"pair": f"8b {variant} {form}", "verdict": verdict.verdict, "reason": verdict.reason,
             "export_s": round(t1 - t0, 2), "verify_s": round(t2 - t1, 2), "total_s": round(t2 - t0, 2),
-            "max_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+            "max_rss_mb": round(peak_rss_mb()),
             "kept": [(c["original"], c["where"], c.get("reason", "")) for c in shrink.get("kept", [])],
             "shrunk": [(c["original"], c["verified"], c["where"]) for c in shrink.get("shrunk", [])]}
 

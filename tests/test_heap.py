@@ -97,3 +97,16 @@ def test_a_finished_spmd_run_is_freed_without_the_collector() -> None:
     finally:
         if was:
             gc.enable()
+
+
+def test_a_child_measures_its_own_peak_not_its_parents() -> None:
+    """Linux carries ru_maxrss over exec from the forking parent: a measuring child of a
+    big test worker read the worker's peak (test_flax_8b failed at "1.6 GB" on 320 MB).
+    `peak_rss_mb` reads the child's own address space."""
+    import subprocess
+    import sys
+
+    held = b"x" * 400_000_000  # this process at 400 MB when it forks
+    code = "from tv_mlir.heap import peak_rss_mb; print(peak_rss_mb())"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert len(held) and float(out) < 200, out
