@@ -432,3 +432,18 @@ def count_facts(text: str) -> tuple[Any, set[str]]:
 
     fa = ProgramFacts.of("ref", _raw(text, prepare(text, Options())).module)
     return fa, {op.results[0] for op in fa.ops() if op.name == "stablehlo.reduce"}
+
+
+def client_generator(name: str) -> Any:
+    """A client generator of testdata (`gen_clients`, `gen_clients2`) as a module, for the
+    real-client tests' fixtures: without jax, flax or optax the test is skipped (the bundled
+    pairs of testdata/clients need neither flax nor optax)."""
+    import importlib
+    import sys
+
+    for dep in ("jax", "flax", "optax"):
+        pytest.importorskip(dep)
+    if str(TESTDATA) not in sys.path:
+        sys.path.insert(0, str(TESTDATA))
+    return importlib.import_module(name)
+

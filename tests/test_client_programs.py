@@ -15,27 +15,17 @@ Slower programs and both forms of all 18 are measured, not tested:
 `.venv/bin/python testdata/gen_clients.py --measure` (docs/jax.md has the table)."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
+from conftest import TESTDATA, client_generator
 from tv_mlir.testing import assert_equivalent, assert_not_equivalent
 
-jax = pytest.importorskip("jax")
-pytest.importorskip("flax")
-pytest.importorskip("optax")
-
-ROOT = Path(__file__).resolve().parents[1]
-CLIENTS = ROOT / "testdata" / "clients"
-sys.path.insert(0, str(ROOT / "testdata"))
+CLIENTS = TESTDATA / "clients"
 
 
 @pytest.fixture(scope="module")
 def gen():
-    import gen_clients
-
-    return gen_clients
+    return client_generator("gen_clients")  # skips without jax, flax and optax
 
 
 def test_moe_top2_through_check(gen) -> None:

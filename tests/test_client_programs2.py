@@ -8,27 +8,17 @@ not-equivalent with a counterexample XLA confirms. `gen_clients2.py --measure` a
 `--mutants` give the whole table (docs/jax.md)."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
+from conftest import TESTDATA, client_generator
 from tv_mlir.testing import assert_equivalent, assert_not_equivalent
 
-jax = pytest.importorskip("jax")
-pytest.importorskip("flax")
-pytest.importorskip("optax")
-
-ROOT = Path(__file__).resolve().parents[1]
-CLIENTS = ROOT / "testdata" / "clients"
-sys.path.insert(0, str(ROOT / "testdata"))
+CLIENTS = TESTDATA / "clients"
 
 
 @pytest.fixture(scope="module")
 def gen2():
-    import gen_clients2
-
-    return gen_clients2
+    return client_generator("gen_clients2")  # skips without jax, flax and optax
 
 
 SLOW = pytest.mark.slow

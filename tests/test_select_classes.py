@@ -7,6 +7,7 @@ everything computed from them (an Adam or adafactor update over ~200 weights had
 symbolic class per element, each a failed local proof of ~0.1 s)."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from tv_mlir.algebra import fast
@@ -66,3 +67,14 @@ def test_decides() -> None:
     assert fast._decides(at, True, s.lt(n, s.real(3))) is False and fast._decides(at, True, s.le(n, s.real(3)))
     assert fast._decides(at, False, s.eq(s.scale(n, 2), s.real(6))) is False  # n != 3: 2n != 6
     assert fast._decides(s.not_(below), True, s.eq(n, s.real(0))) is False  # through a negation
+
+
+@pytest.mark.parametrize("max_norm", ["1.0", "0.0"])
+def test_the_clip_agrees_with_xla(xla, max_norm: str) -> None:
+    """The rule in both algebras against XLA: a gradient of norm 0 (the divided branch's
+    0/0, taken only with max_norm 0), a small one and one to clip."""
+    from conftest import check_against_xla
+
+    text = CLIP.replace("MAXNORM", max_norm)
+    for g in (np.zeros(8), np.full(8, 0.1), np.arange(8.0) - 3.5):
+        check_against_xla(xla, text, [g.astype(np.float32)])

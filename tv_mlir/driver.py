@@ -33,7 +33,7 @@ from tv_mlir.prove.sweep import Sweeper
 from tv_mlir.semantics.fixed_width import int_width
 from tv_mlir.verdict import Counterexample, OutputResult, Verdict
 from tv_mlir.witness.replay import py_value, values_differ
-from tv_mlir.witness.settle import RunnerSlot, Witness, environment, exact_values, py_list, settle
+from tv_mlir.witness.settle import Witness, environment, exact_values, py_list, settle
 
 # Size of the new terms (nodes and monomials) the full expansion of one output element may make (own core).
 EXPANSION_TERMS = 400_000  # (size: nodes and monomials)
@@ -461,7 +461,7 @@ def _settle(cex: Counterexample, res: OutputResult, obligation: Obligation, inde
     (`thorough` False): minimising each one cost up to 5 s of numeric runs per output (a
     missing psum that reaches 7 outputs spent 35 of its 50 s there)."""
     w = Witness(ctx.ref, ctx.other, obligation, index, a0, b0, ctx.sweeper.store, ctx.alg, ctx.inputs, ctx.constraints,
-                ctx.types, ctx.names, ctx.options, ctx.runners, ctx.bounds)
+                ctx.types, ctx.names, ctx.options, ctx.bounds)
     res.verdict, res.detail = settle(cex, w, thorough)
 
 
@@ -476,7 +476,6 @@ class _Context:
     types: Sequence[TensorType]
     names: list[str]
     options: Options
-    runners: RunnerSlot = field(default_factory=RunnerSlot)
     bounds: list[tuple[int, int] | None] = field(default_factory=list)  # _Proof.bounds
 
 

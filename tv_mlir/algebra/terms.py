@@ -196,7 +196,7 @@ def record_range(var: Any, definition_of: Any, definition: Any) -> None:
     # that the definitions rule out (pairs/argmax_forms then got a spurious witness). They
     # are kept as `ranges`, which only range analysis and canonical guards read.
     lo, hi = intervals.interval(definition_of)
-    if 0 <= lo and hi <= 3 and isinstance(definition_of, Term):  # an IEEE class (`fast.note_class`)
+    if 0 <= lo and hi <= 3 and isinstance(definition_of, Term):  # an IEEE class or a flag (`fast.note_class`)
         fast.note_class(var, definition_of)
     if hi - lo <= NARROW_RANGE:
         var.store.ranges[var.leaf.id] = (int(lo), int(hi))

@@ -43,21 +43,6 @@ Values = tuple[Any, Any]
 
 
 @dataclass
-class RunnerSlot:
-    """One XLA runner for all the counterexamples of a run, made when the first needs it:
-    modules compiled for one are reused by the next."""
-
-    runner: XlaRunner | None = None
-
-    def get(self) -> XlaRunner:
-        if self.runner is None:
-            # In a child process (jax is imported there when it first compiles): an XLA
-            # CHECK failure aborts the process it runs in.
-            self.runner = shared_runner()
-        return self.runner
-
-
-@dataclass
 class Witness:
     """Everything needed to re-check one differing element at other inputs."""
 
@@ -74,13 +59,15 @@ class Witness:
     types: Sequence[TensorType]
     names: list[str]
     options: Options
-    runners: RunnerSlot = field(default_factory=lambda: RunnerSlot(), repr=False)
     # Per input: assumed closed bounds (--assume) or None; minimisation stays inside them.
     bounds: list[tuple[int, int] | None] = field(default_factory=list)
 
     @property
     def runner(self) -> XlaRunner:
-        return self.runners.get()
+        """The process's XLA child (`execute/xla_child.shared_runner`): modules compiled
+        for one counterexample are reused by the next, and an XLA CHECK failure aborts the
+        child, not the verifier."""
+        return shared_runner()
 
 
 # ---------------------------------------------------------------------------
