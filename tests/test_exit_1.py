@@ -49,8 +49,9 @@ def test_a_confirmed_exit_1_stands_and_no_replay_is_left_unconfirmed() -> None:
     v = _verdict(False, None)
     _exit_1_needs_confirmation(v, Options(replay=False))
     assert v.verdict == "not-equivalent"
-    # Verified at the programs' own sizes: the exact witness stands where XLA cannot show it
-    # (a wraparound XLA folds away, a float type XLA's CPU backend does not run).
+    # Verified at the programs' own sizes: the exact witness stands where XLA did not run it
+    # (here no replay at all; a float type XLA's CPU backend does not run). One XLA runs and
+    # does not show: tests/test_exit_1_own_sizes.py.
     v = _verdict(False, None, shrunk=False)
     _exit_1_needs_confirmation(v, Options())
     assert v.verdict == "not-equivalent"

@@ -224,5 +224,6 @@ def test_explicit_axes_take_their_types_from_in_shardings(form: str, tmp_path: P
                  form=form)
     # In the Shardy form the shrunk counterexample's XLA replay fails (XLA refuses an
     # unreduced dim the shrinker made non-divisible: testdata/clients/unreduced_halved.*),
-    # so the verdict is unknown there; never equivalent.
-    assert v.verdict == ("not-equivalent" if form == "partitioned" else "unknown"), v.reason
+    # and the pair is verified again without shrinking (regrow.retry_unreplayable).
+    assert v.verdict == "not-equivalent" and v.counterexample is not None, v.reason
+    assert v.counterexample.confirmed_at == "original sizes", v.reason

@@ -28,6 +28,7 @@ from tv_mlir.stages.reuse import Memory
 from tv_mlir.stages.run import prove_staged, too_large_to_cut
 from tv_mlir.verdict import FullSizeCheck, Verdict
 from tv_mlir.witness import fullsize
+from tv_mlir.witness.replay import unshown_at_own_sizes
 
 # A path (str or os.PathLike), MLIR text, bytes, a text or binary stream (frontend.read.read_source
 # has the rule), or a module already read.
@@ -94,6 +95,14 @@ def verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, *
             memory = Memory(proved=memory.proved)  # a new lineage; stage proofs of equal hash still hold
             verdict = prove_staged(ref_m, other_m, options, shrunk_sizes(shrink), memory)
             verdict.shrink = shrink
+    if options.replay and regrow.xla_failed_on_shrunk(verdict):
+        # XLA refused the shrunk modules on the witness (shrinking made them so): without
+        # shrinking when affordable, as --no-shrink would verify the pair.
+        verdict = regrow.retry_unreplayable(verdict, originals, options, shared_runner())
+        if verdict.shrink is not None and not verdict.shrink.get("applied"):
+            if shrink is not None and "symbolic" in shrink:
+                verdict.shrink["symbolic"] = shrink["symbolic"]
+            (ref_m, other_m), shrink, embedding = originals, verdict.shrink, None
     second: SecondWitness | None = None
     # One for every XLA run at the original sizes (it caches compiled modules), in a child
     # process: an XLA CHECK failure aborts the process it runs in. The child stays for
@@ -152,13 +161,18 @@ def _exit_1_needs_confirmation(verdict: Verdict, options: Options) -> None:
     programs as given do not show. With --no-replay the user asked not to confirm: the
     verdict stays, unconfirmed (README). A verdict without a counterexample is structural
     (output counts, shapes or element types differ; --strict-dtypes): no input to confirm.
-    A pair verified at its own sizes keeps its exact witness where XLA cannot run or show it
-    (an unconfirmed approximation is `unknown` already, witness/settle.py): the rule is about
-    witnesses of the shrunk programs."""
+    A pair verified at its own sizes (an unconfirmed approximation is `unknown` already,
+    witness/settle.py) keeps its exact witness where XLA cannot run the programs, or where
+    our float64 replay shows it; where XLA runs them and neither shows it, the programs
+    differ as real functions by less than their dtypes resolve: `unknown`, the witness kept
+    (witness/replay.unshown_at_own_sizes)."""
     c = verdict.counterexample
     if verdict.verdict != "not-equivalent" or not options.replay or c is None:
         return
     if not (verdict.shrink and verdict.shrink.get("applied")):
+        why = None if c.confirmed else unshown_at_own_sizes(c)
+        if why:
+            verdict.verdict, verdict.reason = "unknown", f"{why}: {verdict.reason}"
         return
     if c.confirmed and c.confirmed_at == "original sizes":
         return

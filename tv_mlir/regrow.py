@@ -141,8 +141,42 @@ def replay_at_original_sizes(c: Counterexample, e: Any, small_ref: Module, ref: 
     return c.embedded
 
 
+def xla_failed_on_shrunk(verdict: Verdict) -> str:
+    """The XLA error, when a verdict at the shrunk sizes is `unknown` only because XLA could
+    not run the shrunk modules on an approximated op's witness (settle.XLA_FAILED on every
+    unknown output), else "". Shrinking can make a module XLA refuses (an unreduced axis
+    over a dim the plan made non-divisible: testdata/clients/unreduced_halved.*), which
+    says nothing of the programs as given."""
+    from tv_mlir.witness.settle import XLA_FAILED
+
+    if verdict.verdict != "unknown" or not (verdict.shrink and verdict.shrink.get("applied")):
+        return ""
+    unknown = [r for r in verdict.outputs if r.verdict == "unknown"]
+    if not unknown or not all(XLA_FAILED in r.detail for r in unknown):
+        return ""
+    return unknown[0].detail.split(f"{XLA_FAILED}: ", 1)[-1]
+
+
+def retry_unreplayable(verdict: Verdict, originals: tuple[Module, Module], options: Options,
+                       runner: Any) -> Verdict:
+    """A shrunk witness XLA could not run (`xla_failed_on_shrunk`): the pair verified
+    without shrinking when it is affordable (`_without_shrinking`), as `--no-shrink` would
+    verify it; else the shrunk verdict, `unknown`, with the attempt in `retries`."""
+    failed = xla_failed_on_shrunk(verdict)
+    retries: list[dict[str, Any]] = []
+    first_line = failed.splitlines()[0] if failed else ""
+    why = f"XLA could not run the shrunk modules on its witness: {first_line}"
+    full = _without_shrinking(originals, options, runner, retries, why, shown=False)
+    if full is not None:
+        return full
+    verdict.retries = retries
+    return verdict
+
+
 def _without_shrinking(originals: tuple[Module, Module], options: Options, runner: Any,
-                       retries: list[dict[str, Any]], why: str) -> Verdict | None:
+                       retries: list[dict[str, Any]], why: str, shown: bool = True) -> Verdict | None:
+    """`shown`: the shrunk witness ran at the original sizes (or could have) and was not
+    shown there; False: it could not be replayed at all."""
     ref, other = originals
     elements = sum(t.size for m in originals for t in m.main.arg_types) + \
         sum(t.size for m in originals for f in m.funcs.values() for op in f.body.walk() for t in op.result_types)
@@ -162,9 +196,9 @@ def _without_shrinking(originals: tuple[Module, Module], options: Options, runne
     if v.verdict in ("equivalent", "not-equivalent"):
         if c is not None:
             c.confirmed_at = "original sizes" if c.confirmed else None
+        what = "was not shown by them" if shown else "could not be replayed"
         v.shrink = {"applied": False,
-                    "reason": f"verified at the original sizes: a counterexample at the shrunk sizes was not "
-                              f"shown by them ({why})"}
+                    "reason": f"verified at the original sizes: a counterexample at the shrunk sizes {what} ({why})"}
         v.retries = retries
         return v
     entry["note"] = "no confirmed verdict"
@@ -175,4 +209,5 @@ def _sizes(shrink: dict[str, Any] | None) -> str:
     return ", ".join(f"{e['original']}->{e['verified']}" for e in (shrink or {}).get("shrunk", []))
 
 
-__all__ = ["MAX_GROW", "NO_SHRINK_MAX_ELEMENTS", "confirm_divergence", "retry", "why_unconfirmed"]
+__all__ = ["MAX_GROW", "NO_SHRINK_MAX_ELEMENTS", "confirm_divergence", "retry", "retry_unreplayable", "why_unconfirmed",
+           "xla_failed_on_shrunk"]

@@ -38,6 +38,9 @@ MIN_SECONDS = 5.0
 NEARBY_CANDIDATES = 24  # inputs tried around a witness that XLA does not reproduce
 UNIQUE_TIMEOUT_S = 2.0
 UNIQUE_MAX_CONE = 400  # larger cones are not expanded just to ask for a second witness
+# The words of an output's detail when its witness is `unknown` only because XLA failed on
+# the modules (regrow.xla_failed_on_shrunk reads them: XLA refuses some shrunk modules).
+XLA_FAILED = "XLA could not run it"
 
 Values = tuple[Any, Any]
 
@@ -203,7 +206,7 @@ def settle(cex: Counterexample, w: Witness, thorough: bool = True) -> tuple[str,
         ops = ", ".join(sorted(w.alg.approximations))
         failed = next((r.error for r in cex.replay if r.backend == "xla" and r.error), "")
         if failed:  # XLA did not run it: say why, not that it ran and agreed
-            return "unknown", f"counterexample depends on approximated ops ({ops}) and XLA could not run it: {failed}"
+            return "unknown", f"counterexample depends on approximated ops ({ops}) and {XLA_FAILED}: {failed}"
         return "unknown", (f"counterexample depends on approximated ops ({ops}) and XLA does not reproduce it "
                            "with the real functions within the f32 range")
     return "not-equivalent", f"differs at {list(cex.index)}"
