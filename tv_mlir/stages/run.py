@@ -372,7 +372,10 @@ def _cut(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] 
         return Cut([], "not cut: too few ops")
     names = ref.input_names()
     bounds = resolve_bounds(options.assume, names, ref.global_arg_types(), sizes)
-    input_sets = random_inputs(ref.global_arg_types(), bounds=bounds)
+    # Inputs assumed >= 0 (`--assume '*nu*=0:inf'`) are drawn so, as the proofs' own runs draw
+    # them: a negative Adam second moment made NaN of every updated weight, so the outputs
+    # never agreed and each verify ran the lift's float64 search for a witness in vain.
+    input_sets = random_inputs(ref.global_arg_types(), bounds=bounds, signs=assume_signs(bounds))
     cut = Cut([], "", input_sets, names, bounds)
     r_vals: lineage.Values = {}
     o_vals: lineage.Values = {}
