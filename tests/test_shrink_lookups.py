@@ -66,7 +66,9 @@ def test_shard_tests_are_evaluated_on_the_assumed_range() -> None:
     ranges = _ranges(ref, 32000)
     fa = ProgramFacts.of("other", _raw(ok, prepare(ok, Options())).module)
     lk = index_predicates(fa, ranges)
-    assert len(lk.outcomes) == 6 and len(lk.decided) == 5  # block 0's t < 0, block 3's t > v - 1, take's t < 0 (3 sites)
+    # Decided: block 0's t < 0, block 3's t > v - 1, and _take's three tests in each of the
+    # 4 copies of _take (rule s: one copy per call site, dims.split_call_sites).
+    assert len(lk.outcomes) == 6 and len(lk.decided) == 2 + 3 * 4
     assert lk.types(set(lk.outcomes)) == 4
     _, bug = _files("lookup_shards", "big", "bug")
     fb = ProgramFacts.of("other", _raw(bug, prepare(bug, Options())).module)

@@ -15,11 +15,17 @@ decided in `plan.py`.
 
 The analysis runs on modules as the frontend read them (before inlining), so that its
 value names are those of the MLIR module the rewrite edits; calls join the callee's
-arguments and results with the call's operands and results."""
+arguments and results with the call's operands and results. Before it, `split_call_sites`
+gives every call site its own copy of the function it calls (rule s), so that a helper
+used for differently shaped operands (jax's `dynamic_index_in_dim` slicing wq and wo)
+does not join their dims into one class."""
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
+from tv_mlir.frontend.read import Loaded, load_module_mlir
 from tv_mlir.ir import Module, TensorType
 from tv_mlir.shrink.dim_rules import PINNING, RULES
 from tv_mlir.shrink.walker import Node, NodeSets, Walker
@@ -27,6 +33,14 @@ from tv_mlir.shrink.walker import Node, NodeSets, Walker
 # Rule (h): the base of an offset group is its sharded or reshaped class when it has one
 # (docs/shrinking.md, "Halos and tiles"); off: the smallest class, as before.
 SHARDED_BASE = True
+
+# Rule (s): a function called from several sites is copied, one copy per call site, before
+# the analysis (docs/stages.md, "Call sites"); off: every call site of a function joins
+# the same nodes, as before.
+SPLIT_CALL_SITES = True
+# The copies may add at most this many ops, and at most as many as the module has: beyond
+# that the remaining call sites keep sharing their function (their dims joined, as before).
+MAX_SPLIT_OPS = 50_000
 
 
 @dataclass
@@ -69,6 +83,74 @@ class DimAnalysis:
                 ("reduced by " + ", ".join(sorted(c.reduced_by)) if c.reduced_by else "free")
             out.append(f"class {k}: size {c.size}, {state}; {where}{more}")
         return out
+
+
+def split_call_sites(loaded: Loaded) -> Loaded:
+    """The module with one function per call site (rule s), read again; `loaded` itself
+    when no function is called twice (or the switch is off). A copy has the same body,
+    so each call computes what it computed before: the program is the same function of
+    its inputs, and every rule of the analysis reads it as a program like any other. What
+    changes is only that the copies' values are separate nodes, so two call sites are
+    joined only by what the program itself relates (a value both receive, results both
+    feed to one op), not by sharing the function's body. The copies are appended after
+    the module's functions; copies of a function that calls others make new call sites
+    of those, which are split in the next round. The MLIR of `loaded` is edited (as the
+    rewrite edits it)."""
+    if not SPLIT_CALL_SITES:
+        return loaded
+    from jaxlib.mlir import ir
+
+    added = 0
+    with loaded.context, ir.Location.unknown():
+        body = loaded.mlir.body
+        funcs = {ir.StringAttr(op.operation.attributes["sym_name"]).value: op.operation
+                 for op in body.operations if op.operation.name == "func.func"}
+        sizes = {name: sum(1 for _ in _mlir_ops(f)) for name, f in funcs.items()}
+        budget = min(MAX_SPLIT_OPS, sum(sizes.values()))
+        taken = set(funcs)
+        for _ in range(16):  # nesting depth of calls; recursion (not in StableHLO) stops here
+            sites: dict[str, list] = {}
+            for f in list(funcs.values()):
+                for o in _mlir_ops(f):
+                    if o.name == "func.call":
+                        callee = ir.FlatSymbolRefAttr(o.attributes["callee"]).value
+                        if callee in funcs:
+                            sites.setdefault(callee, []).append(o)
+            split = False
+            for callee, calls in sites.items():
+                for k, call in enumerate(calls[1:], 1):
+                    if added + sizes[callee] > budget:
+                        break
+                    name = f"{callee}__site{k}"
+                    while name in taken:
+                        name += "_"
+                    copy = funcs[callee].clone(ip=ir.InsertionPoint(body))
+                    copy.attributes["sym_name"] = ir.StringAttr.get(name)
+                    copy.attributes["sym_visibility"] = ir.StringAttr.get("private")
+                    call.attributes["callee"] = ir.FlatSymbolRefAttr.get(name)
+                    funcs[name], sizes[name] = copy, sizes[callee]
+                    taken.add(name)
+                    added += sizes[callee]
+                    split = True
+            if not split:
+                break
+        if not added:
+            return loaded
+        text = loaded.mlir.operation.get_asm(enable_debug_info=True).encode()
+    m = loaded.module
+    again = load_module_mlir(text, m.source)
+    again.module.per_device, again.module.arg_shardings, again.module.result_shardings = \
+        m.per_device, m.arg_shardings, m.result_shardings
+    return again
+
+
+def _mlir_ops(op: Any) -> Iterator[Any]:
+    """Every op nested in `op` (MLIR objects), outermost first."""
+    for region in op.regions:
+        for block in region:
+            for inner in block.operations:
+                yield inner.operation
+                yield from _mlir_ops(inner.operation)
 
 
 def _propagate_shards(uf: NodeSets, scales: list[tuple[Node, Node, int]],
@@ -294,4 +376,4 @@ def _signature_value(module: Module, kind: str, k: int) -> str:
     return module.main.body.args[k] if kind == "arg" else module.main.body.returns[k]
 
 
-__all__ = ["DimAnalysis", "DimClass", "Node", "NodeSets", "Walker", "analyse"]
+__all__ = ["DimAnalysis", "DimClass", "Node", "NodeSets", "Walker", "analyse", "split_call_sites"]

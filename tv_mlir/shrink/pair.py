@@ -11,6 +11,7 @@ from typing import Any
 
 from tv_mlir.frontend.read import Loaded, load_module_mlir
 from tv_mlir.ir import Module
+from tv_mlir.shrink.dims import split_call_sites
 from tv_mlir.shrink.embed import Embedding, embedding
 from tv_mlir.shrink.plan import ShrinkPlan, plan
 
@@ -31,7 +32,8 @@ class ShrinkResult:
 
 
 def _raw(spec: Any, prepared: Module) -> Loaded:
-    """The module as read, with its MLIR, classified like its prepared form. `spec`: the
+    """The module as read, with its MLIR, classified like its prepared form, each call site
+    calling its own copy of its function (dims.split_call_sites). `spec`: the
     Loaded module verify already read, a Module (read again from its text), or anything
     `load_module_mlir` reads."""
     if isinstance(spec, Loaded):
@@ -43,7 +45,7 @@ def _raw(spec: Any, prepared: Module) -> Loaded:
     m = loaded.module
     m.per_device, m.arg_shardings, m.result_shardings = \
         prepared.per_device, prepared.arg_shardings, prepared.result_shardings
-    return loaded
+    return split_call_sites(loaded)  # rule s: one function per call site
 
 
 def shrink_pair(ref_spec: Any, other_spec: Any, ref: Module, other: Module, grow: int = 0,
