@@ -623,10 +623,10 @@ class TermStore:
         for mono, c in data:
             if not mono:
                 b = c
-            elif len(mono) == 1 and mono[0][1] == 1:
+            elif len(mono) == 1 and mono[0][1] == 1 and atom is None:
                 atom, a = mono[0][0], c
             else:
-                return None
+                return None  # a product, or a second atom (x - y: one atom's bounds do not decide it)
         rng = self.bounds.get(atom) if atom is not None else None
         if rng is None:
             return None
