@@ -263,6 +263,7 @@ def _symbolic_runs(p: _Proof) -> tuple[list[np.ndarray], list[np.ndarray], list[
             other_interp = Interpreter(p.other, p.alg, p.options.max_unroll, observer=other_obs, shared=shared)
             other_out = other_interp.run(p.inputs)
             p.stats["shared_ops"] = shared.hits
+            p.stats["shared_elements"] = shared.elements.hits
         except Unsupported as exc:
             raise p.unsupported(exc) from None
     p.stats.update(merged=sweeper.merged, merged_by_position=sweeper.placed, cut_points=sweeper.store.count,

@@ -121,6 +121,11 @@ class Algebra(Protocol):
         terms (so the same values, whatever the inputs), or None where the algebra cannot
         tell cheaply: an op applied to arguments of equal keys computes the same results."""
 
+    def element_keys(self, arr: Any) -> list[Any] | None:
+        """Per element (flat order), a hashable key that two elements share only if they
+        are the same terms (`content_key` element by element), or None where the algebra
+        cannot tell cheaply (`tv_mlir.execute.element_memo`)."""
+
 
 class Symbolic(Algebra, Protocol):
     """What the prover needs of a symbolic algebra beyond the elementwise ops: free input

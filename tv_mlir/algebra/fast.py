@@ -1086,6 +1086,25 @@ class FastAlgebra:
                 return None
         return tuple(key)
 
+    def element_keys(self, arr: Any) -> list[Any] | None:
+        """`content_key`'s per-element keys, as a list (no shape)."""
+        if not isinstance(arr, np.ndarray) or arr.dtype != object:
+            return None
+        keys: list[Any] = []
+        put = keys.append
+        for x in arr.reshape(-1).tolist():
+            tx = type(x)
+            if tx is FF:
+                k = x.k
+                put((x.v.id, k if type(k) is int else ("cls", k.id)))
+            elif tx is Term:
+                put(("t", x.id))
+            elif tx is bool or tx is int:
+                put((tx, x))
+            else:
+                return None
+        return keys
+
     def index_value(self, x: Any) -> int | None:
         if isinstance(x, int):
             return x

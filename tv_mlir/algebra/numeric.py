@@ -203,3 +203,6 @@ class NumericAlgebra:
 
     def content_key(self, arr: Any) -> None:
         return None  # numeric runs are cheap: nothing to share
+
+    def element_keys(self, arr: Any) -> None:
+        return None

@@ -835,6 +835,9 @@ class SymbolicAlgebra:
     def content_key(self, arr: Any) -> None:
         return None  # z3 terms: the reference core is kept as it was
 
+    def element_keys(self, arr: Any) -> None:
+        return None
+
     def canonical(self, arr: np.ndarray) -> np.ndarray:
         """Normal forms (sum of monomials, simplified conditions) for every element, so that
         values computed in different but algebraically equal ways become the identical term."""

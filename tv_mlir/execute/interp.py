@@ -12,6 +12,8 @@ import numpy as np
 from tv_mlir.algebra import Algebra
 from tv_mlir.algebra.base import contents_key
 from tv_mlir.errors import ShapeError, TvError, Unsupported
+from tv_mlir.execute import element_memo
+from tv_mlir.execute.element_memo import ElementMemo
 from tv_mlir.ir import Block, Func, Module, Op, TensorType
 from tv_mlir.options import DEFAULT_MAX_UNROLL, MAX_CALL_DEPTH, MAX_NESTING
 from tv_mlir.semantics import TABLE, OpContext, fixed_width
@@ -31,6 +33,9 @@ class SharedValues:
     table: dict[tuple, list[np.ndarray]] = field(default_factory=dict)
     hits: int = 0
     _keep: list = field(default_factory=list)
+    # The same, element by element, for pure elementwise ops (a shard's block of the
+    # reference's array): `element_memo`.
+    elements: ElementMemo = field(default_factory=ElementMemo)
 
     @staticmethod
     def key(op: Op, args: list[np.ndarray]) -> tuple | None:
@@ -125,7 +130,8 @@ class Interpreter:
         run an op (and its nested regions) on one device at a time."""
         v = self._views.get(device)
         if v is None:
-            v = Interpreter(self.module, self.alg, self.max_unroll, device=device, budget=self._budget)
+            v = Interpreter(self.module, self.alg, self.max_unroll, shared=self.shared, device=device,
+                            budget=self._budget)
             v._env = ChainMap(_DeviceProjection(self, device))
             v._types = ChainMap(_TypesProjection(self))
             self._views[device] = v
@@ -243,8 +249,15 @@ class Interpreter:
         if rule is None:
             raise Unsupported(f"op {op.name} has no semantics", op.loc, op.name)
         ctx = OpContext(self.alg, types, self, self._budget, fixed)
+        shared = self.shared
         try:
-            results = [self.alg.canonical(r) for r in rule(ctx, op, args)]
+            if shared is not None and element_memo.MEMO and op.name in element_memo.MEMO_OPS and not self._batched:
+                sig = (op.name, tuple(sorted((k, _attr_key(v)) for k, v in op.attrs.items())),
+                       tuple(t.dtype for t in types), tuple(t.dtype for t in op.result_types), fixed)
+                results = shared.elements.apply(self.alg, op, sig, args,
+                                                lambda: [self.alg.canonical(r) for r in rule(ctx, op, args)])
+            else:
+                results = [self.alg.canonical(r) for r in rule(ctx, op, args)]
         except TvError:
             raise
         except (ValueError, IndexError, KeyError, TypeError) as exc:

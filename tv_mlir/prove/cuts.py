@@ -14,7 +14,15 @@ import numpy as np
 from tv_mlir.algebra import Symbolic
 from tv_mlir.algebra import terms as T
 from tv_mlir.algebra.fast import FF
+from tv_mlir.algebra.term import POLY, VAR, Term
 from tv_mlir.ir import Op
+
+# A sum of the other program's partial results is tried as the sum of their definitions
+# (`CutStore._sum_of_partials`): sums of at most PARTIALS_MAX summands, expanding to at most
+# PARTIAL_MONOMIALS monomials. PARTIAL_SUMS is the switch the tests flip.
+PARTIAL_SUMS = True
+PARTIALS_MAX = 64
+PARTIAL_MONOMIALS = 4096
 
 
 @dataclass(frozen=True)
@@ -108,12 +116,65 @@ class CutStore:
         hit = self._by_term.get(key)
         if hit is not None:  # the same term already has a variable (in either program)
             return hit
+        if PARTIAL_SUMS and self.origin is not None and self.origin.side == "other" and type(t) is Term:
+            hit = self._sum_of_partials(t)
+            if hit is not None:
+                return hit
         var = T.fresh_cut(t, self.definition)
         self.cuts_by_id[T.term_id(var)] = Cut(var, t, self.count, site=self.origin, position=position, shape=shape)
         T.record_range(var, t, self.definition)
         self._by_term[key] = var
         self.count += 1
         return var
+
+    def _sum_of_partials(self, t: Term) -> Any | None:
+        """The variable of a definition that t is once its summands' own definitions are
+        put in, else None.
+
+        Why: the other program's all-reduce (or reduce-scatter, or add of partial results)
+        sums per-device partial sums, each cut apart as its own variable, where the
+        reference computes the whole sum in one op: p0 + p1 against sum_k x_k * g_k. The
+        partials have no reference counterpart, so without this every element is a local
+        proof (unfold p0 and p1, compare), one per gradient element of a data-parallel step.
+        Putting the definitions in is an identity (a cut variable is its definition), so
+        when the sum of the definitions is the very term a variable stands for, t equals
+        that variable: a structural hit like any other, no proof needed. Only sums of cut
+        variables of the other program (degree-1 monomials, any coefficients: a pmean
+        scales them) whose definitions are polynomials are tried, one level deep, and only
+        where the result stays small; anything else is left to the sweep's proofs."""
+        data = t.data
+        if t.kind != POLY or len(data) < 2 or len(data) > PARTIALS_MAX:
+            return None
+        cuts = self.cuts_by_id
+        acc: dict[Any, Any] = {}
+        changed = False
+        for m, c in data:
+            if not m:  # the constant term
+                acc[m] = c
+                continue
+            if len(m) != 1 or m[0][1] != 1:
+                return None  # a product: not a sum of partial results
+            cut = cuts.get(m[0][0])
+            if cut is None:
+                if t.store.nodes[m[0][0]].kind != VAR:
+                    return None  # a select or a function: not a sum of partial results
+                acc[m] = c  # an input
+                continue
+            d = cut.term
+            if (type(d) is not Term or d.kind != POLY or d.sort != t.sort or cut.site is None
+                    or cut.site.side != "other"):
+                acc[m] = c
+                continue
+            changed = True
+            if len(acc) + len(d.data) > PARTIAL_MONOMIALS:
+                return None
+            for dm, dc in d.data:
+                prev = acc.get(dm)
+                acc[dm] = dc * c if prev is None else prev + dc * c
+        if not changed:
+            return None
+        whole = t.store.polynomial(t.sort, acc)
+        return self._by_term.get(whole.id)
 
     def info(self, i: int) -> Cut:
         """The cut with id i, its definition scanned."""
