@@ -160,19 +160,29 @@ def test_the_memo_tells_attributes_apart(tmp_path: Path) -> None:
     assert v.stats["shared_elements"] == 2 * 2 * 16, v.stats
 
 
-def test_the_memo_tells_operand_types_apart(tmp_path: Path) -> None:
-    """The same integer elements added at i8 (wrapping) in the shard and at i32 in the
-    reference: with the inputs assumed in 0..100, the convert to i8 is the input itself,
-    so the two adds have equal operand keys and other types (200 against -56)."""
-    ref = REF_EW.replace("f32", "i32").replace("stablehlo.multiply", "stablehlo.add")
-    ours = DP_EW.replace("f32", "i32").replace(
-        "%m = stablehlo.multiply %xl, %yl : tensor<4x4xi32>",
-        "%x8 = stablehlo.convert %xl : (tensor<4x4xi32>) -> tensor<4x4xi8>\n"
-        "      %y8 = stablehlo.convert %yl : (tensor<4x4xi32>) -> tensor<4x4xi8>\n"
-        "      %m8 = stablehlo.add %x8, %y8 : tensor<4x4xi8>\n"
-        "      %m = stablehlo.convert %m8 : (tensor<4x4xi8>) -> tensor<4x4xi32>")
-    assert "tensor<4x4xi8>" in ours
-    f = _files(tmp_path, ref=ref, bug=ours)
-    v = verify(f["ref"], f["bug"], cache=False, shrink=False, assume={"arg0": (0, 101), "arg1": (0, 101)})
+CONVERT_REF = """module @ref {
+  func.func public @main(%x: tensor<8x4xi32>) -> tensor<8x4xf32> {
+    %c = stablehlo.convert %x : (tensor<8x4xi32>) -> tensor<8x4xf32>
+    return %c : tensor<8x4xf32>
+  }
+}"""
+# The shard goes through i8 first: the same op name over the same operand elements, with
+# another result type (and a wrap-around at i8).
+CONVERT_VIA_I8 = """module @dp attributes {mhlo.num_partitions = 2 : i32, mhlo.num_replicas = 1 : i32} {
+  sdy.mesh @mesh = <["dp"=2]>
+  func.func public @main(%x: tensor<8x4xi32>) -> tensor<8x4xf32> {
+    %0 = sdy.manual_computation(%x) in_shardings=[<@mesh, [{"dp"}, {}]>] out_shardings=[<@mesh, [{"dp"}, {}]>] manual_axes={"dp"} (%xl: tensor<4x4xi32>) {
+      %c8 = stablehlo.convert %xl : (tensor<4x4xi32>) -> tensor<4x4xi8>
+      %c = stablehlo.convert %c8 : (tensor<4x4xi8>) -> tensor<4x4xf32>
+      sdy.return %c : tensor<4x4xf32>
+    } : (tensor<8x4xi32>) -> tensor<8x4xf32>
+    return %0 : tensor<8x4xf32>
+  }
+}"""
+
+
+def test_the_memo_tells_result_types_apart(tmp_path: Path) -> None:
+    f = _files(tmp_path, ref=CONVERT_REF, bug=CONVERT_VIA_I8)
+    v = verify(f["ref"], f["bug"], cache=False, shrink=False)
     assert v.verdict == "not-equivalent", v.reason
     assert v.counterexample is not None and v.counterexample.confirmed
