@@ -8,6 +8,7 @@ Run from the repository root:
     .venv/bin/python testdata/gen_flax.py                 # export (about 3 minutes)
     .venv/bin/python testdata/gen_flax.py --mutations-only  # or --block-only: the MLP block's files
     FLAX_TIMEOUT=600 .venv/bin/python testdata/gen_flax.py --measure [LABEL-PREFIX]
+    .venv/bin/python testdata/gen_flax.py --measure-step [LAYERS] [--no-nu]  # the step through check, timed
 
 Writes, for each variant (fwd: the loss; fwdbwd: the loss and its gradients; step: one
 adamw step, new parameters, new optimizer state and the loss):
@@ -606,12 +607,58 @@ def measure_8b(variant: str, form: str = "partitioned") -> dict[str, Any]:
             "shrunk": [(c["original"], c["verified"], c["where"]) for c in shrink.get("shrunk", [])]}
 
 
+def measure_step(layers: int = 1, nu: bool = True, form: str = "partitioned") -> dict[str, Any]:
+    """`.venv/bin/python testdata/gen_flax.py --measure-step [LAYERS] [--no-nu] [--shardy]`:
+    the train step at the issue's tiny dims (`layers` decoder layers) through
+    `tv_mlir.jax.check` (issue 14's measure: 15 s for 1 layer, 20 s for 2), with the token
+    ids, the step count and (unless `nu` is False) Adam's second moment assumed as a user
+    states them, no proof cache. Wall and CPU seconds (this process and its children) of
+    check's two phases, the export (tracing both sides, XLA's compile up to the
+    partitioner) and the verification, and the stages' own times."""
+    import resource
+    import time
+
+    from tv_mlir.api import verify
+    from tv_mlir.heap import peak_rss_mb
+
+    def cpu() -> float:
+        own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+    cfg = Config(layers=layers)
+    v = next(v for v in variants(cfg) if v.name == "step")
+    bounds: dict[str, Any] = {**assume(cfg), "count": (0, 2**31 - 1)}
+    if nu:
+        bounds["*nu*"] = (0, float("inf"))
+    c0, t0 = cpu(), time.perf_counter()
+    ref, other = tj._pair(v.fn, v.args, v.in_shardings, v.out_shardings, None, form)
+    c1, t1 = cpu(), time.perf_counter()
+    verdict = verify(tj._named(ref, "step.ref.mlir"), tj._named(other, f"step.{form}.mlir"), assume=bounds,
+                     cache=False)
+    c2, t2 = cpu(), time.perf_counter()
+    stages = verdict.stages or {}
+    return {"pair": f"step L{layers} {form}{'' if nu else ' (nu not assumed)'}", "verdict": verdict.verdict,
+            "wall_s": round(t2 - t0, 2), "cpu_s": round(c2 - c0, 2),
+            "export_wall_s": round(t1 - t0, 2), "export_cpu_s": round(c1 - c0, 2),
+            "verify_wall_s": round(t2 - t1, 2), "verify_cpu_s": round(c2 - c1, 2),
+            "stages": [(s["name"], s["verdict"], s["time_s"], s["ref_ops"], s["other_ops"])
+                       for s in stages.get("list", [])],
+            "max_rss_mb": round(peak_rss_mb())}
+
+
 def main() -> None:
     if "--measure-8b" in sys.argv:
         import json
 
         args = sys.argv[sys.argv.index("--measure-8b") + 1:]
         print(json.dumps(measure_8b(*(args[:2] or ["fwd"]))))
+        return
+    if "--measure-step" in sys.argv:
+        import json
+
+        args = [a for a in sys.argv[sys.argv.index("--measure-step") + 1:] if not a.startswith("--")]
+        print(json.dumps(measure_step(int(args[0]) if args else 1, "--no-nu" not in sys.argv,
+                                      "shardy" if "--shardy" in sys.argv else "partitioned")))
         return
     if "--measure" in sys.argv:
         args = sys.argv[sys.argv.index("--measure") + 1:]
