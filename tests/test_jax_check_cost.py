@@ -39,10 +39,13 @@ def adam_like(w: Any, mu: Any, nu: Any, g: Any) -> Any:
     return w2 * jnp.tanh(jnp.sum(w2, axis=1, keepdims=True)), mu2, nu2
 
 
-def _check(monkeypatch: pytest.MonkeyPatch, **options: Any) -> tuple[Any, list[bool], list[Any]]:
+def _check(monkeypatch: pytest.MonkeyPatch, **options: Any) -> tuple[Any, list[bool], list[Any], list[Any]]:
+    """The verdict, what the cut's `outputs_agree` said, the lifts run, and the cut's
+    random input sets."""
     agreed: list[bool] = []
     lifts: list[Any] = []
-    real_agree, real_lift = lineage.outputs_agree, stages_run._lift
+    drawn: list[Any] = []
+    real_agree, real_lift, real_draw = lineage.outputs_agree, stages_run._lift, stages_run.random_inputs
 
     def agree(*args: Any) -> bool:
         agreed.append(real_agree(*args))
@@ -51,24 +54,32 @@ def _check(monkeypatch: pytest.MonkeyPatch, **options: Any) -> tuple[Any, list[b
     def lift(*args: Any, **kwargs: Any) -> Any:
         lifts.append(args)
         return real_lift(*args, **kwargs)
+    def draw(*args: Any, **kwargs: Any) -> Any:
+        drawn.append(real_draw(*args, **kwargs))
+        return drawn[-1]
     monkeypatch.setattr(lineage, "outputs_agree", agree)
     monkeypatch.setattr(stages_run, "_lift", lift)
+    monkeypatch.setattr(stages_run, "random_inputs", draw)
     v = tj.check(adam_like, SPEC, SPEC, SPEC, SPEC, in_shardings=(W,) * 4, out_shardings=(W,) * 3,
                  stage_min_elements=0, cache=False, **options)
-    return v, agreed, lifts
+    return v, agreed, lifts, drawn
+
+
+NU = 2  # adam_like's argument
 
 
 def test_the_cuts_random_runs_draw_an_input_assumed_nonnegative_so(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Without the assumption nu may be negative: the outputs are NaN on the random runs, so
-    # they do not agree and the lift searches the runs for a witness (none: the pair is right).
-    v, agreed, lifts = _check(monkeypatch)
+    # Without the assumption the cut draws nu of both signs (so sqrt(nu2) is NaN on its runs).
+    v, agreed, lifts, drawn = _check(monkeypatch)
     assert v.verdict == "equivalent", v.reason
-    assert agreed == [False] and len(lifts) == 1
+    assert len(drawn) == 1 and any((s[NU] < 0).any() for s in drawn[0])
     # With nu >= 0 assumed the cut's runs draw it >= 0, as the proof does: no NaN, the
-    # outputs agree, and nothing is searched for (the cut drew nu from the whole normal
-    # distribution before: [False] and one lift, ~1.4 s of the flax step's 20 s).
-    v, agreed, lifts = _check(monkeypatch, assume={"nu": (0, float("inf"))})
+    # outputs agree, and no witness is searched for (the cut drew nu from the whole normal
+    # distribution before: the outputs disagreed and the lift ran, ~1.4 s of the flax
+    # step's 20 s, to find nothing on a correct pair).
+    v, agreed, lifts, drawn = _check(monkeypatch, assume={"nu": (0, float("inf"))})
     assert v.verdict == "equivalent", v.reason
+    assert len(drawn) == 1 and all((s[NU] >= 0).all() for s in drawn[0])
     assert agreed == [True] and lifts == []
 
 
