@@ -186,3 +186,28 @@ def test_the_memo_tells_result_types_apart(tmp_path: Path) -> None:
     v = verify(f["ref"], f["bug"], cache=False, shrink=False)
     assert v.verdict == "not-equivalent", v.reason
     assert v.counterexample is not None and v.counterexample.confirmed
+
+
+def _swapped(text: str, op: str) -> str:
+    """The shard's `op` with its operands in the other order."""
+    return text.replace(f"%m = stablehlo.{op} %xl, %yl", f"%m = stablehlo.{op} %yl, %xl")
+
+
+def test_commuting_operands_share_results(tmp_path: Path) -> None:
+    """The shard writes y * x where the reference writes x * y: the unordered pair is the key."""
+    ours = _swapped(DP_EW, "multiply")
+    assert ours != DP_EW
+    f = _files(tmp_path, ref=REF_EW, ok=ours)
+    v = verify(f["ref"], f["ok"], cache=False, shrink=False)
+    assert v.verdict == "equivalent", v.reason
+    assert v.stats["shared_elements"] == 4 * 2 * 16, v.stats
+
+
+def test_operands_of_a_subtract_do_not_commute(tmp_path: Path) -> None:
+    """y - x against x - y over the same operand elements: never the same entry."""
+    ref = REF_EW.replace("stablehlo.multiply", "stablehlo.subtract")
+    ours = _swapped(DP_EW.replace("stablehlo.multiply", "stablehlo.subtract"), "subtract")
+    f = _files(tmp_path, ref=ref, bug=ours)
+    v = verify(f["ref"], f["bug"], cache=False, shrink=False)
+    assert v.verdict == "not-equivalent", v.reason
+    assert v.counterexample is not None and v.counterexample.confirmed

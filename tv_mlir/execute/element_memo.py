@@ -36,6 +36,13 @@ MEMO_OPS = frozenset({
     "stablehlo.exponential", "stablehlo.log", "stablehlo.sqrt", "stablehlo.rsqrt",
     "stablehlo.tanh", "stablehlo.logistic", "stablehlo.power",
 })
+# Ops whose two operands commute (so do their IEEE classes and their NaN and signed-zero
+# rules): keyed by the unordered pair, so the reference's a * b serves the shard's b * a,
+# which XLA's partitioner writes as often as not.
+COMMUTATIVE = frozenset({
+    "stablehlo.add", "stablehlo.multiply", "stablehlo.maximum", "stablehlo.minimum",
+    "stablehlo.and", "stablehlo.or", "stablehlo.xor",
+})
 MEMO = True  # the switch the tests flip
 MIN_ELEMENTS = 16  # smaller results are cheaper to recompute than to key
 
@@ -62,7 +69,13 @@ class ElementMemo:
             if k is None:
                 return compute()
             cols.append(k)
-        keys = cols[0] if len(cols) == 1 else list(zip(*cols))
+        if len(cols) == 1:
+            keys = cols[0]
+        elif len(cols) == 2 and _commutes(op):
+            # A one-element set is a pair of equal operands (x * x): the set is the pair.
+            keys = [frozenset(k) for k in zip(*cols)]
+        else:
+            keys = list(zip(*cols))
         table = self.tables.get(sig)
         if table is not None:
             get = table.get
@@ -79,4 +92,10 @@ class ElementMemo:
         return results
 
 
-__all__ = ["MEMO", "MEMO_OPS", "ElementMemo"]
+def _commutes(op: Op) -> bool:
+    if op.name in COMMUTATIVE:
+        return True
+    return op.name == "stablehlo.compare" and op.attrs.get("comparison_direction") in ("EQ", "NE")
+
+
+__all__ = ["COMMUTATIVE", "MEMO", "MEMO_OPS", "ElementMemo"]
