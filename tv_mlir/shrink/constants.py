@@ -29,6 +29,7 @@ from tv_mlir.shrink.linear import value as multiplier_value
 from tv_mlir.shrink.meets import Meets, apart
 from tv_mlir.shrink.overflow import OverflowSite, overflow_sites
 from tv_mlir.shrink.positions import NamedPosition, named_positions
+from tv_mlir.shrink.trips import trips_apart
 
 _TIE_MIN = 8  # constants below this are too common to be read as sizes
 # Rule (a): a literal within this many of a size value is a "size - k" (tied, or the class
@@ -536,7 +537,7 @@ class Order:
 
 def order(a: DimAnalysis, where: Sites, sizes: list[int], constants: list[Constant],
           tied: dict[tuple[str, str], float | int], tied_classes: dict[tuple[str, str], tuple[int, ...]],
-          counted: set[int]) -> Order:
+          counted: set[int], trip_only: dict[tuple[str, str], frozenset[int]] | None = None) -> Order:
     """Rule (a): the rewrite maps the program's numbers injectively and in order. The
     *size values* are the rewritten constants (a mean's 4096, an offset's 512, a clamp's
     V - 1) and the counts a sum of a constant makes (n * c); the *literals* are every other
@@ -548,7 +549,9 @@ def order(a: DimAnalysis, where: Sites, sizes: list[int], constants: list[Consta
       - every other size value keeps its order: o > o' implies n > n' (two constants 4096
         and 512 never both become 4; the larger grows).
     Two literals of different values never become equal this way, and the order and
-    small differences between a literal and a size survive the rewrite."""
+    small differences between a literal and a size survive the rewrite. `trip_only`: the
+    trip constants (trips.trip_constants) and the classes each can name; such a literal
+    meets no size value of another class (trips.TRIP_ORDER)."""
     out = Order()
     by_key = {(k.program, k.value_name): k for k in constants}
     # (original, new, shrunk classes, how far below its class's size the value is)
@@ -584,6 +587,8 @@ def order(a: DimAnalysis, where: Sites, sizes: list[int], constants: list[Consta
             occurrences.setdefault(float(u), []).append((program, name))
     for (o, n, classes, below, what), at in zip(values, keys):
         for u, where_u in literals.items():
+            if trip_only is not None and trips_apart(occurrences[u], classes, trip_only):
+                continue  # only trip counts and slice starts of other classes read it
             if u == o or 0 < o - u <= NEAR:
                 why = f"literal {_fmt(u)} ({where_u}) is {what}'s value" + \
                     ("" if u == o else f" minus {_fmt(o - u)}") + " but is not rewritten with it"

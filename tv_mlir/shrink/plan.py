@@ -287,7 +287,7 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
                 if b > mins[c]:
                     mins[c] = b
                     changed = True
-            rule_a = order(a, where, sizes, constants, tied, tied_classes, counted)
+            rule_a = order(a, where, sizes, constants, tied, tied_classes, counted, trip_only)
             for c, why in rule_a.pins.items():
                 if c not in pins:
                     pins[c] = why

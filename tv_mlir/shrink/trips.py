@@ -38,6 +38,9 @@ from tv_mlir.shrink.facts import Constant, ProgramFacts, splat
 
 # The switch is for the tests that show what the rule decides.
 TRIP_COUNTERS = True
+# Rule (a)'s order: a trip constant is no literal for the size values of other classes
+# (`trips_apart`); off, every size value keeps its order with it, as before.
+TRIP_ORDER = True
 
 _JOIN = frozenset({"stablehlo.add", "stablehlo.subtract", "stablehlo.convert"})
 
@@ -234,4 +237,18 @@ def trip_constants(a: DimAnalysis, facts: list[ProgramFacts], constants: list[Co
     return out
 
 
-__all__ = ["TRIP_COUNTERS", "index_groups", "trip_constants"]
+def trips_apart(occurrences: list[tuple[str, str]], classes: tuple[int, ...],
+                trip_only: dict[tuple[str, str], frozenset[int]]) -> bool:
+    """Whether a literal's every occurrence is a trip constant that names none of
+    `classes` (the classes of a size value). Rule (a) keeps every size value in order with
+    every literal because a program may compare the two (`if n > 126`). A trip constant is
+    read only through its group: sums, differences and choices among the group's members,
+    ending as slice starts along the group's dims and the loop's compare with its counter.
+    Any op that takes a member and a value outside the group either joins the value into
+    the group or drops the group. So a size value of another class (a mean's divisor, a
+    count) meets the literal in no op, and the two orders of the pair are the same program."""
+    return TRIP_ORDER and TRIP_COUNTERS and bool(occurrences) and \
+        all(key in trip_only and not trip_only[key] & set(classes) for key in occurrences)
+
+
+__all__ = ["TRIP_COUNTERS", "TRIP_ORDER", "index_groups", "trip_constants", "trips_apart"]
