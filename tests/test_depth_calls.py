@@ -105,3 +105,16 @@ def test_a_dim_two_call_sites_share_keeps_its_bound(monkeypatch: pytest.MonkeyPa
     call = dim_rules.RULES["func.call"]
     monkeypatch.setitem(dim_rules.RULES, "func.call", loose_call)
     assert _plan(ref, bug).size(2, 1) <= 10
+
+
+def test_a_helper_of_every_layer_keeps_one_body(monkeypatch: pytest.MonkeyPatch) -> None:
+    """stack8b_L32 (unrolled): `_where`, `tril` and `silu` are called once per layer (32
+    sites, over MAX_SPLIT_SITES) and keep one body each; the residual stream joins the
+    layers' dims anyway. With the cap raised every site gets its copy."""
+    from tv_mlir.frontend.read import load_module_mlir
+
+    path = str(DEPTH / "stack8b_L32.ref.mlir")
+    before = load_module_mlir(path).module
+    assert dims.split_call_sites(load_module_mlir(path)).module.funcs.keys() == before.funcs.keys()
+    monkeypatch.setattr(dims, "MAX_SPLIT_SITES", 64)
+    assert len(dims.split_call_sites(load_module_mlir(path)).module.funcs) > len(before.funcs) + 31
