@@ -211,3 +211,14 @@ def test_operands_of_a_subtract_do_not_commute(tmp_path: Path) -> None:
     v = verify(f["ref"], f["bug"], cache=False, shrink=False)
     assert v.verdict == "not-equivalent", v.reason
     assert v.counterexample is not None and v.counterexample.confirmed
+
+
+def test_the_memo_stops_recording_at_its_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past MAX_ENTRIES nothing more is recorded (the shard then computes its own results,
+    the verdict unchanged)."""
+    monkeypatch.setattr(element_memo, "MAX_ENTRIES", 40)
+    f = _files(tmp_path, ref=REF_EW, ok=DP_EW)
+    v = verify(f["ref"], f["ok"], cache=False, shrink=False)
+    assert v.verdict == "equivalent", v.reason
+    # The reference's first op (32 entries) fits; the second would pass 40.
+    assert v.stats["shared_elements"] == 2 * 16, v.stats

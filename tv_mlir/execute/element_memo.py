@@ -45,6 +45,9 @@ COMMUTATIVE = frozenset({
 })
 MEMO = True  # the switch the tests flip
 MIN_ELEMENTS = 16  # smaller results are cheaper to recompute than to key
+# Entries kept in all (a few hundred bytes each: key, result element): past it results are
+# still looked up but no more are recorded, so a large plan's memo stays well under its terms.
+MAX_ENTRIES = 2_000_000
 
 
 @dataclass
@@ -54,6 +57,7 @@ class ElementMemo:
 
     tables: dict[Any, dict[Any, Any]] = field(default_factory=dict)
     hits: int = 0  # result elements taken from the memo
+    entries: int = 0
 
     def apply(self, alg: Any, op: Op, sig: Any, args: Sequence[np.ndarray],
               compute: Callable[[], list[np.ndarray]]) -> list[np.ndarray]:
@@ -86,9 +90,13 @@ class ElementMemo:
                 self.hits += size
                 return [out.reshape(shape)]
         results = compute()
+        if self.entries + size > MAX_ENTRIES:
+            return results
         if table is None:
             table = self.tables[sig] = {}
+        before = len(table)
         table.update(zip(keys, results[0].reshape(-1).tolist()))
+        self.entries += len(table) - before
         return results
 
 
