@@ -29,7 +29,8 @@ def test_a_real_function_difference_xla_does_not_show_is_unknown() -> None:
     v = verify(R / "bessel_ratio.small.ref.mlir", R / "bessel_ratio.small.ok.mlir", shrink=False, timeout_s=60)
     assert v.verdict == "unknown" and v.exit_code == 2, v.reason
     assert v.reason.startswith("the programs differ as real functions by 5.8e-08 (relative)"), v.reason
-    assert "below what their dtypes show: XLA runs both and shows no difference" in v.reason
+    assert "below what their dtypes show (f32 resolution 1.2e-07): XLA runs both and gives the same value" \
+        in v.reason, v.reason
     c = v.counterexample  # kept for the user
     assert c is not None and not c.confirmed and c.confirmed_at is None
     xla = [r for r in c.replay if r.backend == "xla"]
@@ -54,6 +55,14 @@ XLA_NO = Replay("xla", 1.0, 1.0, False)
 
 def test_the_rule_needs_xla_to_have_run_and_neither_replay_to_show_it() -> None:
     assert "by 1.0e-07 (relative)" in (unshown_at_own_sizes(_cex([NUM_NO, XLA_NO])) or "")
+    assert "by 1.0e-07 (relative)" in (unshown_at_own_sizes(_cex([NUM_NO, XLA_NO]), "f32") or "")
+    # XLA's values differ, if by one f32 step below the replay's tolerance (x / sqrt(8)
+    # against x / 2.82842731, tests/test_sqrt_constants.py): XLA shows it, it stands.
+    one_step = Replay("xla", 0.3535533845424652, 0.3535533547401428, False)
+    assert unshown_at_own_sizes(_cex([NUM_NO, one_step], 0.3535533966440824, 0.35355336684176153)) is None
+    # Larger than the output type resolves: 1e-7 apart at an f64 output, 1e-6 at an f32 one.
+    assert unshown_at_own_sizes(_cex([NUM_NO, XLA_NO]), "f64") is None
+    assert unshown_at_own_sizes(_cex([NUM_NO, XLA_NO], 1.0, 1.000001)) is None
     # XLA could not run the programs (or there is no XLA replay: a stage without text):
     # the exact witness stands, as before.
     assert unshown_at_own_sizes(_cex([NUM_NO, Replay("xla", None, None, False, "unsupported op")])) is None

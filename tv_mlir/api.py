@@ -145,7 +145,7 @@ def verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, *
         _name_the_second_witness(verdict, second)
     if not checked:
         _full_size_check(verdict, shrunk, originals, options, runner)
-    _exit_1_needs_confirmation(verdict, options)
+    _exit_1_needs_confirmation(verdict, options, originals[0])
     runner.forget()
     verdict.time_s = round(time.perf_counter() - t0, 4)
     verdict.assume = assumed(options)
@@ -153,7 +153,7 @@ def verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, *
     return verdict
 
 
-def _exit_1_needs_confirmation(verdict: Verdict, options: Options) -> None:
+def _exit_1_needs_confirmation(verdict: Verdict, options: Options, ref: Module | None = None) -> None:
     """The last word on exit 1: `not-equivalent` stands only with a counterexample XLA
     shows at the original sizes. Each path above (embedding, regrowth, second witness,
     full-size check, replica divergence) is meant to leave only such verdicts; this is the
@@ -165,12 +165,14 @@ def _exit_1_needs_confirmation(verdict: Verdict, options: Options) -> None:
     witness/settle.py) keeps its exact witness where XLA cannot run the programs, or where
     our float64 replay shows it; where XLA runs them and neither shows it, the programs
     differ as real functions by less than their dtypes resolve: `unknown`, the witness kept
-    (witness/replay.unshown_at_own_sizes)."""
+    (witness/replay.unshown_at_own_sizes; `ref`: the reference as given, for the output's type)."""
     c = verdict.counterexample
     if verdict.verdict != "not-equivalent" or not options.replay or c is None:
         return
     if not (verdict.shrink and verdict.shrink.get("applied")):
-        why = None if c.confirmed else unshown_at_own_sizes(c)
+        results = ref.global_result_types() if ref is not None else []
+        why = None if c.confirmed else unshown_at_own_sizes(c, results[c.output].dtype
+                                                             if 0 <= c.output < len(results) else None)
         if why:
             verdict.verdict, verdict.reason = "unknown", f"{why}: {verdict.reason}"
         return

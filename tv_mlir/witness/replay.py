@@ -120,32 +120,43 @@ def py_value(x: Any) -> Any:
     return x
 
 
-def unshown_at_own_sizes(c: Any) -> str | None:
+# The relative spacing of floats per element type (2^-mantissa bits): a real difference
+# below it at an output of that type is one the type does not resolve.
+RESOLUTION = {"f64": 2.0 ** -52, "f32": 2.0 ** -23, "f16": 2.0 ** -10, "bf16": 2.0 ** -7}
+
+
+def unshown_at_own_sizes(c: Any, dtype: str | None = None) -> str | None:
     """Why an exact witness at the programs' own sizes is no exit 1, or None when it is one.
-    It is not when XLA ran both programs on it and shows no difference, our float64 replay
-    shows none either, and the two values are finite floats: the programs then differ as
-    real functions (a f32 literal 1.01587307 written for 64/63), by less than their dtypes
-    resolve, and no run of them shows it (DESIGN: an unconfirmed counterexample is
-    `unknown`). Where XLA could not run them (an error, a stage without text) the exact
-    witness stands, as does one our float64 replay shows (an integer wraparound that XLA
-    folds away): the difference is then there in the programs' own semantics. `c`: a
-    verdict.Counterexample."""
+    It is not when XLA ran both programs on it and gives the same value, our float64 replay
+    shows no difference either, and the exact values (finite floats) differ by less than the
+    output's type resolves (`dtype`, else f32 when XLA's values are f32 numbers, f64 when
+    not): the programs then differ as real functions (a f32 literal 1.01587307 written for
+    64/63), no run of them shows it, and none could at that type (DESIGN: an unconfirmed
+    counterexample is `unknown`). Where XLA could not run them (an error, a stage without
+    text) the exact witness stands, as does one that XLA's values show even below the
+    replay's tolerance (a fold one f32 step off), one our float64 replay shows (an integer
+    wraparound that XLA folds away), or one larger than the type's resolution (an f64
+    output 3.5e-7 apart): the difference is then there in the programs' own semantics. `c`:
+    a verdict.Counterexample."""
     xla = [r for r in c.replay if r.backend == "xla"]
     if c.confirmed or not xla or any(r.error or r.confirmed for r in xla):
         return None
     if any(r.backend == "numeric" and r.confirmed for r in c.replay):
         return None
-    # A float output (XLA's values say so: the exact ones may be integral), all four values
-    # finite: a NaN or an overflow on XLA is no rounding of a small difference.
     r = xla[0]
     try:
-        shown = [float(_num(v)) for v in (r.ref_value, r.other_value, c.ref_value, c.other_value)]
+        x, y, a, b = (float(_num(v)) for v in (r.ref_value, r.other_value, c.ref_value, c.other_value))
     except (TypeError, ValueError):
         return None
-    if not all(isinstance(_num(v), float) for v in (r.ref_value, r.other_value)) or not np.isfinite(shown).all():
+    # A float output (XLA's values say so: the exact ones may be integral) where XLA gives one
+    # finite value: a NaN or an overflow is no rounding of a small difference.
+    if not all(isinstance(_num(v), float) for v in (r.ref_value, r.other_value)) or x != y \
+            or not np.isfinite([x, a, b]).all():
         return None
-    a, b = shown[2], shown[3]
+    resolution = RESOLUTION.get(dtype or "") or (RESOLUTION["f32"] if float(np.float32(x)) == x else RESOLUTION["f64"])
     rel = abs(a - b) / max(abs(a), abs(b), np.finfo(np.float64).tiny)
+    if rel > resolution:
+        return None
     return (f"the programs differ as real functions by {rel:.1e} (relative) at the counterexample's input, "
-            f"below what their dtypes show: XLA runs both and shows no difference ({r.ref_value} and "
-            f"{r.other_value}), nor does the float64 replay")
+            f"below what their dtypes show ({dtype or 'output'} resolution {resolution:.1e}): XLA runs both and "
+            f"gives the same value ({r.ref_value}), and the float64 replay shows no difference")
