@@ -51,8 +51,13 @@ class Univariate:
 
     store: TermStore
     _atom: dict[int, int] = field(default_factory=dict)  # term id -> atom id | _CONST | _MIXED
-    _pieces: dict[int, tuple[Piece, ...]] = field(default_factory=dict)
-    _sets: dict[int, IntervalSet] = field(default_factory=dict)
+    # Keyed by (term id, atom id): a piece's or a set's ends are the atom's domain, and a
+    # term with no atom of its own (a constant branch, 288) is read over several atoms'
+    # domains. Keyed by the term alone, a constant's pieces made over y in [250, 289] were
+    # reused over an unbounded atom x, so ite(x == 1, 288, 20) <= 128 lost its x == 1 piece
+    # and folded to True.
+    _pieces: dict[tuple[int, int], tuple[Piece, ...]] = field(default_factory=dict)
+    _sets: dict[tuple[int, int], IntervalSet] = field(default_factory=dict)
     _canon: dict[tuple[int, int], Bool] = field(default_factory=dict)  # (cond id, bounds seen) -> cond
     _bounds_seen: int = 0  # pieces and sets depend on the atoms' domains: cleared when bounds grow
 
@@ -129,7 +134,8 @@ class Univariate:
 
     # -- pieces ----------------------------------------------------------------
     def _lin(self, t: Term, x: int, dom: tuple[Lo, Hi]) -> tuple[Piece, ...]:
-        hit = self._pieces.get(t.id)
+        key = (t.id, x)
+        hit = self._pieces.get(key)
         if hit is not None:
             return hit
         acc: tuple[Piece, ...] = ((dom[0], dom[1], Fraction(0), Fraction(0)),)
@@ -149,7 +155,7 @@ class Univariate:
                         raise _GiveUp
                     part = tuple((lo, hi, k * p, k * q) for lo, hi, p, q in self._ite(atom, x, dom))
             acc = _combine(acc, part)
-        self._pieces[t.id] = acc
+        self._pieces[key] = acc
         return acc
 
     def _ite(self, atom: Term, x: int, dom: tuple[Lo, Hi]) -> tuple[Piece, ...]:
@@ -162,7 +168,8 @@ class Univariate:
     def _set(self, c: Bool, x: int, dom: tuple[Lo, Hi]) -> IntervalSet:
         if isinstance(c, bool):
             return (dom,) if c else ()
-        hit = self._sets.get(c.id)
+        key = (c.id, x)
+        hit = self._sets.get(key)
         if hit is not None:
             return hit
         kind = c.kind
@@ -187,7 +194,7 @@ class Univariate:
             raise _GiveUp
         if len(out) > MAX_PIECES:
             raise _GiveUp
-        self._sets[c.id] = out
+        self._sets[key] = out
         return out
 
     # -- the canonical term ----------------------------------------------------
