@@ -27,36 +27,27 @@ REF_GRAD = """module @ref {
   }
 }
 """
-DP_GRAD = """module @dp attributes {mhlo.num_partitions = 2 : i32, mhlo.num_replicas = 1 : i32} {
+_DP_GRAD = """module @dp attributes {mhlo.num_partitions = 2 : i32, mhlo.num_replicas = 1 : i32} {
   sdy.mesh @mesh = <["dp"=2]>
   func.func public @main(%x: tensor<8x4xf32>, %g: tensor<8x4xf32>) -> tensor<4x4xf32> {
     %0 = sdy.manual_computation(%x, %g) in_shardings=[<@mesh, [{"dp"}, {}]>, <@mesh, [{"dp"}, {}]>] out_shardings=[<@mesh, [{}, {}]>] manual_axes={"dp"} (%xl: tensor<4x4xf32>, %gl: tensor<4x4xf32>) {
       %1 = stablehlo.dot_general %xl, %gl, contracting_dims = [0] x [0] : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
-      %2 = "stablehlo.all_reduce"(%1) <{channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>, use_global_device_ids}> ({
+{reduce}      sdy.return %2 : tensor<4x4xf32>
+    } : (tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
+    return %0 : tensor<4x4xf32>
+  }
+}
+"""
+DP_GRAD = _DP_GRAD.replace("{reduce}", """      %2 = "stablehlo.all_reduce"(%1) <{channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>, use_global_device_ids}> ({
       ^bb0(%a: tensor<f32>, %b: tensor<f32>):
         %s = stablehlo.add %a, %b : tensor<f32>
         stablehlo.return %s : tensor<f32>
       }) : (tensor<4x4xf32>) -> tensor<4x4xf32>
-      sdy.return %2 : tensor<4x4xf32>
-    } : (tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
-    return %0 : tensor<4x4xf32>
-  }
-}
-"""
+""")
 # The all-reduce replaced by doubling each device's partial sum.
-DP_GRAD_DOUBLED = """module @dp attributes {mhlo.num_partitions = 2 : i32, mhlo.num_replicas = 1 : i32} {
-  sdy.mesh @mesh = <["dp"=2]>
-  func.func public @main(%x: tensor<8x4xf32>, %g: tensor<8x4xf32>) -> tensor<4x4xf32> {
-    %0 = sdy.manual_computation(%x, %g) in_shardings=[<@mesh, [{"dp"}, {}]>, <@mesh, [{"dp"}, {}]>] out_shardings=[<@mesh, [{}, {}]>] manual_axes={"dp"} (%xl: tensor<4x4xf32>, %gl: tensor<4x4xf32>) {
-      %1 = stablehlo.dot_general %xl, %gl, contracting_dims = [0] x [0] : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
-      %c = stablehlo.constant dense<2.0> : tensor<4x4xf32>
+DP_GRAD_DOUBLED = _DP_GRAD.replace("{reduce}", """      %c = stablehlo.constant dense<2.0> : tensor<4x4xf32>
       %2 = stablehlo.multiply %1, %c : tensor<4x4xf32>
-      sdy.return %2 : tensor<4x4xf32>
-    } : (tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
-    return %0 : tensor<4x4xf32>
-  }
-}
-"""
+""")
 REF_EW = """module @ref {
   func.func public @main(%x: tensor<8x4xf32>, %y: tensor<8x4xf32>) -> tensor<8x4xf32> {
     %p = stablehlo.compare GT, %x, %y : (tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<8x4xi1>
@@ -82,20 +73,7 @@ DP_EW = """module @dp attributes {mhlo.num_partitions = 2 : i32, mhlo.num_replic
 }
 """
 # The shard compares LT where the reference compares GT, over the same operand elements.
-DP_EW_FLIPPED = """module @dp attributes {mhlo.num_partitions = 2 : i32, mhlo.num_replicas = 1 : i32} {
-  sdy.mesh @mesh = <["dp"=2]>
-  func.func public @main(%x: tensor<8x4xf32>, %y: tensor<8x4xf32>) -> tensor<8x4xf32> {
-    %0 = sdy.manual_computation(%x, %y) in_shardings=[<@mesh, [{"dp"}, {}]>, <@mesh, [{"dp"}, {}]>] out_shardings=[<@mesh, [{"dp"}, {}]>] manual_axes={"dp"} (%xl: tensor<4x4xf32>, %yl: tensor<4x4xf32>) {
-      %p = stablehlo.compare LT, %xl, %yl : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xi1>
-      %m = stablehlo.multiply %xl, %yl : tensor<4x4xf32>
-      %s = stablehlo.subtract %xl, %yl : tensor<4x4xf32>
-      %r = stablehlo.select %p, %m, %s : tensor<4x4xi1>, tensor<4x4xf32>
-      sdy.return %r : tensor<4x4xf32>
-    } : (tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<8x4xf32>
-    return %0 : tensor<8x4xf32>
-  }
-}
-"""
+DP_EW_FLIPPED = DP_EW.replace("stablehlo.compare GT", "stablehlo.compare LT")
 
 
 def _files(tmp_path: Path, **texts: str) -> dict[str, Path]:
