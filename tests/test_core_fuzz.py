@@ -17,26 +17,34 @@ sys.path.insert(0, str(Path(__file__).parent))
 import core_fuzz  # noqa: E402
 
 from tv_mlir.algebra.term import TermStore  # noqa: E402
+from tv_mlir.errors import Unsupported  # noqa: E402
 
 SYMBOLIC_SEEDS = range(0, 40)
-# Seeds whose programs the rule of 6422bd1's old loop got wrong (found by the fuzzer; the
+# A seed whose program the rule before 6422bd1 got wrong (found by the fuzzer, 1 in 400; the
 # regression test below keeps them caught).
-OLD_RULE_SEEDS = (7, 264)
-VERDICT_SEEDS = range(0, 6)
+OLD_RULE_SEEDS = (315,)
+VERDICT_SEEDS = range(0, 4)
 
 
-def _mismatches(seeds) -> list[tuple[int, object]]:  # noqa: ANN001
+def _mismatches(seeds, ran: list[int] | None = None) -> list[tuple[int, object]]:  # noqa: ANN001
     out = []
     for seed in seeds:
         p, assume = core_fuzz.generate(seed)
-        m = core_fuzz.symbolic_mismatch(p.text(), assume, core_fuzz.sample_inputs(p, assume, seed))
+        try:
+            m = core_fuzz.symbolic_mismatch(p.text(), assume, core_fuzz.sample_inputs(p, assume, seed))
+        except Unsupported:  # ui64 past what the semantics model
+            continue
+        if ran is not None:
+            ran.append(seed)
         if m is not None:
             out.append((seed, m))
     return out
 
 
 def test_own_terms_evaluate_to_the_numbers_on_the_assumed_domain() -> None:
-    assert _mismatches(SYMBOLIC_SEEDS) == []
+    ran: list[int] = []
+    assert _mismatches(SYMBOLIC_SEEDS, ran) == []
+    assert len(ran) >= 30
 
 
 def _last_atom_rule(self: TermStore, op: str, data) -> bool | None:  # noqa: ANN001
