@@ -400,7 +400,8 @@ def _differ(a: np.ndarray, b: np.ndarray) -> bool:
         fin = np.isfinite(a64) & np.isfinite(b64)
         if ((~fin & ~na) & (a64 != b64)).any():
             return True
-        return bool((np.abs(a64 - b64)[fin] > 1e-3 * (1 + np.abs(a64[fin]))).any())
+        with np.errstate(invalid="ignore", over="ignore"):
+            return bool((np.abs(a64 - b64)[fin] > 1e-5 * (1 + np.abs(a64[fin]))).any())  # f32: ~6e-8 an op
     return bool((a != b).any())
 
 
@@ -429,11 +430,12 @@ def xla_witness(xla: Any, a: str, b: str, sets: list[list[np.ndarray]]) -> Any:
     return None
 
 
-def check(seed: int, xla: Any, with_z3: bool | None = None, timeout: float = 5.0) -> Outcome | None:
+def check(seed: int, xla: Any, with_z3: bool | None = None, timeout: float = 5.0,
+          floats: bool | None = None) -> Outcome | None:
     """Generate, mutate, verify and judge one pair; None when the mutation is a no-op."""
     from tv_mlir import verify
 
-    p, assume = generate(seed)
+    p, assume = generate(seed, floats)
     q = mutate(p, seed + 1_000_003)
     if q is None:
         return None
@@ -539,6 +541,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--seeds", default="0:100", help="lo:hi")
     ap.add_argument("--z3", action="store_true", help="run the z3 core on every pair")
+    ap.add_argument("--floats", action="store_true", help="every program has f32 values")
     ap.add_argument("--sym", action="store_true",
                     help="only the own terms' exact values against XLA (no verify): many programs fast")
     ap.add_argument("--xla", action="store_true", help="with --sym: XLA's numbers too")
@@ -583,7 +586,7 @@ def main(argv: list[str] | None = None) -> int:
                       f"inputs {[a.tolist() for a in m[0]]}", flush=True)
             continue
         try:
-            o = check(seed, xla, with_z3=True if args.z3 else None)
+            o = check(seed, xla, with_z3=True if args.z3 else None, floats=True if args.floats else None)
         except Unsupported:
             counts["unsupported"] = counts.get("unsupported", 0) + 1
             continue
