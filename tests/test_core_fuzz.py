@@ -24,7 +24,7 @@ SYMBOLIC_SEEDS = range(0, 40)
 # regression test below keeps them caught).
 OLD_RULE_SEEDS = (10, 12)
 # A mix: equivalent (own core alone, and float pairs the z3 core confirms) and not-equivalent.
-VERDICT_SEEDS = (1, 2, 3, 7, 8, 9, 10)
+VERDICT_SEEDS = (2, 7, 8, 10)
 
 
 def _mismatches(seeds, ran: list[int] | None = None) -> list[tuple[int, object]]:  # noqa: ANN001
