@@ -43,11 +43,13 @@ def _shared(stage: StagePair) -> list[int]:
     return [k for k, a in enumerate(stage.other.main.body.args) if ".whole" in a]
 
 
-def test_two_layouts_of_a_weight_are_one_stage_input() -> None:
+def test_two_layouts_of_a_weight_are_one_stage_input(monkeypatch: pytest.MonkeyPatch) -> None:
     """The stage that reads w sharded and all-gathered takes w once, and every stage holds
     on its own: no stage fails, no span is widened, the pair is not proved whole. (Before
     shared slots the two copies were independent inputs, the stage ended unknown with a
-    spurious counterexample, and the whole proof closed the pair.)"""
+    spurious counterexample, and the whole proof closed the pair.) Its last stage holds most
+    of the ops: the stages are kept here (DOMINANT_SHARE off), they are what is tested."""
+    monkeypatch.setattr(stages_run, "DOMINANT_SHARE", 2.0)
     v = verify(REF, LAYOUTS / "two_layouts.partitioned.mlir", cache=False, **QUICK)
     assert v.verdict == "equivalent", v.reason
     st = v.stages
@@ -194,3 +196,12 @@ def test_checking_one_copy_per_carried_value_would_hide_the_stale_copy(monkeypat
     monkeypatch.setattr(loops, "_proved_next", last_copy_only)
     v = verify(SCAN_REF, LAYOUTS / "scan_two_layouts_bug_stale_copy.shardy.mlir", cache=False, **QUICK)
     assert v.verdict == "equivalent"  # wrong: what checking every copy prevents
+
+
+def test_a_cut_dominated_by_one_stage_is_proved_whole() -> None:
+    """The same pair with the default DOMINANT_SHARE: one stage holds most of the
+    reference's ops, so the cut buys nothing and the pair is proved whole, same verdict."""
+    v = verify(REF, LAYOUTS / "two_layouts.partitioned.mlir", cache=False, **QUICK)
+    assert v.verdict == "equivalent", v.reason
+    assert v.stages is not None and not v.stages["used"], v.stages
+    assert "of the reference's" in v.stages["reason"] and "proved whole" in v.stages["reason"], v.stages
