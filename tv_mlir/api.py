@@ -21,6 +21,7 @@ from tv_mlir.ir import Module
 from tv_mlir.options import SECOND_WITNESS_FLOOR, SECOND_WITNESS_GROWTH, SECOND_WITNESS_HALVINGS, Options
 from tv_mlir.passes import load_pipeline, run_pipeline
 from tv_mlir.progress import progress
+from tv_mlir.shrink.embed import fills_for
 from tv_mlir.shrink.pair import shrink_pair
 from tv_mlir.stages import verdicts
 from tv_mlir.stages.loops import rests_on_induction
@@ -392,10 +393,12 @@ def _embed(verdict: Verdict, e: Any, small_ref: Module, ref: Module, other: Modu
         c.not_embedded = f"too large to replay at the original sizes ({b.reason})"
         c.confirmed_at = "shrunk sizes" if c.confirmed else None
         return
+    # Elements the witness does not set stay inside the inputs' assumed ranges.
+    fills = fills_for(_assumed_bounds(ref, options)) if options is not None else []
     if c.devices:
         # A replica divergence: the same two devices' copies of the embedded element on XLA
         # at the original sizes (issue 12 item 4: exit 1 only once they show it there).
-        if regrow.confirm_divergence(c, e, small_ref, ref, other, runner=runner):
+        if regrow.confirm_divergence(c, e, small_ref, ref, other, runner=runner, fills=fills):
             assert c.devices is not None
             verdict.reason = (f"{c.what} differ at index {c.index} (a divergence found at the shrunk sizes, "
                               f"replayed at the original sizes): device {c.devices[0]} holds {c.ref_value}, "
@@ -403,7 +406,7 @@ def _embed(verdict: Verdict, e: Any, small_ref: Module, ref: Module, other: Modu
         else:
             c.confirmed_at = "shrunk sizes" if c.confirmed else None
         return
-    if regrow.replay_at_original_sizes(c, e, small_ref, ref, other, runner):
+    if regrow.replay_at_original_sizes(c, e, small_ref, ref, other, runner, fills=fills):
         verdict.reason = (f"output {c.output} differs at index {c.index} (a witness found at the shrunk sizes, "
                           f"replayed at the original sizes): {ref.source} gives {c.ref_value}, "
                           f"{other.source} gives {c.other_value}")

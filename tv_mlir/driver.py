@@ -216,8 +216,8 @@ def _numeric_runs(p: _Proof) -> None:
     """Both programs on random inputs: fingerprints for sweeping, and a cheap first search
     for a counterexample."""
     with _timed(p, "numeric_s"):
-        p.input_sets = random_inputs(p.types, bounds=p.bounds, signs=_signs(p))
         try:
+            p.input_sets = random_inputs(p.types, bounds=p.bounds, signs=_signs(p))
             p.ref_trace = numeric_trace(p.ref, p.input_sets, p.options.max_unroll)
             p.other_trace = numeric_trace(p.other, p.input_sets, p.options.max_unroll)
             align_traces(p.ref_trace, p.other_trace)

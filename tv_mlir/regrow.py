@@ -8,7 +8,7 @@ original sizes, or a proof at the original sizes, is the verdict. Otherwise the 
 is `unknown`, naming why, with the shrunk witness kept for inspection."""
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tv_mlir.assume import shrunk_sizes
@@ -98,7 +98,7 @@ def retry(verdict: Verdict, originals: tuple[Module, Module], options: Options, 
 
 
 def confirm_divergence(c: Counterexample, e: Any, small_ref: Module, ref: Module, other: Module,
-                       runner: Any = None) -> bool:
+                       runner: Any = None, fills: Sequence[int] = ()) -> bool:
     """A replica divergence found at the shrunk sizes, embedded into the original sizes
     and replayed there on XLA on the program that diverges, comparing the same two
     devices' copies of the embedded element (`replay_at_original_sizes`). A divergence
@@ -107,11 +107,13 @@ def confirm_divergence(c: Counterexample, e: Any, small_ref: Module, ref: Module
     sizes like any unconfirmed witness."""
     assert c.devices is not None and len(c.devices) == 2
     c.shrunk_index = list(c.index)
-    return replay_at_original_sizes(c, e, small_ref, ref, other, runner, devices=(c.devices[0], c.devices[1]))
+    return replay_at_original_sizes(c, e, small_ref, ref, other, runner, devices=(c.devices[0], c.devices[1]),
+                                    fills=fills)
 
 
 def replay_at_original_sizes(c: Counterexample, e: Any, small_ref: Module, ref: Module, other: Module,
-                             runner: Any = None, devices: tuple[int, int] | None = None) -> bool:
+                             runner: Any = None, devices: tuple[int, int] | None = None,
+                             fills: Sequence[int] = ()) -> bool:
     """The shrunk witness placed into the original sizes (shard blocks kept, each layout
     of `embed.LAYOUTS` until one reproduces) and replayed on XLA: the two programs' values
     of the embedded element, or with `devices` those two devices' copies of it on program
@@ -123,7 +125,7 @@ def replay_at_original_sizes(c: Counterexample, e: Any, small_ref: Module, ref: 
 
     small = concrete_inputs(c, small_ref.global_arg_types())
     for layout in LAYOUTS:
-        arrays = embed_inputs(e, small, layout)
+        arrays = embed_inputs(e, small, layout, fills)
         index = tuple(e.index(c.output, c.index, layout))
         r = xla_replay(ref, other, arrays, c.output, index, side=c.side if devices else "", devices=devices,
                        runner=runner)

@@ -11,6 +11,7 @@ import numpy as np
 
 from tv_mlir.algebra import Kind, NumericAlgebra
 from tv_mlir.algebra.numeric import FUNCS
+from tv_mlir.errors import Unsupported
 from tv_mlir.execute.interp import Interpreter
 from tv_mlir.ir import Module, Op, TensorType
 
@@ -18,6 +19,7 @@ from tv_mlir.ir import Module, Op, TensorType
 # max takes the same branch in all runs with probability 2**-RUNS, and every such
 # coincidence costs a failed proof.
 RUNS = 8
+INT64_END = 1 << 63
 # The input set of the run with other functions (`OTHER_FUNCS`), one of the real-valued ones.
 OTHER_FUNCS_INPUTS = 1
 OTHER_FUNCS_RUN = True  # the switch the tests flip
@@ -77,6 +79,11 @@ def random_inputs(types: Sequence[TensorType], seed: int = 0,
                 if b is not None:  # inside the assumption: the usual range's part in it, else all of it
                     inside = max(lo, b[0]), min(hi, b[1] + 1)
                     lo, hi = inside if inside[0] < inside[1] else (b[0], b[1] + 1)
+                if hi > INT64_END:  # a ui64 assumed past int64: the runs hold int64 values
+                    if lo >= INT64_END:
+                        raise Unsupported(f"an input of type {t.dtype} assumed at or above 2**63: the numeric "
+                                          f"runs hold int64 values", "", "assume.ui64")
+                    hi = INT64_END
                 arrays.append(rng.integers(lo, hi, size=t.shape).astype(np.int64))
             else:
                 sign = signs[len(arrays)] if len(arrays) < len(signs) else 0

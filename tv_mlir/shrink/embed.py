@@ -49,9 +49,12 @@ class Embedding:
     def fits(self, budget: int = MAX_ELEMENTS) -> bool:
         return sum(int(np.prod([d.original for d in dims])) for dims in self.args) <= budget
 
-    def array(self, k: int, small: np.ndarray, layout: str = "start") -> np.ndarray:
+    def array(self, k: int, small: np.ndarray, layout: str = "start", fill: int = 0) -> np.ndarray:
+        """`fill`: the value of the elements the witness does not set (0, or for an input
+        assumed away from 0 a value inside its assumption: the embedded witness must stay an
+        input the verdict is about)."""
         dims = self.args[k]
-        out = np.zeros(tuple(d.original for d in dims), dtype=small.dtype)
+        out = np.full(tuple(d.original for d in dims), fill, dtype=small.dtype)
         index = np.ix_(*[np.array([d.position(j, layout) for j in range(n)], dtype=np.int64)
                          for d, n in zip(dims, small.shape)]) if dims else ()
         vm = self.values[k] if k < len(self.values) else None
@@ -137,10 +140,23 @@ def _int_cone(facts: ProgramFacts, value: str) -> set[str]:
 LAYOUTS = ("start", "ends")
 
 
-def embed_inputs(e: Embedding, arrays: Sequence[np.ndarray], layout: str = "start") -> list[np.ndarray]:
-    return [e.array(k, np.asarray(a), layout) for k, a in enumerate(arrays)]
+def embed_inputs(e: Embedding, arrays: Sequence[np.ndarray], layout: str = "start",
+                 fills: Sequence[int] = ()) -> list[np.ndarray]:
+    return [e.array(k, np.asarray(a), layout, fills[k] if k < len(fills) else 0) for k, a in enumerate(arrays)]
 
 
-__all__ = ["LAYOUTS", "DimMap", "Embedding", "embed_inputs", "embedding"]
+def fills_for(bounds: Sequence[tuple[int, int] | None]) -> list[int]:
+    """Per input, the fill of an embedded witness (`Embedding.array`): 0, or the nearest end
+    of an integer input's assumed closed range (`assume.resolve`) that leaves 0 out."""
+    out = []
+    for b in bounds:
+        if b is None or not isinstance(b, tuple) or b[0] <= 0 <= b[1]:
+            out.append(0)
+        else:
+            out.append(int(b[0]) if b[0] > 0 else int(b[1]))
+    return out
+
+
+__all__ = ["LAYOUTS", "DimMap", "Embedding", "embed_inputs", "embedding", "fills_for"]
 
 

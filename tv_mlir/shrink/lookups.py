@@ -31,6 +31,7 @@ from tv_mlir.shrink.facts import ProgramFacts, passed_whole, splat
 
 # Input values evaluated per bounded input (a vocabulary of 128k is 131072).
 MAX_RANGE = 1 << 18
+INT64 = (-(1 << 63), 1 << 63)  # the values the evaluation holds (int64 arrays)
 # Rule (k), partitioned lookups (`guarded_lookups`): an index predicate that only selects,
 # device by device, between a gather and zero, summed over a device group in which exactly
 # one device selects for every input value, is a gather, not a count. Off: counted.
@@ -110,7 +111,7 @@ class _Evaluator:
         self.inputs: dict[str, tuple[int, tuple[int, int]]] = {}
         for k, (arg, r) in enumerate(zip(fa.module.main.body.args, ranges)):
             if isinstance(r, tuple) and all(isinstance(x, (int, np.integer)) for x in r) \
-                    and 0 < r[1] - r[0] + 1 <= MAX_RANGE:
+                    and 0 < r[1] - r[0] + 1 <= MAX_RANGE and INT64[0] <= r[0] and r[1] < INT64[1]:
                 self.inputs[arg] = (k, (int(r[0]), int(r[1])))
         self.memo: dict[str, Val | None] = {}
 
@@ -161,6 +162,8 @@ class _Evaluator:
             flat = value.reshape(-1)
             if not (flat == flat[0]).all() or not (np.issubdtype(value.dtype, np.integer) or value.dtype == bool):
                 return None
+            if value.dtype != bool and not INT64[0] <= int(flat[0]) < INT64[1]:
+                return None  # a ui64 past int64: not evaluated here
             return None, np.array([[flat[0]]], dtype=bool if value.dtype == bool else np.int64)
         if n in ("stablehlo.partition_id", "stablehlo.replica_id"):
             ids = np.arange(self.devices, dtype=np.int64) if n == "stablehlo.partition_id" else \
