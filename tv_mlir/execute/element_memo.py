@@ -24,18 +24,13 @@ from typing import Any
 import numpy as np
 
 from tv_mlir.ir import Op
+from tv_mlir.semantics.ops import ELEMENTWISE
 
 # Ops whose result element is a function of the operand elements at the same position alone
-# (and of the attributes and types, which the key holds). Region ops, reductions, shape and
-# index ops are not here, nor the rng and bit ops.
-MEMO_OPS = frozenset({
-    "stablehlo.add", "stablehlo.subtract", "stablehlo.multiply", "stablehlo.divide",
-    "stablehlo.maximum", "stablehlo.minimum", "stablehlo.negate", "stablehlo.abs",
-    "stablehlo.compare", "stablehlo.select", "stablehlo.clamp", "stablehlo.and",
-    "stablehlo.or", "stablehlo.not", "stablehlo.xor", "stablehlo.convert",
-    "stablehlo.exponential", "stablehlo.log", "stablehlo.sqrt", "stablehlo.rsqrt",
-    "stablehlo.tanh", "stablehlo.logistic", "stablehlo.power",
-})
+# (and of the attributes and types, which the key holds): the project's elementwise ops
+# (`semantics.ops.ELEMENTWISE`; the chlo.broadcast_* forms are left out there). Region ops,
+# reductions, shape and index ops and the random generators are not among them.
+MEMO_OPS = ELEMENTWISE
 # Ops whose two operands commute (so do their IEEE classes and their NaN and signed-zero
 # rules): keyed by the unordered pair, so the reference's a * b serves the shard's b * a,
 # which XLA's partitioner writes as often as not.
