@@ -94,3 +94,39 @@ def test_the_sweep_groups_by_the_reference_value() -> None:
     assert sweeper._value_of(xs[0]) is None
     assert T.is_folded(1) and sweeper._value_of(1) is None
 
+
+
+def test_a_ledger_carries_a_group_across_calls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same value merged on the next device (`Sweeper._prove_todo` keeps one ledger):
+    a group that failed GROUP_FAILURES times with no proof is not unfolded again; without
+    the ledger each call starts afresh."""
+    cuts, alg, _, bad = _pairs(8)
+    calls = count_unfoldings(monkeypatch)
+    prover = LocalProver(cuts, alg)
+    ledger = local.GroupLedger()
+    prover.prove_pairs(bad[:4], Kind.FLOAT, 0.2, deep=0, steps=1, groups=["g"] * 4, ledger=ledger)
+    assert len(calls) == GROUP_FAILURES
+    prover.prove_pairs(bad[4:], Kind.FLOAT, 0.2, deep=0, steps=1, groups=["g"] * 4, ledger=ledger)
+    assert len(calls) == GROUP_FAILURES
+    prover.prove_pairs(bad[4:], Kind.FLOAT, 0.2, deep=0, steps=1, groups=["g"] * 4)
+    assert len(calls) == 2 * GROUP_FAILURES
+
+
+def test_a_ledger_never_stops_a_group_proved_in_an_earlier_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    cuts, alg, good, bad = _pairs(8)
+    prover = LocalProver(cuts, alg)
+    ledger = local.GroupLedger()
+    assert prover.prove_pairs(good[:1], Kind.FLOAT, 0.2, deep=0, steps=1, groups=["g"], ledger=ledger) == ["simplified"]
+    prover.prove_pairs(bad, Kind.FLOAT, 0.2, deep=0, steps=1, groups=["g"] * len(bad), ledger=ledger)
+    status = prover.prove_pairs(good[1:], Kind.FLOAT, 0.2, deep=0, steps=1, groups=["g"] * 7, ledger=ledger)
+    assert status == ["simplified"] * 7
+
+
+def test_the_sweep_groups_a_value_across_devices_but_not_inputs() -> None:
+    """`sweep._group`: the other program's value without its device, with the reference
+    value; a reference input is no group."""
+    from tv_mlir.prove.sweep import _group
+
+    ref = Origin("ref", "stablehlo.add", "loc", "%0", None)
+    assert _group("%5", ref) == _group("%5@0".partition("@")[0], ref) != _group("%6", ref)
+    assert _group("%5", None) is None

@@ -33,7 +33,7 @@ from tv_mlir.algebra import terms as T
 from tv_mlir.ir import Op, TensorType
 from tv_mlir.prove.cuts import CutStore, Origin, origin_of
 from tv_mlir.prove.fingerprints import Trace, fingerprints, input_runs
-from tv_mlir.prove.local import LocalProver
+from tv_mlir.prove.local import GroupLedger, LocalProver
 
 MAX_CANDIDATES = 3  # reference values with the same fingerprint tried per element
 PLACEMENT_VOTES = 2  # merged elements that must agree on a value's placement
@@ -102,6 +102,8 @@ class Sweeper:
     _ref_runs: list[list[np.ndarray] | None] = field(default_factory=list)  # their numeric runs
     _where: dict[Any, tuple[int, int]] = field(default_factory=dict)
     _indexed: int = 0
+    # Groups of local proofs (`_prove_todo`) across the devices that merge one value.
+    _ledger: GroupLedger = field(default_factory=GroupLedger)
 
     def __post_init__(self) -> None:
         self.store = CutStore(self.alg)
@@ -158,17 +160,21 @@ class Sweeper:
                     where.setdefault(_full_id(x), (j, k))
         self._indexed = len(self._ref_arrays)
 
-    def _prove_todo(self, op: Op, t: TensorType, kind: Kind, flat: np.ndarray,
+    def _prove_todo(self, op: Op, name: str, t: TensorType, kind: Kind, flat: np.ndarray,
                     todo: list[tuple[int, list[Any], Any]]) -> None:
         """Local proofs for (flat index, candidate reference elements, ours), within the
-        budget; a proved element is replaced by its reference counterpart in `flat`."""
+        budget; a proved element is replaced by its reference counterpart in `flat`.
+
+        The elements of value `name` against one reference value are a group: they stand
+        or fall together, on every device (`local.GroupLedger`; `name` without its device)."""
+        value = name.partition("@")[0]
         # Several reference values may share a fingerprint (min(x, y) and x when x < y
         # in every run): the newest is the likeliest counterpart, then the next.
         while todo and self._proof_terms < self.budget_terms:
             pairs = [(c[0], x) for _, c, x in todo]
             size0 = T.work_size(pairs)
-            groups = [self._value_of(c[0]) for _, c, _ in todo]
-            proved = self.local.prove_pairs(pairs, kind, self.timeout_s, groups=groups)
+            groups = [_group(value, self._value_of(c[0])) for _, c, _ in todo]
+            proved = self.local.prove_pairs(pairs, kind, self.timeout_s, groups=groups, ledger=self._ledger)
             # The z3 core counts a proof attempt as a fixed amount of work.
             self._proof_terms += (T.work_size(pairs) - size0) or PAIR_WORK * len(pairs)
             retry = []
@@ -290,13 +296,18 @@ class Sweeper:
                 self._tried.update((T.element_id(c), key_ours) for c in fresh)
                 if fresh:
                     todo.append((i, fresh, flat[i]))
-            self._prove_todo(op, t, kind, flat, todo)
+            self._prove_todo(op, name, t, kind, flat, todo)
             if None in keys or missed:  # elements without a fingerprint match: by position
                 before = self.merged
-                self._prove_todo(op, t, kind, flat, self._by_placement(flat, new.shape, keys, runs, missed))
+                self._prove_todo(op, name, t, kind, flat, self._by_placement(flat, new.shape, keys, runs, missed))
                 self.placed += self.merged - before
             out.append(new)
         return out
+
+
+def _group(value: str, ref: Origin | None) -> tuple[str, Origin] | None:
+    """A pair's group: None (tried alone) for a reference input or literal."""
+    return None if ref is None else (value, ref)
 
 
 def _near(runs: list[np.ndarray], i: int, ref_runs: list[np.ndarray] | None, q: tuple[int, ...]) -> bool:
