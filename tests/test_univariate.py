@@ -121,3 +121,30 @@ def test_nested_selects_with_a_shared_branch_join() -> None:
             env = {"c": cv, "d": dv, "x": 1, "y": 2}
             nested = s.ite(p, s.ite(q, x, y), y)
             assert evaluate(nested, env) == evaluate(s.ite(s.and_(p, q), x, y, canonical=True), env)
+
+
+def test_point_guards_are_the_general_paths_terms() -> None:
+    """`x == v` takes a shortcut past the interval arithmetic (the most common index
+    guard): it must give the very term the general path gives for the same truth set
+    (`x <= v and v <= x`, which takes no shortcut), at the domain's ends (emitted open
+    there), inside it, outside it, and over a cut point's range; and keep its value."""
+    for bounds in (None, ("bounds", (-3, 9)), ("ranges", (0, 7))):
+        s = TermStore()
+        x = s.var("x", INT)
+        assert x.leaf is not None
+        if bounds is not None:
+            getattr(s, bounds[0])[x.leaf.id] = bounds[1]
+        a, b = s.var("a", REAL), s.var("b", REAL)
+        for v in range(-5, 12):
+            point = s.ite(s.eq(x, s.int_(v)), a, b, canonical=True)
+            general = s.ite(s.and_(s.le(x, s.int_(v)), s.le(s.int_(v), x)), a, b, canonical=True)
+            assert point is general, (bounds, v)
+            for xv in range(-6, 13):
+                if bounds is None or bounds[1][0] <= xv <= bounds[1][1]:
+                    assert evaluate(point, {"x": xv, "a": 1, "b": 2}) == (1 if xv == v else 2), (bounds, v, xv)
+        # x + 1 == 4 is the point 3 too; two atoms are no point
+        y = s.var("y", INT)
+        assert s.ite(s.eq(s.add(x, s.int_(1)), s.int_(4)), a, b, canonical=True) is \
+            s.ite(s.eq(x, s.int_(3)), a, b, canonical=True)
+        two = s.eq(s.add(x, y), s.int_(4))
+        assert s.ite(two, a, b, canonical=True) is s.ite(two, a, b)

@@ -134,7 +134,7 @@ class Symbolic(Algebra, Protocol):
     `tv_mlir.algebra.terms`, which knows the algebra's representation."""
 
     approximations: set[str]
-    element_ops: int  # scalar operations performed so far (elementwise results, dot and sum terms)
+    element_ops: int  # scalar operations performed so far (elementwise results, dot and sum terms, `choose`'s selects)
 
     def inputs(self, name: str, shape: tuple[int, ...], kind: Kind,
                unsigned: bool = False, width: int = 64, ieee: bool = False,

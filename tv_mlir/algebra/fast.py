@@ -66,7 +66,9 @@ def known_sign(v: Term, depth: int = 8) -> int:
     if depth == 0 or v.kind != "poly":
         return 0
     # Asked of every new real cut point, and again of the same subterms from their users.
-    memo: dict[tuple[int, int], int] = s.caches.setdefault("known_sign", {})
+    memo: dict[tuple[int, int], int] | None = s.caches.get("known_sign")
+    if memo is None:  # not setdefault: that makes an empty dict on every call
+        memo = s.caches["known_sign"] = {}
     hit = memo.get((v.id, depth))
     if hit is None:
         hit = _poly_sign(v, depth)
@@ -154,7 +156,8 @@ def _atom_range(atom: Term) -> tuple[Fraction | float, Fraction | float]:
     real (its integer range, from the store's bounds), and b^e for a constant 0 < b < 1 and
     e >= 1, which lies in (0, b] over the reals."""
     if atom.kind == "var":
-        hit = atom.store.caches.get(REAL_RANGES, {}).get(atom.id)
+        ranges = atom.store.caches.get(REAL_RANGES)
+        hit = ranges.get(atom.id) if ranges is not None else None
         return hit if hit is not None else (-math.inf, math.inf)
     if atom.kind == "to_real":
         lo, hi = interval(atom.args[0])
@@ -186,7 +189,9 @@ def monomial_sign(s: TermStore, coeff: Fraction | int, mono: Iterable[tuple[int,
     # The sign of a free constant or a function application that ignores its argument's
     # sign does not depend on the depth (`_atom_sign`): worked out once per atom, not once
     # per monomial it is in.
-    leaf_signs: dict[int, int] = s.caches.setdefault("leaf_sign", {})
+    leaf_signs: dict[int, int] | None = s.caches.get("leaf_sign")
+    if leaf_signs is None:
+        leaf_signs = s.caches["leaf_sign"] = {}
     positive = True
     for atom_id, e in mono:
         sign = leaf_signs.get(atom_id)
@@ -1035,10 +1040,13 @@ class FastAlgebra:
             cols = [list(b[bi, n]) for n in range(N)]
             finite_rows = [all(type(x.k) is int and x.k == FIN for x in r) for r in rows]
             finite_cols = [all(type(y.k) is int and y.k == FIN for y in c) for c in cols]
+            # The value terms once per row and column, not once per product.
+            row_vs = [[x.v for x in r] for r in rows]
+            col_vs = [[y.v for y in c] for c in cols]
             for m, row in enumerate(rows):
                 for n, col in enumerate(cols):
                     if finite_rows[m] and finite_cols[n]:
-                        out[bi, m, n] = FF(s.sum_of_products([(x.v, y.v) for x, y in zip(row, col)], REAL), FIN)
+                        out[bi, m, n] = FF(s.sum_of_products(zip(row_vs[m], col_vs[n]), REAL), FIN)
                     else:
                         out[bi, m, n] = self._sum([self.f_mul(x, y) for x, y in zip(row, col)], kind)
         return out
@@ -1128,6 +1136,9 @@ class FastAlgebra:
         return [(p, at(p)) for p in range(hi + 1)]
 
     def choose(self, options: Sequence[tuple[Any, Any]], kind: Kind) -> Any:
+        # One select per option past the last (a gather's or a scatter's chain over the
+        # positions an index may take), counted like an elementwise select's result.
+        self.element_ops += len(options) - 1
         acc = options[-1][1]
         for cond, val in reversed(options[:-1]):
             if kind is Kind.FLOAT:

@@ -893,6 +893,7 @@ class SymbolicAlgebra:
         return [(p, s == p) for p in range(hi + 1)]
 
     def choose(self, options: Sequence[tuple[Any, Any]], kind: Kind) -> Any:
+        self.element_ops += len(options) - 1  # one select per option past the last (as `fast`)
         acc = options[-1][1]
         for cond, val in reversed(options[:-1]):
             acc = sf_select(cond, val, acc) if kind is Kind.FLOAT else If(cond, val, acc)

@@ -183,12 +183,10 @@ class TermStore:
         # atoms (the node's args) are worked out only for a polynomial not seen before.
         if self._exp_atoms and sort == REAL:
             terms = self._exps(terms)
-        items = []
-        for m, c in terms.items():
-            if c:
-                if type(c) is Fraction and c.denominator == 1:
-                    c = c.numerator
-                items.append((m, c))
+        # One comprehension (most coefficients are ints): zero ones dropped, integral
+        # Fractions made ints (`_coeff`, inlined; `_denominator` skips the property call).
+        items = [(m, c) if type(c) is not Fraction or c._denominator != 1 else (m, c._numerator)
+                 for m, c in terms.items() if c]
         items.sort()
         data: PolyData = tuple(items)
         key = (POLY, sort, data)
@@ -206,6 +204,7 @@ class TermStore:
             atoms = [a for a, _ in data[0][0]]
         else:
             atoms = sorted({a for m, _ in data for a, _ in m})
+        nodes = self.nodes
         const: Fraction | None = None
         leaf: Term | None = None
         if not data:
@@ -214,10 +213,10 @@ class TermStore:
             (m, c), = data
             if not m:
                 const = Fraction(c)
-            elif c == 1 and len(m) == 1 and m[0][1] == 1 and self.nodes[m[0][0]].kind == VAR:
-                leaf = self.nodes[m[0][0]]
-        t = Term(len(self.nodes), POLY, sort, tuple(self.nodes[a] for a in atoms), data, self, const, leaf)
-        self.nodes.append(t)
+            elif c == 1 and len(m) == 1 and m[0][1] == 1 and nodes[m[0][0]].kind == VAR:
+                leaf = nodes[m[0][0]]
+        t = Term(len(nodes), POLY, sort, tuple([nodes[a] for a in atoms]), data, self, const, leaf)
+        nodes.append(t)
         return t
 
     def _exps(self, terms: dict[Monomial, Coeff]) -> dict[Monomial, Coeff]:
@@ -227,6 +226,13 @@ class TermStore:
         exp(s - m_old) * exp(m_old - m_new) must be exp(s - m_new)). An identity of exp
         for all reals, so normalising by it only makes equal terms of equal values; the
         fingerprints' other function (`prove.fingerprints.OTHER_FUNCS`) keeps it."""
+        # Asked of every real polynomial once an exp atom exists: a monomial of at most one
+        # atom to the first power holds at most one exp factor, and most are such.
+        for m in terms:
+            if len(m) > 1 or (m and m[0][1] > 1):
+                break
+        else:
+            return terms
         exps = self._exp_atoms
         out: dict[Monomial, Coeff] | None = None
         for k, (m, c) in enumerate(terms.items()):
@@ -297,7 +303,30 @@ class TermStore:
     def fresh(self, prefix: str, sort: str) -> Term:
         """A free constant no other term names (cut points)."""
         self._fresh += 1
-        return self.var(f"{prefix}!{self._fresh}", sort)
+        name = f"{prefix}!{self._fresh}"
+        key = (BVAR if sort == BOOL else VAR, sort, (), name)
+        while key in self._intern:  # a name some input took (`var`): the next one
+            self._fresh += 1
+            name = f"{prefix}!{self._fresh}"
+            key = (key[0], sort, (), name)
+        if sort == BOOL:
+            return self._mk(BVAR, BOOL, (), name)
+        # One per cut point (hundreds of thousands): the atom and its polynomial `1 * atom`
+        # are made directly, as `_mk` and `_atom_poly` would, without their lookups (a new
+        # atom has no polynomial yet).
+        self.size += 3
+        if self.size > self.limit:
+            raise TermBudget(self.limit)
+        nodes = self.nodes
+        atom = Term(len(nodes), VAR, sort, (), name, self)
+        nodes.append(atom)
+        self._intern[key] = atom
+        data: PolyData = ((((atom.id, 1),), 1),)
+        t = Term(len(nodes), POLY, sort, (atom,), data, self, None, atom)
+        nodes.append(t)
+        self._intern[(POLY, sort, data)] = t
+        self._atom_polys[atom.id] = t
+        return t
 
     # -- reading polynomials ---------------------------------------------------
     @staticmethod
@@ -376,6 +405,18 @@ class TermStore:
             ta, tb = a.data, b.data
             if a.kind != POLY or b.kind != POLY:
                 raise ValueError("products of polynomials only")
+            if len(ta) == 1 and len(tb) == 1:  # monomial times monomial: most products of cut points
+                (ma, ca), = ta
+                (mb, cb), = tb
+                if len(ma) == 1 and len(mb) == 1:  # atom times atom (`_mono_mul`'s case, inlined)
+                    xa, xb = ma[0], mb[0]
+                    x, y = xa[0], xb[0]
+                    m = (xa, xb) if x < y else (xb, xa) if y < x else ((x, xa[1] + xb[1]),)
+                else:
+                    m = _mono_mul(ma, mb)
+                prev = get(m)
+                acc[m] = ca * cb if prev is None else prev + ca * cb
+                continue
             if len(ta) * len(tb) > EXPAND_LIMIT:
                 for m, c in self.mul(a, b).data:
                     prev = get(m)
@@ -693,11 +734,12 @@ class TermStore:
                 memo[i] = mapping[i]
             elif done:
                 memo[i] = self._rebuild(t, memo)
-            elif i < low or not t.args or (kmask and not self.free_mask(t) & kmask):
+            elif i < low or not t.args or (kmask and not (t.mask if t.mask is not None else self.free_mask(t))
+                                             & kmask):
                 memo[i] = t
             else:
                 stack.append((t, True))
-                stack.extend((a, False) for a in t.args if a.id not in memo)
+                stack.extend([(a, False) for a in t.args if a.id not in memo])
         return memo[root.id]
 
     def free_mask(self, t: Term) -> int:
@@ -788,7 +830,10 @@ class TermStore:
 
     def _rebuild(self, t: Term, memo: dict[int, Any]) -> Any:
         args = [memo[a.id] for a in t.args]
-        if all(x is a for x, a in zip(args, t.args)):
+        for x, a in zip(args, t.args):  # a loop, not all() over a generator: a hot path
+            if x is not a:
+                break
+        else:
             return t
         k = t.kind
         if k == POLY:

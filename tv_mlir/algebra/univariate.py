@@ -75,6 +75,15 @@ class Univariate:
             self._sets.clear()
             self._bounds_seen = seen
         out: Bool = c
+        point = self._point(c)
+        if point is not None:
+            # x == v for v strictly inside x's domain (most index guards: a gather's, a
+            # scatter's, a one-hot's row test): its truth set is {v}, which `_emit` rebuilds
+            # as this one comparison (neither end is the domain's, and {v} is shorter than
+            # its complement), so the interval arithmetic is skipped.
+            x, v = point
+            self._canon[key] = out = self.store.eq(self.store._atom_poly(self.store.nodes[x]), self.store.int_(v))
+            return out
         x = self.atom_of(c)
         if x >= 0:
             try:
@@ -84,6 +93,32 @@ class Univariate:
                 out = c
         self._canon[key] = out
         return out
+
+    def _point(self, c: Term) -> tuple[int, int] | None:
+        """(x, v) when c is `x - v == 0` (or `x == 0`) for an opaque integer atom x and v
+        strictly inside x's domain, else None."""
+        if c.kind != K.CMP or c.data != "eq0":
+            return None
+        data = c.args[0].data
+        if len(data) == 2:
+            (m0, k), (m1, a) = data
+            if m0:
+                return None
+        elif len(data) == 1:
+            (m1, a), = data
+            k = 0
+        else:
+            return None
+        if a != 1 or len(m1) != 1 or m1[0][1] != 1 or type(k) is not int:
+            return None
+        x = m1[0][0]
+        if self._int_atom(self.store.nodes[x]) != x:
+            return None
+        v = -k
+        lo, hi = self._domain(x)
+        if (lo is not None and v <= lo) or (hi is not None and v >= hi):
+            return None
+        return x, v
 
     # -- which atom ------------------------------------------------------------
     def atom_of(self, t: Term) -> int:
