@@ -1078,29 +1078,22 @@ class FastAlgebra:
         """Terms are hash-consed, so equal ids are equal terms: the key lists each
         element's value id and class (an int, or a class term's id), Python values as
         themselves with their type (True and 1 are different elements)."""
-        if not isinstance(arr, np.ndarray) or arr.dtype != object:
-            return None
-        key: list[Any] = [arr.shape]
-        for x in arr.reshape(-1).tolist():
-            tx = type(x)
-            if tx is FF:
-                k = x.k
-                key.append((x.v.id, k if type(k) is int else ("cls", k.id)))
-            elif tx is Term:
-                key.append(("t", x.id))
-            elif tx is bool or tx is int:
-                key.append((tx, x))
-            else:
-                return None
-        return tuple(key)
+        keys = self.element_keys(arr)
+        return None if keys is None else (arr.shape, *keys)
 
     def element_keys(self, arr: Any) -> list[Any] | None:
         """`content_key`'s per-element keys, as a list (no shape)."""
         if not isinstance(arr, np.ndarray) or arr.dtype != object:
             return None
-        keys: list[Any] = []
+        flat = arr.reshape(-1).tolist()
+        # Most values are floats of a known class: their keys in one comprehension (a
+        # key is never None, so a None marks an element the general loop below keys).
+        keys: list[Any] = [(x.v.id, x.k) if type(x) is FF and type(x.k) is int else None for x in flat]
+        if None not in keys:
+            return keys
+        keys = []
         put = keys.append
-        for x in arr.reshape(-1).tolist():
+        for x in flat:
             tx = type(x)
             if tx is FF:
                 k = x.k

@@ -178,10 +178,12 @@ class TermStore:
             self._intern[key] = t
         return t
 
-    def _poly(self, sort: str, terms: dict[Monomial, Coeff]) -> Term:
+    def _poly(self, sort: str, terms: dict[Monomial, Coeff], products: bool = True) -> Term:
         # The hot path of every arithmetic op: the key is the normal form itself, and the
         # atoms (the node's args) are worked out only for a polynomial not seen before.
-        if self._exp_atoms and sort == REAL:
+        # products=False: every monomial of `terms` is one of an interned polynomial's
+        # (a sum, a scaling), which holds at most one exp factor already (`_exps`).
+        if products and self._exp_atoms and sort == REAL:
             terms = self._exps(terms)
         # One comprehension (most coefficients are ints): zero ones dropped, integral
         # Fractions made ints (`_coeff`, inlined; `_denominator` skips the property call).
@@ -289,7 +291,7 @@ class TermStore:
     # -- constants and variables ---------------------------------------------
     def real(self, value: int | Fraction) -> Term:
         assert not isinstance(value, float), "constants are exact"
-        return self._poly(REAL, {(): value})
+        return self._poly(REAL, {(): value}, False)
 
     def int_(self, value: int) -> Term:
         return self._poly(INT, {(): value})
@@ -355,7 +357,7 @@ class TermStore:
             for m, c in self.terms_of(p):
                 prev = acc.get(m)
                 acc[m] = c if prev is None else prev + c
-        return self._poly(ps[0].sort, acc)
+        return self._poly(ps[0].sort, acc, False)
 
     def scale(self, p: Term, k: Fraction | int) -> Term:
         assert not isinstance(k, float), "coefficients are exact"
@@ -363,7 +365,7 @@ class TermStore:
             k = _coeff(Fraction(k))
         if k == 1:
             return p
-        return self._poly(p.sort, {m: c * k for m, c in self.terms_of(p)})
+        return self._poly(p.sort, {m: c * k for m, c in self.terms_of(p)}, False)
 
     def neg(self, p: Term) -> Term:
         hit = self._negated.get(p.id)

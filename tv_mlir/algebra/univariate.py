@@ -35,7 +35,10 @@ _MIXED = -2  # two atoms or an unsupported node
 
 Lo = int | None  # None: unbounded below
 Hi = int | None  # None: unbounded above
-Piece = tuple[Lo, Hi, Fraction, Fraction]  # value a * x + b on [lo, hi]
+# value a * x + b on [lo, hi]; a and b exact: the polynomials' own coefficients (ints for
+# the integer polynomials read here; int arithmetic is much cheaper than Fraction's), made
+# Fractions only where `_solve` divides.
+Piece = tuple[Lo, Hi, int | Fraction, int | Fraction]
 IntervalSet = tuple[tuple[Lo, Hi], ...]  # sorted, disjoint, not adjacent
 
 MAX_PIECES = 64  # past it a term is left alone: the truth sets of index guards are small
@@ -173,17 +176,17 @@ class Univariate:
         hit = self._pieces.get(key)
         if hit is not None:
             return hit
-        acc: tuple[Piece, ...] = ((dom[0], dom[1], Fraction(0), Fraction(0)),)
+        acc: tuple[Piece, ...] = ((dom[0], dom[1], 0, 0),)
         for m, c in t.data:
-            k = Fraction(c)
+            k = c
             if not m:
-                part: tuple[Piece, ...] = ((dom[0], dom[1], Fraction(0), k),)
+                part: tuple[Piece, ...] = ((dom[0], dom[1], 0, k),)
             else:
                 if len(m) != 1 or m[0][1] != 1:
                     raise _GiveUp  # x * x, x * select: not linear
                 a = m[0][0]
                 if a == x:
-                    part = ((dom[0], dom[1], k, Fraction(0)),)
+                    part = ((dom[0], dom[1], k, 0),)
                 else:
                     atom = self.store.nodes[a]
                     if atom.kind != K.ITE:
@@ -331,7 +334,7 @@ def _solve(op: str, p: Piece) -> IntervalSet:
     if a == 0:
         holds = b < 0 if op == "lt0" else b <= 0 if op == "le0" else b == 0
         return ((lo, hi),) if holds else ()
-    r = -b / a  # the root
+    r = Fraction(-b) / a  # the root, exact (never int / int: that is a float)
     if op == "eq0":
         if r.denominator != 1:
             return ()
