@@ -61,10 +61,12 @@ OFFSET_TABLES = True
 # `t - table[pid]`, the table every device's block start q * B (B the gathered block); it
 # is rewritten with q * B' like the dynamic-slice offset tables (rule k's partitioned
 # lookups then partition the range at the shrunk sizes too). OFF by default for now: on the
-# 8B partitioned forward it lets the sequence shrink, and the proof that follows passes the
-# symbolic term budget after 5 minutes and 3 GB (docs/shrinking.md, "lookup offset tables"),
-# where the kept sequence gives `unknown` in a second; tests/test_flax_8b.py holds that
-# footprint. Off: the table is kept.
+# 8B partitioned forward it lets the sequence shrink, and the staged proof that follows
+# cannot cut after the lookup (the stages' lineage links XLA's lookup result to the
+# reference's RMSNorm `x - 0`), so its stage holds the attention too and passes the
+# symbolic term budget (docs/shrinking.md, "lookup offset tables"; docs/jax.md), where the
+# kept sequence gives `unknown` in a second; tests/test_flax_8b.py holds that footprint.
+# Off: the table is kept.
 LOOKUP_TABLES = False
 # Rule (h), constant indices: a gather whose indices are computed without program data
 # (constants, device ids, loop counters: `x[:, jnp.array([0, 5, 17])]`) reads fixed
@@ -89,6 +91,13 @@ POSITION_FLOATS = True
 # vocabulary (combined with the token ids and the embedding) above it. Off: every literal
 # below bounds every size value (docs/shrinking.md, rule a "literals that meet").
 MEETING = True
+# Rule (a), size values that meet: two size values of different classes keep their order
+# only when they can meet (meets.py, with `Meets.data_only`: what only picks program data,
+# a lookup's ids, is not data its result is combined with). The token count 8192 of the
+# loss's mean and the vocabulary's clamps no longer keep the vocabulary above the tokens.
+# Off: every size value keeps its order with every other (docs/shrinking.md, rule a
+# "size values that meet").
+PAIR_MEETING = True
 # Rule (a), bit operations: an integer shifted by a constant amount k is divided or
 # multiplied by 2^k (`pos >> 3` is `pos // 8`, as XLA writes a division by a power of two),
 # and one masked with 2^k - 1 is taken modulo 2^k (`label & 7` is `label % 8`), so 2^k is
@@ -127,6 +136,8 @@ class Sites:
     literals: list[tuple[str, str, float]] = field(default_factory=list)
     # Rule (a), literals that meet (MEETING): per program, the reach of its constants.
     meets: dict[str, Meets] = field(default_factory=dict)
+    # Rule (a), size values that meet (PAIR_MEETING): the reach with data sources only.
+    data_meets: dict[str, Meets] = field(default_factory=dict)
     # Rule (b): constants combined with positions, per iota class.
     named: list[NamedPosition] = field(default_factory=list)
     # Rule (a), ratios: the multipliers of the programs' values (`linear.multipliers`):
@@ -153,6 +164,7 @@ def sites(a: DimAnalysis, facts: list[ProgramFacts],
     out = Sites()
     for fa in facts:
         out.meets[fa.program] = Meets(fa, a)
+        out.data_meets[fa.program] = Meets(fa, a, data_only=True)
         out.positions.extend((fa.program, name, v) for name, v in position_constants(fa))
         out.named.extend(named_positions(fa, a))
         out.chains.extend(multipliers(fa))
@@ -604,10 +616,15 @@ def order(a: DimAnalysis, where: Sites, sizes: list[int], constants: list[Consta
                         out.bounds[c] = max(out.bounds.get(c, 0), int(u) + 1 + below)
                 else:
                     out.grow.add(min(classes, key=lambda c: sizes[c]))
-    compared = values + (_met_positions(a, where, sizes, tied, tied_classes) if POSITION_SIZES else [])
-    for o, n, classes, _, _ in compared:
-        for o2, n2, classes2, _, _ in compared:
-            if o > o2 and n <= n2 and not set(classes) & set(classes2):
+    met = _met_positions(a, where, sizes, tied, tied_classes) if POSITION_SIZES else []
+    # A class's size met by positions is compared where the constant that met them reaches.
+    compared = list(zip(values, keys)) + [(m[:5], m[5]) for m in met]
+    for (o, n, classes, _, _), at in compared:
+        for (o2, n2, classes2, _, _), at2 in compared:
+            if o > o2 and n <= n2 and not set(classes) & set(classes2) and \
+                    not (PAIR_MEETING and at is not None and at2 is not None and where.data_meets and
+                         apart(where.data_meets[at[0]].reach(at[1]), where.data_meets[at2[0]].reach(at2[1]),
+                               at[0] == at2[0])):
                 out.grow.add(min(classes, key=lambda c: sizes[c]))
     if RATIOS:
         ratios(a, where, sizes, tied, tied_classes, out)
@@ -616,13 +633,13 @@ def order(a: DimAnalysis, where: Sites, sizes: list[int], constants: list[Consta
 
 def _met_positions(a: DimAnalysis, where: Sites, sizes: list[int], tied: dict[tuple[str, str], float | int],
                    tied_classes: dict[tuple[str, str], tuple[int, ...]]
-                   ) -> list[tuple[float, float, tuple[int, ...], int | None, str]]:
+                   ) -> list[tuple[float, float, tuple[int, ...], int | None, str, tuple[str, str]]]:
     """Rule (a), sizes met by positions: a rewritten constant combined with the positions
     of a class it is not the size of (a one-hot's shard offset `tp * 1024 + iota` along a
     local vocabulary of 8000) is compared with that class's size as with another size
     value, so their order survives: at hidden' = local' = 4 the wrong stride would be the
     right one."""
-    out: list[tuple[float, float, tuple[int, ...], int | None, str]] = []
+    out: list[tuple[float, float, tuple[int, ...], int | None, str, tuple[str, str]]] = []
     for pos in where.named:
         key = (pos.program, pos.constant)
         if key not in tied:
@@ -630,7 +647,7 @@ def _met_positions(a: DimAnalysis, where: Sites, sizes: list[int], tied: dict[tu
         for c in sorted(pos.classes - set(tied_classes.get(key, ()))):
             if sizes[c] < a.classes[c].size:
                 out.append((float(a.classes[c].size), float(sizes[c]), (c,), None,
-                            f"positions met by constant {key[1]} ({key[0]})"))
+                            f"positions met by constant {key[1]} ({key[0]})", key))
     return out
 
 
@@ -638,5 +655,5 @@ def _fmt(v: float | int) -> str:
     return str(int(v)) if float(v).is_integer() else repr(v)
 
 
-__all__ = ['INT_DIVISOR', 'MEAN_DIVISORS', 'NEAR', 'RATIOS', 'Order', 'Sites', 'mean_classes', 'order',
+__all__ = ['INT_DIVISOR', 'MEAN_DIVISORS', 'NEAR', 'PAIR_MEETING', 'RATIOS', 'Order', 'Sites', 'mean_classes', 'order',
            'ratios', 'sites', 'tie_constants']

@@ -17,7 +17,17 @@ element picked depends on the order of the index and the operand's size), and an
 verifier does not interpret (exp, cos, power with a non-constant exponent: an atom, whose
 other operands' sources it records). A call or a region op it enters, an argument of a
 function or region among the sources, or no source at all makes the reach unknown (`ANY`):
-such a constant meets everything."""
+such a constant meets everything.
+
+Size values among themselves (`data_only`, constants.PAIR_MEETING): the same reach, with
+the sources of what picks an element left out where what is picked is program data: a
+gather's or dynamic slice's indices when its operand is computed from a program input and
+from no iota along the indexed dims (the embedding rows `E[ids]` are the embedding's data,
+the ids only choose the row), a select's predicate when a branch is computed from an input
+(`select(ok(ids), E[ids], NaN)`). Picking from a constant or a position table
+(`take(arange(S), ids)`, a one-hot `select(iota == ids, 1, 0)`) keeps the index's sources:
+there the picked value is a function of the index. Calls are read through their callees'
+returns, and an argument every call site passes a constant has no source."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -45,12 +55,13 @@ class Meets:
 
     facts: ProgramFacts
     analysis: DimAnalysis
+    data_only: bool = False  # leave out the sources of what only picks program data (above)
     _sources: dict[str, frozenset[str]] | None = None
     _reach: dict[str, Reach] = field(default_factory=dict)
 
     def sources(self, v: str) -> frozenset[str]:
         if self._sources is None:
-            self._sources = _all_sources(self.facts, self.analysis)
+            self._sources = _all_sources(self.facts, self.analysis, self.data_only)
         return self._sources.get(v, frozenset({ANY}))
 
     def reach(self, constant: str) -> Reach:
@@ -108,7 +119,8 @@ class Meets:
                     if callee is None:
                         out.sources.add(ANY)
                         continue
-                    others(op, v)
+                    if not self.data_only:  # data only: what it meets inside the callee, followed below
+                        others(op, v)
                     for i in k:  # into the callee; its returns lead back to the calls' results
                         if callee.body.args[i] not in out.carried:
                             out.carried.add(callee.body.args[i])
@@ -166,25 +178,76 @@ def apart(a: Reach, b: Reach, same_program: bool) -> bool:
         and not (a.sources & b.sources)
 
 
-def _all_sources(fa: ProgramFacts, a: DimAnalysis) -> dict[str, frozenset[str]]:
+def _all_sources(fa: ProgramFacts, a: DimAnalysis, data_only: bool = False) -> dict[str, frozenset[str]]:
     """Per value: the program inputs, iota classes and device ids it is computed from
     (ANY for a function's or region's argument). Ops with regions add ANY when an iota or
-    a device id is made inside them (what their operands do not show)."""
+    a device id is made inside them (what their operands do not show). `data_only`: see
+    `Meets.data_only`."""
     entry = {v: k for k, v in enumerate(fa.module.main.body.args)}
     out: dict[str, frozenset[str]] = {v: frozenset({f"input {k}"}) for v, k in entry.items()}
     # Twice: a function's arguments take their call sites' sources, which a callee listed
     # before its caller sees only on the second pass (an argument not seen yet is ANY).
-    for _ in range(2):
-        _pass(fa, a, entry, out)
-    return out
+    # Data only: a call's results take its callee's returns' sources, so a lookup written
+    # as a call (jnp.take's `_take`) is read as one; until no value changes, for calls
+    # that nest (bounded: the sources only ever hold the program's inputs, iotas and ids).
+    for k in range(_DATA_PASSES if data_only else 2):
+        before = dict(out)
+        _pass(fa, a, entry, out, data_only)
+        if data_only and k >= 1 and out == before:
+            return out
+    # Not settled (calls nested deeper than the passes): the literals' sources, which hold
+    # every source these would.
+    return _all_sources(fa, a) if data_only else out
 
 
-def _pass(fa: ProgramFacts, a: DimAnalysis, entry: dict[str, int], out: dict[str, frozenset[str]]) -> None:
+_DATA_PASSES = 12  # data only: passes over the program before its sources must settle
+# Per op: the operands that only pick elements of the others (indices, a predicate).
+_PICKING = {"stablehlo.gather": lambda n: {1}, "stablehlo.dynamic_slice": lambda n: set(range(1, n)),
+            "stablehlo.dynamic_update_slice": lambda n: set(range(2, n)), "stablehlo.select": lambda n: {0}}
+
+
+def _picked_data(fa: ProgramFacts, a: DimAnalysis, op: Op, out: dict[str, frozenset[str]],
+                 entry: dict[str, int]) -> frozenset[str] | None:
+    """The sources of a gather, dynamic slice or select that picks program data, without
+    those of its index or predicate operands; None for any other op, and where the picked
+    value can be a function of the index: a picked operand of no program input (a constant
+    table), of an unknown source, or made from an iota along a dim the index runs over
+    (`take(arange(S), ids)` is the ids)."""
+    picking = _PICKING.get(op.name)
+    if picking is None:
+        return None
+    drop = picking(len(op.operands))
+    got: frozenset[str] = frozenset()
+    for i, o in enumerate(op.operands):
+        if i not in drop:
+            got |= out.get(o, _arg_source(o, entry))
+    if ANY in got or not any(s.startswith("input ") for s in got):
+        return None
+    if op.name != "stablehlo.select":
+        big = op.operands[0]
+        key = (fa.program, big)
+        if key not in a.types:
+            return None
+        g = op.attrs.get("dimension_numbers")
+        dims = tuple(g.start_index_map) if op.name == "stablehlo.gather" and g is not None \
+            else tuple(range(len(a.types[key].shape)))
+        if op.name == "stablehlo.gather" and g is None:
+            return None
+        if any(f"iota {a.class_of.get((fa.program, big, d))}" in got for d in dims):
+            return None
+    return got
+
+
+def _pass(fa: ProgramFacts, a: DimAnalysis, entry: dict[str, int], out: dict[str, frozenset[str]],
+          data_only: bool = False) -> None:
     for arg, sites in fa.callers.items():
         got: frozenset[str] = frozenset()
         for call, i in sites:
             got |= out.get(call.operands[i], frozenset({ANY}))
-        out[arg] = got or frozenset({ANY})
+        # Data only: an argument every call site passes a constant is a constant (no
+        # source), not unknown.
+        out[arg] = got if data_only and sites and all(call.operands[i] in out for call, i in sites) \
+            else got or frozenset({ANY})
     for op in fa.ops():
         for region in op.regions:
             for arg in region.args:
@@ -197,6 +260,8 @@ def _pass(fa: ProgramFacts, a: DimAnalysis, entry: dict[str, int], out: dict[str
             got = frozenset({"device"})
         elif op.name == "stablehlo.constant":
             got = frozenset()
+        elif data_only and (picked := _picked_data(fa, a, op, out, entry)) is not None:
+            got = picked
         else:
             got = frozenset()
             for o in op.operands:
@@ -207,6 +272,11 @@ def _pass(fa: ProgramFacts, a: DimAnalysis, entry: dict[str, int], out: dict[str
             if op.name == "func.call":
                 fn = fa.module.funcs.get(op.attrs.get("callee", ""))
                 got = frozenset({ANY}) if fn is None else got | _made_inside(fa, fn.name, set())
+                if data_only and fn is not None and len(fn.body.returns) == len(op.results) and \
+                        all(r in out for r in fn.body.returns):
+                    for r, ret in zip(op.results, fn.body.returns):
+                        out[r] = out[ret]
+                    continue
         for r in op.results:
             out[r] = got
 
