@@ -30,11 +30,9 @@ class Chain:
     cuts: Cuts
     hoisted: set[str]  # the other's prologue values the stages take as given
     ref_given: set[str]  # their reference values
-    _live_o: list[frozenset[str]] = field(init=False)
     _order: Callable[[str], int] = field(init=False)
 
     def __post_init__(self) -> None:
-        self._live_o = self.o_side.live()
         self._order = op_order(self.o_side)  # once per chain: per stage it would be quadratic
 
     @property
@@ -56,8 +54,12 @@ class Chain:
                                             else [None] * len(o_out))
             return r_out, o_out, shard
         j0, j1 = self.cuts.other[k0], self.cuts.other[k1 + 1]
-        pos = self.o_side.position
-        o_out = sorted((v for v in self._live_o[j1] if pos[v] >= j0), key=self._order)
+        # Live across cut j1 and made at or after cut j0: a result of flow op p, j0 <= p < j1,
+        # last used at or after j1 (`Side.live`'s sets, read off the span's own ops: a set
+        # per cut held a thousand values across most of a 126-layer backward pass).
+        last = self.o_side.last_use
+        o_out = sorted((r for op in self.o_side.flow[j0:j1] for r in op.results if last.get(r, -1) >= j1),
+                       key=self._order)
         return [self.links[v].ref for v in o_out], o_out, [self.links[v].sharding for v in o_out]
 
     def span(self, name: str, k0: int, k1: int) -> StagePair:

@@ -43,6 +43,7 @@ from tv_mlir.stages.extract import NotFormed, StagePair, _types, build
 from tv_mlir.stages.finite import NONNEG, POS, finite_and_signed
 from tv_mlir.stages.flat import flatten
 from tv_mlir.stages.hashing import stage_hash
+from tv_mlir.stages.lanes import fold_lanes
 from tv_mlir.stages.lift import numeric_witness
 from tv_mlir.stages.loops import induction, is_loop_stage
 from tv_mlir.stages.peel import peel_output_pads
@@ -89,6 +90,7 @@ class StageRecord:
     other_ops: int
     locs: list[str] = field(default_factory=list)
     first_divergence: dict[str, Any] | None = None  # from the stage's own counterexample
+    lanes: list[int] = field(default_factory=list)  # dims proved at one position (stages/lanes.py)
 
 
 def prove_staged(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] | None = None,
@@ -624,33 +626,44 @@ def _prove_stages(stages: list[StagePair], options: Options, finite: set[str], s
     # (stages/peel.py), so stages that differ only in a pad's offset share one proof.
     # Inputs are untouched: the facts above hold of the peeled stages alike.
     stages = [peel_output_pads(s) for s in stages]
-    hashes = [stage_hash(s.ref, s.other, f"ieee {list(e)} pos {list(p)} nonneg {list(n)} bounds {list(b)}")
-              for s, e, p, n, b in zip(stages, ieee, pos, nonneg, bounded)]
-    results: dict[str, dict] = {}
+    contexts = [f"ieee {list(e)} pos {list(p)} nonneg {list(n)} bounds {list(b)}"
+                for e, p, n, b in zip(ieee, pos, nonneg, bounded)]
+    hashes = [stage_hash(s.ref, s.other, c) for s, c in zip(stages, contexts)]
+    # What is proved: each distinct stage with its lane dims folded to one position
+    # (stages/lanes.py), the same claim; stages that differ only in the sizes of such dims
+    # (a grown class in the second witness) are then one problem, under its own hash.
+    proof: dict[str, tuple[StagePair, list[int], str]] = {}
+    for k, h in enumerate(hashes):
+        if h not in proof:
+            folded, sizes = fold_lanes(stages[k])
+            proof[h] = (folded, sizes, stage_hash(folded.ref, folded.other, contexts[k]) if sizes else h)
+    results: dict[str, dict] = {}  # by proof hash
     how: dict[int, str] = {}
     jobs: list[Job] = []
     first: dict[str, int] = {}
-    keys = {h: memo_key(s, h, ofp) for s, h in zip(stages, hashes)}
+    keys = {ph: memo_key(folded, ph, ofp) for folded, _, ph in proof.values()}
     for k, h in enumerate(hashes):
-        if h in first:
+        folded, _, ph = proof[h]
+        if ph in first:
             how[k] = "reused"
             continue
-        first[h] = k
-        known = memo.get(keys[h])
+        first[ph] = k
+        known = memo.get(keys[ph])
         if known is not None:
-            results[h] = known
+            results[ph] = known
             how[k] = "reused"
             continue
-        hit = cache.get(cache_key(h, ofp))
+        hit = cache.get(cache_key(ph, ofp))
         if hit is not None and hit.get("verdict") == "equivalent":
-            results[h] = hit
+            results[ph] = hit
             how[k] = "cached"
-            memo[keys[h]] = hit
+            memo[keys[ph]] = hit
         else:
             how[k] = "proved"
-            jobs.append(Job(h, prove_stage, (stages[k].ref, stages[k].other,
-                                             replace(sopts, ieee_inputs=ieee[k], positive_inputs=pos[k],
-                                                     nonnegative_inputs=nonneg[k], input_bounds=bounded[k]))))
+            jobs.append(Job(ph, prove_stage, (folded.ref, folded.other,
+                                              replace(sopts, ieee_inputs=ieee[k], positive_inputs=pos[k],
+                                                      nonnegative_inputs=nonneg[k], input_bounds=bounded[k]))))
+    lanes = {ph: sizes for _, sizes, ph in proof.values() if sizes}
     bar = StageBar(len(stages), force=options.progress,
                    reused=sum(1 for v in how.values() if v == "reused"),
                    cached=sum(1 for v in how.values() if v == "cached"))
@@ -661,6 +674,8 @@ def _prove_stages(stages: list[StagePair], options: Options, finite: set[str], s
     def done(res: Any) -> None:
         if res.ok:
             results[res.key] = res.value
+            if lanes.get(res.key):
+                res.value["lanes"] = lanes[res.key]
             if res.value.get("verdict") == "equivalent":
                 cache.put(cache_key(res.key, ofp), res.value)
                 memo[keys[res.key]] = res.value
@@ -676,17 +691,19 @@ def _prove_stages(stages: list[StagePair], options: Options, finite: set[str], s
         bar.close()
     records = []
     for k, (s, h) in enumerate(zip(stages, hashes)):
-        r = results[h]
+        r = results[proof[h][2]]
         records.append(StageRecord(k, s.name, h[:16], how[k], r["verdict"], r.get("reason", ""),
                                    r.get("time_s", 0.0) if how[k] == "proved" else 0.0, s.ref_ops, s.other_ops,
-                                   list(s.locs[:3]), r.get("first_divergence")))
-    return records, {h[:16]: results[h] for h in hashes}
+                                   list(s.locs[:3]), r.get("first_divergence"),
+                                   list(r.get("lanes", [])) if how[k] == "proved" else []))
+    return records, {h[:16]: results[proof[h][2]] for h in hashes}
 
 
 def _summary(records: list[StageRecord], time_s: float) -> dict[str, Any]:
     count = {k: sum(1 for r in records if r.how == k) for k in ("proved", "reused", "cached")}
+    folded = sum(1 for r in records if r.lanes)
     return {"used": True, "count": len(records), **count, "time_s": round(time_s, 3),
-            "list": [asdict(r) for r in records]}
+            **({"lanes_folded": folded} if folded else {}), "list": [asdict(r) for r in records]}
 
 
 def _equivalent(ref: Module, records: list[StageRecord], results: dict[str, dict], summary: dict[str, Any],
