@@ -170,8 +170,15 @@ def _atom_range(atom: Term) -> tuple[Fraction | float, Fraction | float]:
 
 
 def _poly_sign(v: Term, depth: int) -> int:
+    data = v.data
+    # A coefficient <= 0 makes its monomial's sign 0 (`monomial_sign`), so the sum's: one
+    # pass over the coefficients first (a difference, most cut points), before any atom's
+    # sign is looked up. A Fraction's sign is its numerator's (its denominator is > 0).
+    for _, c in data:
+        if (c if type(c) is int else c.numerator) <= 0:
+            return 0
     strict = False
-    for mono, coeff in v.store.terms_of(v):
+    for mono, coeff in data:
         sign = monomial_sign(v.store, coeff, mono, depth)
         if sign == 0:
             return 0
@@ -183,7 +190,7 @@ def monomial_sign(s: TermStore, coeff: Fraction | int, mono: Iterable[tuple[int,
     """The sign of coeff * prod(atom^e) over (atom id, e) pairs: POS_SIGN when every atom is
     positive, NONNEG_SIGN when the odd powers are of atoms of known sign, else 0 (also for
     coeff <= 0). Shared by `known_sign` and the cut layer's signs through definitions."""
-    if coeff <= 0:
+    if (coeff if type(coeff) is int else coeff.numerator) <= 0:  # not Fraction's slow <=
         return 0
     nodes = s.nodes
     # The sign of a free constant or a function application that ignores its argument's

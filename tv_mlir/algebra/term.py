@@ -186,8 +186,8 @@ class TermStore:
         if products and self._exp_atoms and sort == REAL:
             terms = self._exps(terms)
         # One comprehension (most coefficients are ints): zero ones dropped, integral
-        # Fractions made ints (`_coeff`, inlined; `_denominator` skips the property call).
-        items = [(m, c) if type(c) is not Fraction or c._denominator != 1 else (m, c._numerator)
+        # Fractions made ints (`_coeff`, inlined).
+        items = [(m, c) if type(c) is not Fraction or c.denominator != 1 else (m, c.numerator)
                  for m, c in terms.items() if c]
         items.sort()
         data: PolyData = tuple(items)
