@@ -209,7 +209,8 @@ def _class_origin(p: _Proof) -> str:
     o = store.first_symbolic_class
     p.stats["symbolic_classes"] = store.symbolic_classes
     return (f"; {store.symbolic_classes} float elements had an IEEE class that depends on the inputs "
-            f"(+-inf or NaN possible), the first from {o.op} at {o.loc or 'an unknown location'}")
+            f"(+-inf or NaN possible), the first from {o.op} at {o.loc or 'an unknown location'} "
+            "(--assume bounds on the inputs it reads may rule that out)")
 
 
 def _numeric_runs(p: _Proof) -> None:
@@ -371,7 +372,8 @@ def _expand(p: _Proof) -> None:
                 res = p.results[i]
                 res.verdict = "unknown"
                 res.detail = (f"its elements' full expansion to the inputs passes {EXPANSION_TERMS} terms "
-                              "(the local proofs at the cut points did not close them)")
+                              "(the local proofs at the cut points did not close them)"
+                              + (_class_origin(p) if T.symbolic_class(a0) or T.symbolic_class(b0) else ""))
                 p.pending.pop(i, None)  # the output is unknown already: no query for the rest
                 break
             if closed:
