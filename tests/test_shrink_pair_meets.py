@@ -135,3 +135,29 @@ def test_picking_from_a_position_table_keeps_the_index(table: str, picked_by_ids
     gathered = next(op.results[0] for op in fa.ops() if op.name == "stablehlo.gather")
     assert ("input 1" in Meets(fa, a, data_only=True).sources(gathered)) == picked_by_ids
     assert "input 1" in Meets(fa, a).sources(gathered)
+
+
+_SLICE = """
+func.func public @main(%arg0: tensor<8x4xi32>, %arg1: tensor<i32>) -> tensor<8x2xi32> {
+  %0 = stablehlo.iota dim = 0 : tensor<8x4xi32>
+  %1 = stablehlo.add %0, %arg0 : tensor<8x4xi32>
+  %c = stablehlo.constant dense<0> : tensor<i32>
+  %2 = stablehlo.dynamic_slice %1, START0, START1, sizes = [8, 2] : (tensor<8x4xi32>, tensor<i32>, tensor<i32>) -> tensor<8x2xi32>
+  return %2 : tensor<8x2xi32>
+}
+"""
+
+
+@pytest.mark.parametrize("starts, picked_by_index", [(("%c", "%arg1"), False), (("%arg1", "%c"), True)])
+def test_a_slice_keeps_its_index_along_positions_only(starts: tuple[str, str], picked_by_index: bool,
+                                                       tmp_path) -> None:
+    # Sliced at a data start across the positions (dim 0, the iota's) the slice is a
+    # function of the start; sliced at a constant start there and at data along dim 1, its
+    # elements are the table's own, whatever the start.
+    path = tmp_path / "slice.mlir"
+    path.write_text(_SLICE.replace("START0", starts[0]).replace("START1", starts[1]))
+    m = _raw(str(path), prepare(str(path), Options())).module
+    a = analyse(m, m)
+    fa = ProgramFacts.of("ref", m)
+    sliced = next(op.results[0] for op in fa.ops() if op.name == "stablehlo.dynamic_slice")
+    assert ("input 1" in Meets(fa, a, data_only=True).sources(sliced)) == picked_by_index

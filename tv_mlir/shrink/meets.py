@@ -22,7 +22,8 @@ such a constant meets everything.
 Size values among themselves (`data_only`, constants.PAIR_MEETING): the same reach, with
 the sources of what picks an element left out where what is picked is program data: a
 gather's or dynamic slice's indices when its operand is computed from a program input and
-from no iota along the indexed dims (the embedding rows `E[ids]` are the embedding's data,
+from no iota along the indexed dims (a slice's dims at a constant start are not indexed;
+the embedding rows `E[ids]` are the embedding's data,
 the ids only choose the row), a select's predicate when a branch is computed from an input
 (`select(ok(ids), E[ids], NaN)`). Picking from a constant or a position table
 (`take(arange(S), ids)`, a one-hot `select(iota == ids, 1, 0)`) keeps the index's sources:
@@ -228,11 +229,14 @@ def _picked_data(fa: ProgramFacts, a: DimAnalysis, op: Op, out: dict[str, frozen
         key = (fa.program, big)
         if key not in a.types:
             return None
-        g = op.attrs.get("dimension_numbers")
-        dims = tuple(g.start_index_map) if op.name == "stablehlo.gather" and g is not None \
-            else tuple(range(len(a.types[key].shape)))
-        if op.name == "stablehlo.gather" and g is None:
-            return None
+        if op.name == "stablehlo.gather":
+            g = op.attrs.get("dimension_numbers")
+            if g is None:
+                return None
+            dims = tuple(g.start_index_map)
+        else:  # a slice's dims at a start of no source (a constant) are not picked by an index
+            starts = op.operands[1:] if op.name == "stablehlo.dynamic_slice" else op.operands[2:]
+            dims = tuple(d for d, st in enumerate(starts) if out.get(st, frozenset({ANY})))
         if any(f"iota {a.class_of.get((fa.program, big, d))}" in got for d in dims):
             return None
     return got
