@@ -26,7 +26,7 @@ SLOW = pytest.mark.slow
 
 @pytest.mark.parametrize("name", [
     "einsum5", "mesh3d_subaxes", "segment_sum", "custom_vjp", "remat_policy", "fp16_loss_scale", "assoc_scan",
-    "unreduced",
+    "unreduced", "adamw_unassumed", "vit_adamw",
     pytest.param("mixtral_capacity", marks=SLOW), pytest.param("t5_encdec", marks=SLOW),
     pytest.param("bert_mlm", marks=SLOW), pytest.param("unet_groupnorm", marks=SLOW),
     pytest.param("grad_accum_fori", marks=SLOW), pytest.param("optax_lamb", marks=SLOW),
@@ -72,3 +72,16 @@ def test_seeded_partitioner_bugs_are_caught(gen2, name: str, mutation: str) -> N
     bad = gen2.MUTATIONS[mutation](text)
     assert bad != text
     assert_not_equivalent(CLIENTS / f"{name}.ref.mlir", bad, confirmed=True)
+
+
+def test_adam_with_nothing_assumed_still_catches_a_dropped_all_reduce(gen2, tmp_path) -> None:
+    """adamw_unassumed (every update's IEEE class depends on the step count) with the
+    gradients' all-reduce dropped: the class rule that lets the correct module merge must
+    not hide this."""
+    p = gen2.PROGRAMS["adamw_unassumed"]()
+    ref, part = gen2.g.tj.export_pair(p.fn, *p.args, in_shardings=p.in_shardings, out_shardings=p.out_shardings,
+                                      directory=tmp_path, name="adamw")
+    text = part.read_text()
+    bad = gen2.MUTATIONS["dropped_all_reduce"](text)
+    assert bad != text
+    assert_not_equivalent(ref, bad, confirmed=True)

@@ -528,16 +528,29 @@ class FastAlgebra:
         return k
 
     def f_neg(self, a: FF) -> FF:
-        if isinstance(a.k, int):
-            k: Cls = {POS: NEG, NEG: POS}.get(a.k, a.k)
-        else:
-            k = self._ite_cls(self._cls_eq(a.k, POS), NEG, self._ite_cls(self._cls_eq(a.k, NEG), POS, a.k))
-        return FF(self.store.neg(a.v), k)
+        return FF(self.store.neg(a.v), self._negated_class(a.k))
+
+    def _negated_class(self, k: Cls) -> Cls:
+        """The class of -x for x of class k: the infinities swap."""
+        if isinstance(k, int):
+            return {POS: NEG, NEG: POS}.get(k, k)
+        return self._ite_cls(self._cls_eq(k, POS), NEG, self._ite_cls(self._cls_eq(k, NEG), POS, k))
+
+    # A finite operand leaves the other's class as it is: over the reals x + b (b finite) is
+    # NaN, +inf, -inf or finite exactly when x is, and so is x * c for a literal c > 0 (c < 0
+    # swaps the infinities). The class stays the other operand's own term instead of a case
+    # split on it that only a proof shows equal to it, so x + 0.0 meets x: optax's Adam adds
+    # eps_root = 0.0 to nu_hat, XLA folds that add away, and with nothing assumed of the
+    # step count (a bias correction that may be 0) nu_hat's class depends on the inputs.
 
     def f_add(self, a: FF, b: FF) -> FF:
         s = self.store
-        if a.k == FIN and b.k == FIN and isinstance(a.k, int) and isinstance(b.k, int):
+        if isinstance(a.k, int) and isinstance(b.k, int) and a.k == FIN and b.k == FIN:
             return FF(s.add(a.v, b.v), FIN)
+        if isinstance(b.k, int) and b.k == FIN:
+            return FF(s.add(a.v, b.v), a.k)
+        if isinstance(a.k, int) and a.k == FIN:
+            return FF(s.add(a.v, b.v), b.k)
         nan = s.or_(self.nan(a), self.nan(b), s.and_(self._cls_eq(a.k, POS), self._cls_eq(b.k, NEG)),
                     s.and_(self._cls_eq(a.k, NEG), self._cls_eq(b.k, POS)))
         k = self._ite_cls(nan, NAN, self._ite_cls(s.or_(self._cls_eq(a.k, POS), self._cls_eq(b.k, POS)), POS,
@@ -549,6 +562,10 @@ class FastAlgebra:
         s = self.store
         if a.k == FIN and b.k == FIN and isinstance(a.k, int) and isinstance(b.k, int):
             return FF(s.mul(a.v, b.v), FIN)
+        for x, c in ((a, b), (b, a)):  # x times a literal: x's class, the infinities swapped for c < 0
+            r = s.constant(c.v) if isinstance(c.k, int) and c.k == FIN else None
+            if r is not None and r != 0:
+                return FF(s.mul(a.v, b.v), x.k if r > 0 else self._negated_class(x.k))
         nan = s.or_(self.nan(a), self.nan(b), s.and_(self.inf(a), self.zero(b)), s.and_(self.inf(b), self.zero(a)))
         sign = s.xor(self.negative(a), self.negative(b))
         k = self._ite_cls(nan, NAN, self._ite_cls(s.or_(self.inf(a), self.inf(b)), self._ite_cls(sign, NEG, POS), FIN))
