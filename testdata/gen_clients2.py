@@ -814,6 +814,12 @@ def adamw_unassumed() -> Program:
     return _opt_step("adamw_unassumed", "adamw, nothing assumed of count or nu, 2x4", optax.adamw(1e-3), {})
 
 
+def clip_adamw() -> Program:
+    return _opt_step("clip_adamw", "clip_by_global_norm + adamw, count and nu assumed, 2x4",
+                     optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(1e-3)),
+                     {"*count*": (0, 2**31 - 1), "*nu*": (0, float("inf"))})
+
+
 PROGRAMS: g.Programs = {
     "t5_encdec": t5, "bert_mlm": bert, "mixtral_capacity": mixtral, "pipeline_ppermute": pipeline,
     "ring_attention": lambda: ring_attention(False), "ring_flash": lambda: ring_attention(True),
@@ -822,6 +828,7 @@ PROGRAMS: g.Programs = {
     "unet_groupnorm": unet, "einsum5": einsum5, "assoc_scan": assoc_scan, "top_p_sampling": top_p,
     "segment_sum": segment_sum, "custom_vjp": custom_vjp, "remat_policy": remat_policy,
     "mesh3d_subaxes": mesh3d, "unreduced": unreduced, "vit_adamw": vit_adamw, "adamw_unassumed": adamw_unassumed,
+    "clip_adamw": clip_adamw,
 }
 
 

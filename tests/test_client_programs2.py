@@ -26,7 +26,7 @@ SLOW = pytest.mark.slow
 
 @pytest.mark.parametrize("name", [
     "einsum5", "mesh3d_subaxes", "segment_sum", "custom_vjp", "remat_policy", "fp16_loss_scale", "assoc_scan",
-    "unreduced", "adamw_unassumed", "vit_adamw",
+    "unreduced", "adamw_unassumed", "vit_adamw", "clip_adamw",
     pytest.param("mixtral_capacity", marks=SLOW), pytest.param("t5_encdec", marks=SLOW),
     pytest.param("bert_mlm", marks=SLOW), pytest.param("unet_groupnorm", marks=SLOW),
     pytest.param("grad_accum_fori", marks=SLOW), pytest.param("optax_lamb", marks=SLOW),
