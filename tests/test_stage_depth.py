@@ -170,7 +170,8 @@ def test_a_wrong_lineage_in_the_cache_is_proved_then_dropped(tmp_path: Path,
     ref, other = _pair(*args)
     wrong = _kept(ref, other, True, groups_wrong=1)
     data = json.loads(entry.read_text())
-    own = {v: (r, s) for v, r, s in data["record"]["links"]}
+    # [value, reference value, layout] and the equal values it holds too, if any (Link.also)
+    own = {v: (r, s, rest) for v, r, s, *rest in data["record"]["links"]}
     data["record"]["links"] = [[v, wrong[v].ref, own[v][1]] for v in own]
     assert any(wrong[v].ref != own[v][0] for v in own)
     entry.write_text(json.dumps(data))
@@ -181,7 +182,7 @@ def test_a_wrong_lineage_in_the_cache_is_proved_then_dropped(tmp_path: Path,
     v = verify(*args, **opts)
     assert v.verdict == "equivalent", v.reason
     assert len(proved) == 2 and "lineage" not in v.stages
-    assert json.loads(entry.read_text())["record"]["links"] == [[v, r, s] for v, (r, s) in own.items()]
+    assert json.loads(entry.read_text())["record"]["links"] == [[v, r, s, *rest] for v, (r, s, rest) in own.items()]
 
 
 CALLER = """

@@ -128,14 +128,19 @@ def build(name: str, ref: Side, other: Side, links: dict[str, Link], ref_ops: Se
             slots.append(key)
         other_slot[v] = slots.index(key)
     shared = {n for n, (r, _) in enumerate(slots) if r in shared_refs}
+    rtypes, otypes = _types(ref), _types(other)
     ref_slot: dict[str, int] = {}
+    alias: dict[str, int] = {}  # a reference input held as a `Link.also` -> its holder's slot
     for v in ref_in:
         hit = next((n for n, (r, _) in enumerate(slots) if r == v), None)
         if hit is None:
+            hit = _sharer(v, slots, other_slot, links, rtypes, other)
+            if hit is not None:
+                alias[v] = hit
+                continue
             slots.append((v, None))
             hit = len(slots) - 1
         ref_slot[v] = hit
-    rtypes, otypes = _types(ref), _types(other)
     # Reference arguments: the slot's value under its own name once, fresh names for more layouts of it.
     r_names: list[str] = []
     r_types: list[TensorType] = []
@@ -154,6 +159,10 @@ def build(name: str, ref: Side, other: Side, links: dict[str, Link], ref_ops: Se
         first = r in ref_slot and ref_slot[r] == n
         r_names.append(r if first and r not in used_r else f"{r}.slot{n}")
         used_r.add(r_names[-1])
+        # The reference inputs the slot's holders also hold are copies of its value (the
+        # name the value has before `_partial_slot` / `_shared_parts` rename the input to
+        # its parts: their sum is made under it).
+        r_pre.extend(_copy(r_names[-1], a, rtypes[a]) for a, m in alias.items() if m == n)
         r_types.append(gt)
         if n in shared:
             whole = f"{r}.whole{n}"
@@ -203,8 +212,41 @@ def build(name: str, ref: Side, other: Side, links: dict[str, Link], ref_ops: Se
     other_m = _module(other.module, o_names, o_types, o_pre + other_body, list(other_outputs), otypes, per_device,
                       tuple(o_shard), tuple(out_shardings))
     locs = tuple(op.loc for op in other_ops if source_loc(op.loc))
-    return StagePair(name, ref_m, other_m, len(ref_ops), len(other_ops), locs, tuple(r for r, _ in slots),
+    return StagePair(name, ref_m, other_m, len(ref_ops), len(other_ops), locs,
+                     tuple(_fact_name(n, r, ref_slot, alias, held, links) for n, (r, _) in enumerate(slots)),
                      partial=tuple(sorted(partial)))
+
+
+def _sharer(v: str, slots: list[tuple[str, Sharding | None]], other_slot: dict[str, int],
+            links: dict[str, Link], rtypes: dict[str, TensorType], other: Side) -> int | None:
+    """The slot of an input of the other program that holds reference input `v` besides
+    its own value (`Link.also`, same layout), if any: the reference's `v` is then that
+    slot's value. The chain proved the pair (stages/chain.py: the stage that made the later
+    of the two proved it), as it proved every input's own link; only for activations
+    (flow values): the prologue stage proves its values' own links only."""
+    for w, n in other_slot.items():
+        link = links.get(w)
+        if (link is not None and v in link.also and other.kind.get(w) == "flow"
+                and rtypes.get(v) == rtypes.get(slots[n][0])):
+            return n
+    return None
+
+
+def _fact_name(n: int, r: str, ref_slot: dict[str, int], alias: dict[str, int], held: dict[int, list[str]],
+               links: dict[str, Link]) -> str:
+    """The reference value whose facts (finite, sign, interval: stages/run.py) the slot's
+    input may be given: its own when the reference reads it, else one read as a copy of it
+    (`alias`). A slot no reference input reads whose holders hold several values may hold
+    its own value only on the runs (its value is cut at before its own is made: only the
+    equal one it was proved to hold is known), so it gets none ("")."""
+    if ref_slot.get(r) == n:
+        return r
+    read = next((a for a, m in alias.items() if m == n), None)
+    if read is not None:
+        return read
+    if any((k := links.get(w)) is not None and k.also for w in held.get(n, [])):
+        return ""
+    return r
 
 
 def _device_id(module: Module, name: str) -> list[Op]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
@@ -35,10 +35,13 @@ CANDIDATES = 8
 @dataclass(frozen=True)
 class Link:
     """The other program's value holds reference value `ref` laid out by `sharding`
-    (None: the other program is global and holds it whole)."""
+    (None: the other program is global and holds it whole), and, under the same layout,
+    the reference values `also` (equal to `ref` on every run, held by no other value's
+    `ref`: `shared`)."""
 
     ref: str
     sharding: Sharding | None = None
+    also: tuple[str, ...] = ()
 
 
 Values = dict[str, list[Any]]  # name -> per run: an array (global) or a tuple of per-device arrays
@@ -270,7 +273,8 @@ def _along(mesh: Mesh, axis: str) -> tuple[tuple[int, ...], ...]:
 def find(ref_values: Values, other_values: Values, other: Module, names: Iterable[str],
          ref_names: Iterable[str], ref_rank: dict[str, float], other_rank: dict[str, float],
          operands: tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...]]] | None = None,
-         given: dict[str, str] | None = None) -> dict[str, Link]:
+         given: dict[str, str] | None = None, shareable: Iterable[str] = (),
+         last_use: dict[str, int] | None = None) -> dict[str, Link]:
     """The lineage of the other program's values `names` (in program order) among the
     reference values `ref_names`. Of several reference values that match (a mask computed
     twice), the one the value is made like is taken first, then an exact match, then the
@@ -281,7 +285,15 @@ def find(ref_values: Values, other_values: Values, other: Module, names: Iterabl
     reads a value that an operand of the other's op is linked to. A reduce over size-1
     dims of a reshape of a sum equals the sum itself, and linked to the sum, the other's
     copy of that reduce left the reference's unheld, live across a whole backward layer:
-    no cut there (the 126-layer stack's last 11 backward layers were one stage each)."""
+    no cut there (the 126-layer stack's last 11 backward layers were one stage each).
+
+    Equal reference values (`_shared`): a value whose link is exact also holds the other
+    `shareable` float reference values it equals exactly on every run under the same
+    layout, unless a value linked to one of them outlives it (`last_use`: the other's flow
+    values' last uses). XLA folds RMSNorm's `x - 0`: the partitioned module's one value
+    stands for the reference's embedding lookup and its `x - 0`, and linked to `x - 0`
+    alone it left the lookup (also the residual) unheld, so no cut until the residual add
+    (docs/stages.md, "Equal reference values")."""
     cache: dict[tuple[int, ...], np.ndarray] = {}
     table: dict[tuple, list[str]] = {}
     shapes: set[tuple[int, ...]] = set()
@@ -295,6 +307,8 @@ def find(ref_values: Values, other_values: Values, other: Module, names: Iterabl
             shapes.add(np.shape(runs[KEY_RUN]))
     meshes = _meshes(other)
     links: dict[str, Link] = {}
+    found: dict[str, tuple[str, ...]] = {}  # value -> the other reference values it equals (`_equals`)
+    shareable = set(shareable)
     held = dict(given or {})  # other value -> the reference value it is linked to
     r_reads, o_reads = operands or ({}, {})
     for name in names:
@@ -305,6 +319,7 @@ def find(ref_values: Values, other_values: Values, other: Module, names: Iterabl
         # (not made alike?, exact?, error when not exact, distance)
         best: tuple[int, int, float, float, Link] | None = None
         here = other_rank.get(name, 0.0)
+        tried: dict[Sharding | None, tuple[Any, list[str]]] = {}  # layout -> (its runs, its near values)
         for layout, global_runs in _layouts(runs, meshes, other.per_device, shapes):
             key = _key(global_runs(KEY_RUN), cache)
             bucket = table.get(key, []) if key is not None else []
@@ -312,6 +327,7 @@ def find(ref_values: Values, other_values: Values, other: Module, names: Iterabl
             # one value computed more than once, and a bucket of hundreds would make the
             # search quadratic in the program's length.
             near = sorted(bucket, key=lambda r: abs(ref_rank.get(r, 0.0) - here))[:CANDIDATES]
+            tried[layout] = (global_runs, near)
             for r in near:
                 dist = abs(ref_rank.get(r, 0.0) - here)
                 if best is not None and best[:2] == (0, 0) and dist >= best[3]:
@@ -330,7 +346,48 @@ def find(ref_values: Values, other_values: Values, other: Module, names: Iterabl
         if best is not None:
             links[name] = best[4]
             held[name] = best[4].ref
-    return links
+            if best[1] == 0 and shareable:
+                found[name] = _equals(best[4], tried, ref_values, len(runs), shareable)
+    return _shared(links, found, last_use or {})
+
+
+def _equals(link: Link, tried: dict[Sharding | None, tuple[Any, list[str]]], ref_values: Values, n: int,
+            shareable: set[str]) -> tuple[str, ...]:
+    """The `shareable` reference values besides `link.ref` that the value equals exactly
+    on every run under the link's layout (among the few nearest of its key)."""
+    global_runs, near = tried[link.sharding]
+    if not _varies(global_runs, n):
+        return ()
+    return tuple(r for r in near if r != link.ref and r in shareable
+                 and np.asarray(ref_values[r][KEY_RUN]).dtype.kind in "fc"
+                 and _run_error(global_runs, ref_values[r][:n]) <= EXACT)
+
+
+def _varies(global_runs: Any, n: int) -> bool:
+    """Whether the value differs between the runs: one that does not (a mask of ones made
+    float, a count) is no function of the random inputs there, and two such values agree
+    by coincidence as often as not."""
+    first = global_runs(0)
+    return first is not None and any(
+        (g := global_runs(k)) is not None and not np.array_equal(np.asarray(g), np.asarray(first)) for k in range(1, n))
+
+
+def _shared(links: dict[str, Link], found: dict[str, tuple[str, ...]], last_use: dict[str, int]) -> dict[str, Link]:
+    """The links with the equal values `found` as their `also`, less those a value linked
+    to them outlives (or lives as long as) the holder: every stage whose last cut the
+    holder is live across proves each value it holds, so a value held more than needed is
+    one more output to prove, and an equality seen on the runs only (a NaN guard's
+    `select(is_finite(x), x, 0)` and `x`) may fail that proof. Only a value that its own
+    holders leave unheld while the holder lives is shared."""
+    outlives: dict[str, int] = {}  # reference value -> the latest last use of a value linked to it
+    for w, k in links.items():
+        outlives[k.ref] = max(outlives.get(k.ref, -1), last_use.get(w, -1))
+    out = dict(links)
+    for v, rs in found.items():
+        also = tuple(r for r in rs if outlives.get(r, -1) < last_use.get(v, -1))
+        if also:
+            out[v] = replace(links[v], also=also)
+    return out
 
 
 def _meshes(module: Module) -> list[Mesh]:

@@ -174,10 +174,14 @@ def choose_cuts(ref: Side, other: Side, links: dict[str, Link]) -> Cuts:
             if link is None or ref.kind.get(link.ref) == "const":
                 bad += sign
                 continue
-            held[link.ref] += sign
-            if held[link.ref] == (1 if sign > 0 else 0):
-                t_mask ^= bit.get(link.ref, 0)
-            p = ref.position.get(link.ref, -1)
+            for r in (link.ref, *link.also):
+                held[r] += sign
+                if held[r] == (1 if sign > 0 else 0):
+                    t_mask ^= bit.get(r, 0)
+            # A value holding several equal reference values holds, at a cut, those made
+            # before it: one is enough for the value (the oldest), and the cut's need is
+            # only of values made before it.
+            p = min(ref.position.get(r, -1) for r in (link.ref, *link.also))
             at[p] += sign
             if sign > 0 and at[p] == 1:
                 heapq.heappush(heap, -p)

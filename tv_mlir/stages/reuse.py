@@ -21,7 +21,7 @@ from tv_mlir.errors import TvError
 from tv_mlir.ir import Mesh, Module, Sharding
 from tv_mlir.stages.cache import ProofCache, cache_key
 from tv_mlir.stages.hashing import module_text
-from tv_mlir.stages.lineage import LOOSE, Link, _assemble, _error, outputs_agree, trace
+from tv_mlir.stages.lineage import EXACT, LOOSE, Link, _assemble, _error, outputs_agree, trace
 
 
 def shape_free(ref: Module, other: Module) -> str:
@@ -72,7 +72,9 @@ class Memory:
         """Keep the lineage here and, under `disk_key`, in the proof cache."""
         self.shape_key, self.links = shape_key, dict(links)
         if disk_key is not None:
+            # [value, its reference value, layout] and, when it holds equal ones too, their list.
             cache.put(disk_key, {"kind": "lineage", "links": [[v, k.ref, _sharding_json(k.sharding)]
+                                                              + ([list(k.also)] if k.also else [])
                                                               for v, k in links.items()]})
 
 
@@ -83,10 +85,11 @@ def load(cache: ProofCache, disk_key: str) -> dict[str, Link] | None:
         return None
     links: dict[str, Link] = {}
     try:
-        for v, r, s in record["links"]:
-            if not isinstance(v, str) or not isinstance(r, str):
+        for v, r, s, *rest in record["links"]:
+            also = tuple(rest[0]) if rest else ()
+            if not isinstance(v, str) or not isinstance(r, str) or not all(isinstance(a, str) for a in also):
                 return None
-            links[v] = Link(r, _sharding(s))
+            links[v] = Link(r, _sharding(s), also)
     except (TypeError, ValueError, KeyError):
         return None
     return links
@@ -105,8 +108,8 @@ def holds(links: dict[str, Link], ref: Module, other: Module, inputs: list[np.nd
     if not outputs_agree(r_vals, o_vals, ref, other):
         return False
     for v, link in links.items():
-        want, got = r_vals.get(link.ref), o_vals.get(v)
-        if not want or not got:
+        got = o_vals.get(v)
+        if not got:
             return False
         value = got[0]
         if isinstance(value, tuple):
@@ -115,8 +118,10 @@ def holds(links: dict[str, Link], ref: Module, other: Module, inputs: list[np.nd
             value = _assemble([np.asarray(p) for p in value], link.sharding)
             if value is None:
                 return False
-        if _error(want[0], value) > LOOSE:
-            return False
+        for r in (link.ref, *link.also):  # the equal values a value holds as well (`Link.also`)
+            want = r_vals.get(r)
+            if not want or _error(want[0], value) > (LOOSE if r == link.ref else EXACT):
+                return False
     return True
 
 

@@ -439,8 +439,11 @@ def _cut(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] 
         reads = ({v: op.operands for v, op in r_side.producer.items() if op.name not in CONTROL_FLOW},
                  {v: op.operands for v, op in o_side.producer.items() if op.name not in CONTROL_FLOW})
         given = dict(zip(flat.module.main.body.args, ref.main.body.args))
+        # Equal reference values may share a holder among the activations (`lineage.find`,
+        # `Link.also`); arguments and prologue values keep their one link each.
+        shareable = [v for v, k in r_side.kind.items() if k == "flow"]
         links = lineage.find(r_vals, o_vals, flat.module, wanted, candidates, _ranks(r_side), _ranks(o_side),
-                             reads, given)
+                             reads, given, shareable, o_side.last_use)
         if cut.outputs_agree and not loops:
             memory.remember(shape_key, links, cache, disk_key)
     # Other arguments hold the reference's arguments by definition (same global signature).
