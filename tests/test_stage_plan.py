@@ -52,8 +52,11 @@ def _reference_cuts(ref: Side, other: Side, links: dict[str, Link]) -> Cuts:
             targets.append(None)
             newest.append(1 << 60)
             continue
-        targets.append(frozenset(lk.ref for lk in links_ if lk is not None))
-        newest.append(max((ref.position.get(lk.ref, -1) for lk in links_ if lk is not None), default=-1))
+        # A value holds its own reference value and its equal ones (`Link.also`); it is
+        # cut at once the oldest of them is made.
+        targets.append(frozenset(r for lk in links_ if lk is not None for r in (lk.ref, *lk.also)))
+        newest.append(max((min(ref.position.get(r, -1) for r in (lk.ref, *lk.also))
+                           for lk in links_ if lk is not None), default=-1))
     reachable = set().union(*(t for t in targets if t is not None))
     cuts_r, cuts_o = [0], [0]
     n_r, n_o = len(ref.flow), len(other.flow)
@@ -103,6 +106,8 @@ def test_cuts_match_the_definition(seed: int) -> None:
             near = [r for r in ref.position if abs(ref.position[r] * len(other.flow) / max(len(ref.flow), 1)
                                                    - other.position[v]) < 3]
             links[v] = Link(rng.choice(near or ref_values))
+            if rng.random() < 0.2:  # equal values held too: flow values near it
+                links[v] = Link(links[v].ref, also=tuple(rng.sample(near, min(len(near), 2))))
         elif roll < 0.9:
             links[v] = Link(rng.choice(ref_values))
     got = choose_cuts(ref, other, links)

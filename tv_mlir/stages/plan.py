@@ -239,3 +239,62 @@ def _before_loop(ref: Side, other: Side, i: int, j: int, end: int, admissible: C
         if other.flow[k].name == "stablehlo.while":
             return k if admissible(k) else j
     return j
+
+
+def scheduled(ref: Side, other: Side, links: dict[str, Link]) -> Side:
+    """The other program with its flow ops in another topological order, following the
+    reference's: a list schedule where each op is keyed by the earliest reference position
+    its results hold (`Link.ref` and `also`), an op whose results hold none by its users'
+    earliest key, ties in program order. XLA may compute a block in another order than
+    the reference (the partitioned Llama layer makes V's projection and its GQA broadcast
+    before Q and K): a cut pairs a prefix of each program, and once the other's prefix holds
+    a value the reference makes last in the block, no cut inside the block is admissible.
+
+    Any topological order computes the same values: the ops are pure, and a per-device
+    program's order is every device's (a collective stays one op of all devices). The
+    stages are slices of this order; each stage's module keeps its ops in program order
+    (`extract._closure`), which is topological too."""
+    flow = other.flow
+    made = {r: k for k, op in enumerate(flow) for r in op.results}
+    users: list[list[int]] = [[] for _ in flow]
+    waiting = [0] * len(flow)
+    for k, op in enumerate(flow):
+        for p in {made[u] for u in region_uses(op) if u in made and made[u] != k}:
+            users[p].append(k)
+            waiting[k] += 1
+    unheld = len(ref.flow) + 1  # after every reference position
+    key = [unheld] * len(flow)
+    for k in range(len(flow) - 1, -1, -1):
+        held = [min(ref.position.get(r, -1) for r in (links[v].ref, *links[v].also))
+                for v in flow[k].results if v in links]
+        key[k] = min(held) if held else min((key[u] for u in users[k]), default=unheld)
+    ready = [(key[k], k) for k in range(len(flow)) if not waiting[k]]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        _, k = heapq.heappop(ready)
+        order.append(k)
+        for u in users[k]:
+            waiting[u] -= 1
+            if not waiting[u]:
+                heapq.heappush(ready, (key[u], u))
+    if len(order) != len(flow):  # not a DAG of its flow ops: keep the program's order
+        return other
+    out = Side(other.module, other.kind, other.producer, [flow[k] for k in order], types=other.types,
+               order=other.order)
+    for c, op in enumerate(out.flow):
+        for r in op.results:
+            out.position[r] = c
+        for v in region_uses(op):
+            if other.kind.get(v) == "flow":
+                out.last_use[v] = c  # ops come in order: the last one to use it stays
+    for v in other.module.main.body.returns:
+        if other.kind.get(v) == "flow":
+            out.last_use[v] = len(out.flow)
+    return out
+
+
+def largest(cuts: Cuts) -> int:
+    """The most ops (both programs') of one stage of the cut."""
+    return max((b - a + d - c for a, b, c, d in zip(cuts.ref, cuts.ref[1:], cuts.other, cuts.other[1:])),
+               default=0)
