@@ -26,13 +26,11 @@ SLOW = pytest.mark.slow
 
 @pytest.mark.parametrize("name", [
     "einsum5", "mesh3d_subaxes", "segment_sum", "custom_vjp", "remat_policy", "fp16_loss_scale", "assoc_scan",
-    "unreduced", "adamw_unassumed", "vit_adamw", "clip_adamw",
+    "unreduced", "adamw_unassumed", "vit_adamw", "clip_adamw", "optax_adafactor", "optax_adafactor.shardy",
     pytest.param("mixtral_capacity", marks=SLOW), pytest.param("t5_encdec", marks=SLOW),
     pytest.param("bert_mlm", marks=SLOW), pytest.param("unet_groupnorm", marks=SLOW),
     pytest.param("grad_accum_fori", marks=SLOW), pytest.param("optax_lamb", marks=SLOW),
     pytest.param("optax_lion", marks=SLOW),
-    # Partitioned: no verdict in 700 s (testdata/clients/optax_adafactor.*, left to the core).
-    pytest.param("optax_adafactor.shardy", marks=SLOW),
 ])
 def test_client_through_check(gen2, name: str) -> None:
     name, _, form = name.partition(".")

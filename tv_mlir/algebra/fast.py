@@ -121,6 +121,65 @@ CLASS_DEFS = "class_defs"  # store cache: an IEEE class cut variable's atom id -
 CLASS_DEPTH = 4  # class cut variables read through, nested, to decide a select's class
 
 
+SUM_CLASSES = "sum_classes"  # store cache: a sum's class term id -> (its operand class terms, literal classes)
+
+
+def sum_class(s: TermStore, ks: Sequence[Cls]) -> Cls:
+    """The IEEE class of a sum of floats of classes ks, in one flat form whatever the
+    association: NaN when an operand is NaN or both infinities occur, else +inf when one
+    occurs, else -inf when one occurs, else finite. That is a function of which classes
+    occur, so a sum of sums has the class of the sum of all their operands: an operand
+    that is itself such a form (`SUM_CLASSES`) is read as its operands. Why: a pairwise
+    fold nests the case split per add, and a partitioned program sums per-device partial
+    sums (an all-reduce) where the reference sums the elements in one reduce; the two
+    nestings are equal only by a proof, and every value computed from the sum is left
+    unmerged with them (optax's adafactor: its block RMS of an update of an
+    input-dependent class). Literal classes join as flags, finite operands drop out (as
+    `f_add`'s finite operand rule does: one symbolic operand is its own class term)."""
+    cache = s.caches.setdefault(SUM_CLASSES, {})
+    terms: dict[int, Term] = {}
+    flags: set[int] = set()
+    for k in ks:
+        if isinstance(k, int):
+            if k != FIN:
+                flags.add(k)
+            continue
+        hit = cache.get(k.id)
+        if hit is None:
+            terms[k.id] = k
+        else:
+            terms.update((t.id, t) for t in hit[0])
+            flags |= hit[1]
+    if NAN in flags or (POS in flags and NEG in flags):
+        return NAN
+    if not terms:
+        return POS if POS in flags else NEG if NEG in flags else FIN
+    if len(terms) == 1 and not flags:
+        return next(iter(terms.values()))
+    ops = [terms[i] for i in sorted(terms)]
+
+    def eq(k: Term, c: int) -> Bool:
+        return s.eq(k, s.int_(c))
+
+    pos = s.or_(POS in flags, *[eq(k, POS) for k in ops])
+    neg = s.or_(NEG in flags, *[eq(k, NEG) for k in ops])
+    nan = s.or_(*[eq(k, NAN) for k in ops], s.and_(pos, neg))
+
+    def ite(c: Bool, a: Cls, b: Cls) -> Cls:
+        if c is True or c is False:
+            return a if c else b
+        if isinstance(a, int) and isinstance(b, int) and a == b:
+            return a
+        t = s.ite(c, s.int_(a) if isinstance(a, int) else a, s.int_(b) if isinstance(b, int) else b)
+        v = s.constant(t)
+        return int(v) if v is not None else t
+
+    k = ite(nan, NAN, ite(pos, POS, ite(neg, NEG, FIN)))
+    if not isinstance(k, int):
+        cache[k.id] = (tuple(ops), frozenset(flags))
+    return k
+
+
 def note_class(var: Term, definition: Term) -> None:
     """Keep the definition of a cut variable that is an IEEE class, for `_cls_where`: a
     select decides its branches' classes through them (the sweep cuts every class of a
@@ -551,12 +610,7 @@ class FastAlgebra:
             return FF(s.add(a.v, b.v), a.k)
         if isinstance(a.k, int) and a.k == FIN:
             return FF(s.add(a.v, b.v), b.k)
-        nan = s.or_(self.nan(a), self.nan(b), s.and_(self._cls_eq(a.k, POS), self._cls_eq(b.k, NEG)),
-                    s.and_(self._cls_eq(a.k, NEG), self._cls_eq(b.k, POS)))
-        k = self._ite_cls(nan, NAN, self._ite_cls(s.or_(self._cls_eq(a.k, POS), self._cls_eq(b.k, POS)), POS,
-                                                  self._ite_cls(s.or_(self._cls_eq(a.k, NEG),
-                                                                      self._cls_eq(b.k, NEG)), NEG, FIN)))
-        return FF(s.add(a.v, b.v), k)
+        return FF(s.add(a.v, b.v), sum_class(s, (a.k, b.k)))
 
     def f_mul(self, a: FF, b: FF) -> FF:
         s = self.store
@@ -1085,10 +1139,8 @@ class FastAlgebra:
         if kind is Kind.FLOAT:
             if all(x.k == FIN and isinstance(x.k, int) for x in items):
                 return FF(s.sum([x.v for x in items], REAL), FIN)
-            acc = items[0]
-            for x in items[1:]:
-                acc = self.f_add(acc, x)
-            return acc
+            # The values' sum as one polynomial, the classes' in one flat form (`sum_class`).
+            return FF(s.sum([x.v for x in items], REAL), sum_class(s, [x.k for x in items]))
         if kind is Kind.BOOL:
             return s.or_(*items)
         if all(isinstance(x, int) for x in items):

@@ -13,8 +13,8 @@ import numpy as np
 
 from tv_mlir.algebra import Symbolic
 from tv_mlir.algebra import terms as T
-from tv_mlir.algebra.fast import FF
-from tv_mlir.algebra.term import POLY, VAR, Term
+from tv_mlir.algebra.fast import FF, SUM_CLASSES, sum_class
+from tv_mlir.algebra.term import INT, POLY, VAR, Term
 from tv_mlir.ir import Op
 
 # A sum of the other program's partial results is tried as the sum of their definitions
@@ -118,6 +118,8 @@ class CutStore:
             return hit
         if PARTIAL_SUMS and self.origin is not None and self.origin.side == "other" and type(t) is Term:
             hit = self._sum_of_partials(t)
+            if hit is None and t.sort == INT:
+                hit = self._class_of_partials(t)
             if hit is not None:
                 return hit
         var = T.fresh_cut(t, self.definition)
@@ -175,6 +177,36 @@ class CutStore:
             return None
         whole = t.store.polynomial(t.sort, acc)
         return self._by_term.get(whole.id)
+
+    def _class_of_partials(self, t: Term) -> Any | None:
+        """The variable of the IEEE class a sum of partial sums has once the partials' own
+        class definitions are put in, else None: `_sum_of_partials` for the class term of
+        a float of an input-dependent class. The class of a sum is one flat form over the
+        classes of its operands (`fast.sum_class`), and the class of a sum of sums is the
+        class of the sum of all their operands (which classes occur decides it), so a
+        cut variable of the other program whose definition is such a form is replaced by
+        it (an identity: a cut variable is its definition) and the flat form rebuilt over
+        the union. A hit is the very term a variable stands for; no proof needed."""
+        cache: dict[int, Any] = t.store.caches.get(SUM_CLASSES) or {}
+        hit = cache.get(t.id)
+        if hit is None:
+            return None
+        cuts = self.cuts_by_id
+        ks: list[Any] = list(hit[1])
+        changed = False
+        for k in hit[0]:
+            cut = cuts.get(T.term_id(k))
+            d = None if cut is None else cut.term
+            if (cut is not None and cut.site is not None and cut.site.side == "other" and type(d) is Term
+                    and d.id in cache):
+                ks.append(d)
+                changed = True
+            else:
+                ks.append(k)
+        if not changed:
+            return None
+        whole = sum_class(t.store, ks)
+        return None if isinstance(whole, int) else self._by_term.get(whole.id)
 
     def info(self, i: int) -> Cut:
         """The cut with id i, its definition scanned."""
