@@ -236,6 +236,35 @@ def test_second_witness_grows_only_as_far_as_stages_cut(monkeypatch) -> None:
     v = tv_mlir.verify(*args, **opts)
     second = v.shrink["second"]
     assert v.verdict == "equivalent" and second["verdict"] == "equivalent", v.reason
-    assert second["elements"]["halved"] >= 1 and sizes[0] > 400 >= sizes[-1], sizes
+    # The planner halves the budget against its estimate of the cut's measure: the one
+    # grown pair it materialises is cut (no shrink is thrown away).
+    assert second["elements"]["halved"] >= 1 and second["shrinks"] == 1 and sizes == [sizes[0]] \
+        and sizes[0] <= 400, (sizes, second)
     assert second["elements"]["second"] < free.shrink["second"]["elements"]["second"]
     assert any(c["second"] > c["first"] for c in second["sizes"])  # still a second witness
+
+
+def test_an_estimate_under_the_cut_is_caught_by_the_cut_itself(monkeypatch) -> None:
+    """The planner's estimate of the cut's measure decides only how far to grow: where it
+    is too low, the materialised pair is still measured as the cut measures it, and the
+    remaining budgets are shrunk for, as before the estimate."""
+    from tv_mlir.shrink.cutsize import CutWeights
+    from tv_mlir.stages import run as stages_run
+    from tv_mlir.stages.flat import flatten
+
+    args = (str(TESTDATA / "sharded" / "mlp_tp.ref.mlir"), str(TESTDATA / "sharded" / "mlp_tp.shardy.mlir"))
+    opts = dict(full_size_check="off", stage_min_elements=0, cache=False)
+    sizes = []
+    real = api.too_large_to_cut
+
+    def spy(a, b):
+        sizes.append(max(stages_run._elements(a), stages_run._elements(flatten(b).module)))
+        return real(a, b)
+
+    monkeypatch.setattr(api, "too_large_to_cut", spy)
+    monkeypatch.setattr(stages_run, "MAX_CUT_ELEMENTS", 400)
+    monkeypatch.setattr(CutWeights, "measure", lambda self, sizes: 0)  # every plan "fits"
+    v = tv_mlir.verify(*args, **opts)
+    second = v.shrink["second"]
+    assert v.verdict == "equivalent" and second["verdict"] == "equivalent", v.reason
+    assert second["elements"]["halved"] >= 1 and second["shrinks"] >= 2 and sizes[0] > 400 >= sizes[-1], sizes

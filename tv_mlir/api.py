@@ -5,6 +5,7 @@ counterexample back to the original sizes."""
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -23,6 +24,7 @@ from tv_mlir.passes import load_pipeline, run_pipeline
 from tv_mlir.progress import progress
 from tv_mlir.shrink.embed import fills_for
 from tv_mlir.shrink.pair import shrink_pair
+from tv_mlir.stages import run as stages_run
 from tv_mlir.stages import verdicts
 from tv_mlir.stages.loops import rests_on_induction
 from tv_mlir.stages.reuse import Memory
@@ -238,21 +240,30 @@ def _second_witness(shrink: dict[str, Any], originals: tuple[Module, Module],
         return None
     t0 = time.perf_counter()
     first = int(shrink.get("elements", 0))
-    budget = max(SECOND_WITNESS_GROWTH * first, first + SECOND_WITNESS_FLOOR)
-    halved = 0
+    # The budget, then the same budget halved (its growth over the first plan's elements)
+    # up to SECOND_WITNESS_HALVINGS times: for a pair grown past what staged proofs cut
+    # (the first proof's way through a deep plan), which would go whole and end `unknown`
+    # for its size. The planner tries them in order against its estimate of the cut's
+    # measure (shrink/cutsize.py) before anything is rewritten; the pair it makes is still
+    # checked in the cut's own measure, and the budgets left are tried if it is over.
+    budgets = [max(SECOND_WITNESS_GROWTH * first, first + SECOND_WITNESS_FLOOR)]
+    for _ in range(SECOND_WITNESS_HALVINGS):
+        budgets.append(first + (budgets[-1] - first) // 2)
+    halved, shrinks = 0, 0
     while True:
         try:
-            small_ref, small_other, summary, emb = _shrink(*originals, *originals, options, grow=1, budget=budget,
-                                                           per_trip=per_trip)
+            small_ref, small_other, summary, emb = _shrink(
+                *originals, *originals, options, grow=1, budget=budgets[halved], per_trip=per_trip,
+                fallbacks=budgets[halved + 1:], cut_limit=stages_run.MAX_CUT_ELEMENTS if options.stages else None)
         except TvError as exc:
             shrink["second"] = {"skipped": f"the grown sizes cannot be verified: {exc.one_line()}"}
             return None
-        # Grown past what staged proofs cut (the first proof's way through a deep plan),
-        # the pair would go whole and end `unknown` for its size: grow less.
+        shrinks += 1
+        halved += int(summary.get("budget", {}).get("fallbacks_taken", 0))
+        budget = budgets[halved]
         if not (options.stages and summary.get("applied") and too_large_to_cut(small_ref, small_other)) \
                 or halved >= SECOND_WITNESS_HALVINGS:
             break
-        budget = first + (budget - first) // 2
         halved += 1
     if not summary.get("applied") and summary.get("reason") != "no dimension can shrink":
         shrink["second"] = {"skipped": f"the grown sizes cannot be verified: {summary.get('reason', '')}"}
@@ -268,7 +279,8 @@ def _second_witness(shrink: dict[str, Any], originals: tuple[Module, Module],
             entry["note"] = held.get(str(e["class"]), "cannot grow: no larger admissible size (its relations)")
         classes.append(entry)
     record: dict[str, Any] = {"sizes": classes, "elements": {"first": first, "second": summary.get("elements"),
-                                                             "budget": budget, "halved": halved}}
+                                                             "budget": budget, "halved": halved},
+                              "shrinks": shrinks}
     shrink["second"] = record
     if all(e["second"] == e["first"] for e in classes):
         record["skipped"] = "no shrunk class can grow within the budget"
@@ -413,17 +425,20 @@ def _embed(verdict: Verdict, e: Any, small_ref: Module, ref: Module, other: Modu
 
 
 def _shrink(ref: Loaded | Module, other: Loaded | Module, ref_m: Module, other_m: Module,
-            options: Options, grow: int = 0, budget: int | None = None, per_trip: bool | None = None
+            options: Options, grow: int = 0, budget: int | None = None, per_trip: bool | None = None,
+            fallbacks: Sequence[int] = (), cut_limit: int | None = None
             ) -> tuple[Module, Module, dict[str, Any], Any]:
     """Both programs at their shrunk sizes, or as they are when nothing shrinks (or the
     rewrite is refused: then the verdict is still sound, only slower). `grow`: every
-    shrunk class that many admissible sizes larger, `budget` its element budget, `per_trip`
-    rule l's loop degrees (plan.plan)."""
+    shrunk class that many admissible sizes larger, `budget` its element budget (then
+    `fallbacks`, while the plan's estimated size in the cut's measure is over `cut_limit`),
+    `per_trip` rule l's loop degrees (plan.plan)."""
 
     try:
         # the assumed ranges: rule k's index predicates (shrink/lookups.py)
         result = shrink_pair(ref, other, ref_m, other_m, grow=grow, budget=budget,
-                             ranges=_assumed_bounds(ref_m, options), per_trip=per_trip)
+                             ranges=_assumed_bounds(ref_m, options), per_trip=per_trip,
+                             fallbacks=fallbacks, cut_limit=cut_limit)
     except Unsupported as exc:
         progress(options, f"shrink: not applied ({exc})")
         return ref_m, other_m, {"applied": False, "reason": str(exc)}, None

@@ -50,16 +50,18 @@ def _raw(spec: Any, prepared: Module) -> Loaded:
 
 def shrink_pair(ref_spec: Any, other_spec: Any, ref: Module, other: Module, grow: int = 0,
                 budget: int | None = None, ranges: Sequence[tuple[int, int] | None] | None = None,
-                per_trip: bool | None = None) -> ShrinkResult | None:
+                per_trip: bool | None = None, fallbacks: Sequence[int] = (),
+                cut_limit: int | None = None) -> ShrinkResult | None:
     """None when nothing can shrink. Raises Unsupported when the rewrite fails. The MLIR
     of a Loaded spec is edited in place (a second plan of the same pair must start from
     the prepared Modules, which are read again from their text). `grow`, `budget`, `ranges`,
-    `per_trip`: see plan.plan."""
+    `per_trip`, `fallbacks`, `cut_limit`: see plan.plan."""
     from tv_mlir.shrink.rewrite import rewrite
 
     t0 = time.perf_counter()
     lr, lo = _raw(ref_spec, ref), _raw(other_spec, other)
-    p = plan(lr.module, lo.module, grow=grow, budget=budget, ranges=ranges, per_trip=per_trip)
+    p = plan(lr.module, lo.module, grow=grow, budget=budget, ranges=ranges, per_trip=per_trip,
+             fallbacks=fallbacks, cut_limit=cut_limit)
     if not p.shrinks:
         return None
     ref_text, other_text = rewrite(lr, "ref", p), rewrite(lo, "other", p)

@@ -33,6 +33,7 @@ from tv_mlir.semantics.ops import MULTIPLYING_REDUCERS, SELECTING_REDUCERS
 from tv_mlir.shrink import degree as degree_rules
 from tv_mlir.shrink.constants import order, sites, tie_constants
 from tv_mlir.shrink.counts import count_bounds, count_poles
+from tv_mlir.shrink.cutsize import CutWeights
 from tv_mlir.shrink.degree import UNBOUNDED, summand_degrees
 from tv_mlir.shrink.dims import DimAnalysis, analyse
 from tv_mlir.shrink.facts import ProgramFacts, role_constants
@@ -94,6 +95,9 @@ class ShrinkPlan:
     # lowered. Non-empty: the sizes are sound only for a proof that takes every top-level
     # loop by induction (api.verify checks it, else plans again with per_trip off).
     per_trip: list[int] = field(default_factory=list)
+    # A grown plan under a budget: the budget it was planned with and how many of the
+    # caller's fallbacks it took (plan's `cut_limit`); empty otherwise.
+    budget: dict[str, int] = field(default_factory=dict)
 
     @property
     def shrinks(self) -> bool:
@@ -114,6 +118,8 @@ class ShrinkPlan:
                              "elements": self.elements}
         if self.held:
             s["held"] = {str(c): why for c, why in self.held.items()}
+        if self.budget:
+            s["budget"] = dict(self.budget)
         if self.per_trip:
             s["loops"] = {"rule": "l: loop degrees per trip", "classes": list(self.per_trip),
                           "needs": "every top-level loop proved by induction"}
@@ -138,7 +144,8 @@ def elements(a: DimAnalysis, sizes: list[int]) -> int:
 
 def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: int = 0,
          budget: int | None = None, ranges: Sequence[tuple[int, int] | None] | None = None,
-         per_trip: bool | None = None, lookups: bool = True) -> ShrinkPlan:
+         per_trip: bool | None = None, lookups: bool = True, fallbacks: Sequence[int] = (),
+         cut_limit: int | None = None) -> ShrinkPlan:
     """Both modules as read (not inlined) and classified. `grow` > 0: that many times,
     every shrunk class is raised to its next admissible size (at least one more element),
     for verifying again at less-shrunk sizes when a witness found at the smallest sizes
@@ -149,7 +156,10 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
     keep their first size (`held`, with the reason). `ranges`: the closed bounds the user
     assumes per program input (`assume.resolve`; rule k's index predicates, lookups.py).
     `per_trip`: rule l's loop degrees (None: `degree.PER_TRIP`); the plan lists the classes
-    whose bound they lowered (`ShrinkPlan.per_trip`). `lookups`: partitioned lookups may be
+    whose bound they lowered (`ShrinkPlan.per_trip`). `fallbacks`, `cut_limit`: with
+    `budget`, smaller budgets tried in order while the grown plan's estimated size in the
+    staged cut's measure (`cutsize.CutWeights`) is over `cut_limit` (the last is kept
+    whatever its estimate); `ShrinkPlan.budget` says which was used. `lookups`: partitioned lookups may be
     read as gathers (lookups.guarded_lookups); the plan is made again without them when a
     lookup that partitions the range at the original sizes does not at the planned ones.
 
@@ -343,11 +353,31 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
         return s, t
 
     held: dict[int, str] = {}
+    tries, asked = 0, budget
     if grow:
         sizes, tied = grown(set())
-        if budget is not None and elements(a, sizes) > budget:
-            hold = _families_over_budget(a, family_of, first, sizes, budget)
-            sizes, tied = grown(hold)
+        if budget is not None:
+            # Each budget (the caller's, then its fallbacks) is planned as a plan of its own
+            # would be: from the state after the unbudgeted growth (`grown` resets mins and
+            # pins; the map's arguments are restored too), so a fallback's plan is the plan
+            # a fresh call with that budget makes.
+            full, full_tied = sizes, tied
+            saved = (list(mins), dict(pins), {c: dict(d) for c, d in argued.items()})
+            weights = CutWeights.of(a, ref, other) if cut_limit is not None else None
+            for k, b in enumerate([budget, *fallbacks]):
+                budget, tries = b, k
+                mins[:] = saved[0]
+                pins.clear()
+                pins.update(saved[1])
+                argued.clear()
+                argued.update({c: dict(d) for c, d in saved[2].items()})
+                hold: set[int] = set()
+                sizes, tied = full, full_tied
+                if elements(a, full) > b:
+                    hold = _families_over_budget(a, family_of, first, full, b)
+                    sizes, tied = grown(hold)
+                if weights is None or cut_limit is None or weights.measure(sizes) <= cut_limit:
+                    break
             for c in range(n):
                 if family_of[c] in hold and sizes[c] == first[c] < a.classes[c].size and c not in dead:
                     held[c] = f"not grown: growing it would take the pair past {budget} tensor elements " \
@@ -357,7 +387,8 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
         **tied, **where.table_values(sizes, [c.size for c in a.classes])}
     if COUNTS and any(lk.gathers for lk in looked) and \
             not _lookups_partition(facts, looked, ranges, rewritten, sizes, a):
-        return plan(ref, other, a, grow, budget, ranges, per_trip, lookups=False)
+        return plan(ref, other, a, grow, asked, ranges, per_trip, lookups=False, fallbacks=fallbacks,
+                    cut_limit=cut_limit)
     names = {("ref", v): n for v, n in zip(ref.main.body.args, ref.main.arg_names)}
     names.update({("ref", v): f"result {k}" for k, v in enumerate(ref.main.body.returns)})
     entries = []
@@ -390,7 +421,8 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
             inner = [m for m in members if a.classes[c].size % max(1, a.classes[m].size) == 0]
             finest = min(inner, key=lambda m: a.classes[m].size)
             blocks[c] = (a.classes[finest].size, sizes[finest])
-    return ShrinkPlan(a, sizes, rewritten, entries, blocks, held, lowered)
+    used = {"budget": budget, "fallbacks_taken": tries} if grow and budget is not None else {}
+    return ShrinkPlan(a, sizes, rewritten, entries, blocks, held, lowered, used)
 
 
 def _lookups_partition(facts: list[ProgramFacts], looked: list[IndexPredicates],
@@ -517,14 +549,33 @@ def _families_over_budget(a: DimAnalysis, family_of: list[int], first: list[int]
     while the estimate with every added family grown stays within it. An estimate only
     (constants can pin differently once fewer classes grow); the plan is solved again."""
     growing = sorted({family_of[c] for c in range(len(first)) if full[c] != first[c]})
+    # The estimate with one more family grown differs from the current one only in the
+    # values with a dim in that family: each family's values are found once, and the sums
+    # are updated by those values alone (exact integers: the same estimates, and so the
+    # same choice, as summing every value for every candidate, which took the 405B
+    # stack's second witness ~10 s).
+    shapes = [a.classes_of(p, v) for p, v in a.types]
+    touching: dict[int, list[int]] = {f: [] for f in growing}
+    for i, cl in enumerate(shapes):
+        for f in {family_of[c] for c in cl}:
+            if f in touching:
+                touching[f].append(i)
 
-    def estimate(fams: set[int]) -> int:
-        return elements(a, [full[c] if family_of[c] in fams else first[c] for c in range(len(first))])
+    def delta(base: list[int], f: int) -> int:
+        return sum(math.prod(full[c] if family_of[c] == f else base[c] for c in shapes[i])
+                   - math.prod(base[c] for c in shapes[i]) for i in touching[f])
 
-    chosen: set[int] = set()
-    for f in sorted(growing, key=lambda f: estimate({f})):
-        if estimate(chosen | {f}) <= budget:
+    total = elements(a, first)
+    alone = {f: total + delta(first, f) for f in growing}
+    current, chosen = list(first), set()
+    for f in sorted(growing, key=lambda f: alone[f]):
+        d = delta(current, f)
+        if total + d <= budget:
             chosen.add(f)
+            total += d
+            for c in range(len(current)):
+                if family_of[c] == f:
+                    current[c] = full[c]
     return set(growing) - chosen
 
 
