@@ -770,8 +770,8 @@ class ViT(nn.Module):
         x = x.reshape(x.shape[0], -1, self.dim)
         h = nn.LayerNorm(name="ln1")(x)
         x = x + nn.MultiHeadDotProductAttention(num_heads=self.heads, name="attn")(h, h)
-        h = nn.Dense(self.dim, name="mlp_out")(nn.gelu(nn.Dense(4 * self.dim, name="mlp_in")(nn.LayerNorm(name="ln2")(x))))
-        x = x + h
+        h = nn.gelu(nn.Dense(4 * self.dim, name="mlp_in")(nn.LayerNorm(name="ln2")(x)))
+        x = x + nn.Dense(self.dim, name="mlp_out")(h)
         return nn.Dense(self.classes, name="head")(nn.LayerNorm(name="ln_f")(x).mean(axis=1))
 
 

@@ -5,7 +5,6 @@ One per elementwise result, 2K - 1 per dot result (K products, K - 1 sums), n - 
 of n, and one select per option past the last of a gather's or scatter's chain."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from tv_mlir.algebra.base import Kind

@@ -413,7 +413,7 @@ class TermStore:
                 if len(ma) == 1 and len(mb) == 1:  # atom times atom (`_mono_mul`'s case, inlined)
                     xa, xb = ma[0], mb[0]
                     x, y = xa[0], xb[0]
-                    m = (xa, xb) if x < y else (xb, xa) if y < x else ((x, xa[1] + xb[1]),)
+                    m: tuple[tuple[int, int], ...] = (xa, xb) if x < y else (xb, xa) if y < x else ((x, xa[1] + xb[1]),)
                 else:
                     m = _mono_mul(ma, mb)
                 prev = get(m)
