@@ -422,6 +422,21 @@ def count_unfoldings(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return calls
 
 
+def capture_stages(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """A list that collects every stage a staged proof proves (`stages.run._prove_stages`)."""
+    from tv_mlir.stages import run as stages_run
+
+    seen: list[Any] = []
+    real = stages_run._prove_stages
+
+    def spy(stages: Any, *args: Any) -> Any:
+        seen.extend(stages)
+        return real(stages, *args)
+
+    monkeypatch.setattr(stages_run, "_prove_stages", spy)
+    return seen
+
+
 def count_facts(text: str) -> tuple[Any, set[str]]:
     """A one-program module's shrink facts and its reduce results, the seeds of rule (k)'s
     count analysis (`shrink.counts`): the counts of positives the count tests are built on."""

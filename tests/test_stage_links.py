@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from conftest import capture_stages
 from tv_mlir.algebra import NumericAlgebra
 from tv_mlir.api import prepare, verify
 from tv_mlir.execute.interp import Interpreter
@@ -159,15 +160,7 @@ def test_parts_of_a_partial_sum_are_never_signed() -> None:
 
 
 def _captured(monkeypatch: pytest.MonkeyPatch) -> list:
-    seen: list = []
-    real = stages_run._prove_stages
-
-    def spy(stages, *args):  # type: ignore[no-untyped-def]
-        seen.extend(stages)
-        return real(stages, *args)
-
-    monkeypatch.setattr(stages_run, "_prove_stages", spy)
-    return seen
+    return capture_stages(monkeypatch)
 
 
 def test_a_backward_pass_is_cut_at_partial_sum_gradients(monkeypatch: pytest.MonkeyPatch) -> None:

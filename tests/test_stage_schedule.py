@@ -8,6 +8,7 @@ import random
 
 import pytest
 
+from conftest import capture_stages
 from tv_mlir.api import verify
 from tv_mlir.stages import run as stages_run
 from tv_mlir.stages.lineage import Link
@@ -40,15 +41,7 @@ V_FIRST_BUG = "\n".join([HEAD, f"  %v = stablehlo.multiply %x, %wk : {T}",
 
 
 def _seen(monkeypatch: pytest.MonkeyPatch) -> list:
-    seen: list = []
-    real = stages_run._prove_stages
-
-    def spy(stages, *args):  # type: ignore[no-untyped-def]
-        seen.extend(stages)
-        return real(stages, *args)
-
-    monkeypatch.setattr(stages_run, "_prove_stages", spy)
-    return seen
+    return capture_stages(monkeypatch)
 
 
 def test_v_first_is_cut_in_the_reference_order(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,10 +10,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from conftest import capture_stages
 from tv_mlir.api import prepare, verify
 from tv_mlir.options import Options
 from tv_mlir.stages import lineage
-from tv_mlir.stages import run as stages_run
 
 QUICK = dict(full_size_check="off", second_witness=False, stage_min_elements=0, cache=False, shrink=False,
              jobs=1)
@@ -71,15 +71,7 @@ func.func @main(%x: {T}, %w: {T}) -> {T} {{
 
 
 def _seen(monkeypatch: pytest.MonkeyPatch) -> list:
-    seen: list = []
-    real = stages_run._prove_stages
-
-    def spy(stages, *args):  # type: ignore[no-untyped-def]
-        seen.extend(stages)
-        return real(stages, *args)
-
-    monkeypatch.setattr(stages_run, "_prove_stages", spy)
-    return seen
+    return capture_stages(monkeypatch)
 
 
 def test_the_folded_value_holds_both_and_the_block_is_cut(monkeypatch: pytest.MonkeyPatch) -> None:
