@@ -218,20 +218,12 @@ def test_second_witness_grows_only_as_far_as_stages_cut(monkeypatch) -> None:
     `unknown` for its size on a deep plan): the growth budget is halved until the grown
     pair is cut, and the second proof is staged like the first."""
     from tv_mlir.stages import run as stages_run
-    from tv_mlir.stages.flat import flatten
 
     args = (str(TESTDATA / "sharded" / "mlp_tp.ref.mlir"), str(TESTDATA / "sharded" / "mlp_tp.shardy.mlir"))
     opts = dict(full_size_check="off", stage_min_elements=0, cache=False)
     free = tv_mlir.verify(*args, **opts)
     assert free.verdict == "equivalent" and free.shrink["second"]["elements"]["halved"] == 0
-    sizes = []
-    real = api.too_large_to_cut
-
-    def spy(a, b):
-        sizes.append(max(stages_run._elements(a), stages_run._elements(flatten(b).module)))
-        return real(a, b)
-
-    monkeypatch.setattr(api, "too_large_to_cut", spy)
+    sizes = _measured_cuts(monkeypatch)
     monkeypatch.setattr(stages_run, "MAX_CUT_ELEMENTS", 400)  # the freely grown pair cuts to 512
     v = tv_mlir.verify(*args, **opts)
     second = v.shrink["second"]
@@ -250,21 +242,29 @@ def test_an_estimate_under_the_cut_is_caught_by_the_cut_itself(monkeypatch) -> N
     remaining budgets are shrunk for, as before the estimate."""
     from tv_mlir.shrink.cutsize import CutWeights
     from tv_mlir.stages import run as stages_run
-    from tv_mlir.stages.flat import flatten
 
     args = (str(TESTDATA / "sharded" / "mlp_tp.ref.mlir"), str(TESTDATA / "sharded" / "mlp_tp.shardy.mlir"))
     opts = dict(full_size_check="off", stage_min_elements=0, cache=False)
-    sizes = []
-    real = api.too_large_to_cut
-
-    def spy(a, b):
-        sizes.append(max(stages_run._elements(a), stages_run._elements(flatten(b).module)))
-        return real(a, b)
-
-    monkeypatch.setattr(api, "too_large_to_cut", spy)
+    sizes = _measured_cuts(monkeypatch)
     monkeypatch.setattr(stages_run, "MAX_CUT_ELEMENTS", 400)
     monkeypatch.setattr(CutWeights, "measure", lambda self, sizes: 0)  # every plan "fits"
     v = tv_mlir.verify(*args, **opts)
     second = v.shrink["second"]
     assert v.verdict == "equivalent" and second["verdict"] == "equivalent", v.reason
     assert second["elements"]["halved"] >= 1 and second["shrinks"] >= 2 and sizes[0] > 400 >= sizes[-1], sizes
+
+
+def _measured_cuts(monkeypatch) -> list[int]:  # noqa: ANN001
+    """The cut's measure of every pair `api` asks `too_large_to_cut` about, in order."""
+    from tv_mlir.stages import run as stages_run
+    from tv_mlir.stages.flat import flatten
+
+    sizes: list[int] = []
+    real = api.too_large_to_cut
+
+    def spy(a, b):  # noqa: ANN001, ANN202
+        sizes.append(max(stages_run._elements(a), stages_run._elements(flatten(b).module)))
+        return real(a, b)
+
+    monkeypatch.setattr(api, "too_large_to_cut", spy)
+    return sizes

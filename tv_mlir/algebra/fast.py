@@ -596,7 +596,8 @@ class FastAlgebra:
         return self._ite_cls(self._cls_eq(k, POS), NEG, self._ite_cls(self._cls_eq(k, NEG), POS, k))
 
     # A finite operand leaves the other's class as it is: over the reals x + b (b finite) is
-    # NaN, +inf, -inf or finite exactly when x is, and so is x * c for a literal c > 0 (c < 0
+    # NaN, +inf, -inf or finite exactly when x is (`sum_class` drops finite operands, so one
+    # symbolic operand is its own class term), and so is x * c for a literal c > 0 (c < 0
     # swaps the infinities). The class stays the other operand's own term instead of a case
     # split on it that only a proof shows equal to it, so x + 0.0 meets x: optax's Adam adds
     # eps_root = 0.0 to nu_hat, XLA folds that add away, and with nothing assumed of the
@@ -606,10 +607,6 @@ class FastAlgebra:
         s = self.store
         if isinstance(a.k, int) and isinstance(b.k, int) and a.k == FIN and b.k == FIN:
             return FF(s.add(a.v, b.v), FIN)
-        if isinstance(b.k, int) and b.k == FIN:
-            return FF(s.add(a.v, b.v), a.k)
-        if isinstance(a.k, int) and a.k == FIN:
-            return FF(s.add(a.v, b.v), b.k)
         return FF(s.add(a.v, b.v), sum_class(s, (a.k, b.k)))
 
     def f_mul(self, a: FF, b: FF) -> FF:
