@@ -585,23 +585,29 @@ def measure_8b(variant: str, form: str = "partitioned") -> dict[str, Any]:
     and the verification. Returns the verdict, its reason, the kept (pinned) classes, the
     times and this process's peak resident memory (nothing of the model's size may be
     allocated: the embedding alone is 0.5 GB)."""
+    import resource
     import time
 
     from tv_mlir.api import verify
     from tv_mlir.heap import peak_rss_mb
 
+    def cpu() -> float:  # this process and its children, user + sys (wall is noisy on shared cores)
+        own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
     cfg = LLAMA_8B
     v = next(v for v in variants(cfg) if v.name == variant)
     bounds = {**assume(cfg), **({"count": (0, 2**31 - 1)} if variant == "step" else {})}
-    t0 = time.perf_counter()
+    c0, t0 = cpu(), time.perf_counter()
     ref, other = tj._pair(v.fn, v.args, v.in_shardings, v.out_shardings, None, form)
     t1 = time.perf_counter()
     verdict = verify(tj._named(ref, f"{variant}.ref.mlir"), tj._named(other, f"{variant}.{form}.mlir"),
                      assume=bounds)
-    t2 = time.perf_counter()
+    c2, t2 = cpu(), time.perf_counter()
     shrink = verdict.shrink or {}
     return {"pair": f"8b {variant} {form}", "verdict": verdict.verdict, "reason": verdict.reason,
             "export_s": round(t1 - t0, 2), "verify_s": round(t2 - t1, 2), "total_s": round(t2 - t0, 2),
+            "cpu_s": round(c2 - c0, 2),
             "max_rss_mb": round(peak_rss_mb()),
             "kept": [(c["original"], c["where"], c.get("reason", "")) for c in shrink.get("kept", [])],
             "shrunk": [(c["original"], c["verified"], c["where"]) for c in shrink.get("shrunk", [])]}

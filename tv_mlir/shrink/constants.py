@@ -3,6 +3,7 @@ with it, which cannot be told apart and pin classes, which bound position classe
 below, and which literals a shrunk size must not coincide with."""
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from tv_mlir.shrink.linear import value as multiplier_value
 from tv_mlir.shrink.meets import Meets, apart
 from tv_mlir.shrink.overflow import OverflowSite, overflow_sites
 from tv_mlir.shrink.positions import NamedPosition, named_positions
+from tv_mlir.shrink.scatters import data_scatter
 from tv_mlir.shrink.trips import trips_apart
 
 _TIE_MIN = 8  # constants below this are too common to be read as sizes
@@ -218,7 +220,24 @@ def sites(a: DimAnalysis, facts: list[ProgramFacts],
                     for d in g.start_index_map:
                         out.offsets.append((a.class_of[(fa.program, op.operands[0], d)],
                                             f"gather at {op.loc} (constant indices)", set(), consts))
+            elif op.name == "stablehlo.scatter" and all((fa.program, v) in a.types for v in op.operands):
+                reading = data_scatter(op, functools.partial(_shape, a, fa.program))
+                if reading is not None:
+                    # The lookup's transpose: pinned where a gather at those indices would be.
+                    sources = index_sources(fa, op.operands[1], through_calls=True)
+                    c = a.class_of[(fa.program, op.operands[0], reading.addressed)]
+                    bad = sources & {"iota", "float"}
+                    if bad:
+                        out.offsets.append((c, f"scatter at {op.loc}", bad, []))
+                    if CONSTANT_INDICES and "constant" in sources and sources <= {"constant", "device", "counter"}:
+                        consts = [(fa.program, name, splat(fa.defs[name][0]), only_device(fa, name))
+                                  for name in block_offset_constants(fa, op.operands[1])]
+                        out.offsets.append((c, f"scatter at {op.loc} (constant indices)", set(), consts))
     return out
+
+
+def _shape(a: DimAnalysis, program: str, value: str) -> tuple[int, ...]:
+    return a.types[(program, value)].shape
 
 
 _INDEX_MOVES = frozenset({"stablehlo.reshape", "stablehlo.broadcast_in_dim", "stablehlo.convert",

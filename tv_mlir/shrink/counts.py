@@ -28,6 +28,8 @@ from tv_mlir.shrink.dims import DimAnalysis
 from tv_mlir.shrink.facts import SPLAT_PRESERVING, ProgramFacts, passed_whole, splat
 from tv_mlir.shrink.lookups import IndexPredicates
 from tv_mlir.shrink.rules import Bounds
+from tv_mlir.shrink.scatters import data_scatter
+from tv_mlir.shrink.scatters import shapes as scatter_shapes
 
 # More predicates than this along one family: 2^m types is no useful bound; pinned.
 MAX_PREDICATES = 4
@@ -154,6 +156,9 @@ def _predicated(fa: ProgramFacts, a: DimAnalysis, families: dict[int, set[int]],
                     if op.results[0] in ps.predicates:
                         ps.tables[op.results[0]] = bits
             continue
+        if op.name == "stablehlo.scatter" and op.operands[1] in data:
+            _scatter_predicate(fa, a, families, op, found)  # the lookup's transpose (shrink/scatters.py)
+            continue
         if op.name != "stablehlo.compare" or not any(v in data for v in op.operands):
             continue
         if op.results[0] in lookups.decided:
@@ -168,6 +173,29 @@ def _predicated(fa: ProgramFacts, a: DimAnalysis, families: dict[int, set[int]],
                 fam = frozenset(families[c])
                 _follow(fa, a, fam, op.results[0], found.setdefault(fam, PredicatedSums()))
     return found
+
+
+def _scatter_predicate(fa: ProgramFacts, a: DimAnalysis, families: dict[int, set[int]], op: Op,
+                       found: dict[frozenset[int], PredicatedSums]) -> None:
+    """A scatter-add by data indices is `Z + onehot(I)^T U`: its one-hot [I_t = v] is a data
+    predicate along the tokens and the addressed dim; the scatter sums it over the tokens'
+    summed dims, and what its result meets downstream is followed as a compare's is."""
+    if not all((fa.program, v) in a.types for v in op.operands + op.results):
+        return
+    reading = data_scatter(op, lambda v: a.types[(fa.program, v)].shape)
+    if reading is None:
+        return
+    tokens = [a.class_of[(fa.program, op.operands[2], du)] for _, du in reading.summed]
+    along = set(a.classes_of(fa.program, op.results[0])) | set(tokens)
+    for c in along:
+        if a.classes[c].size <= 1:
+            continue
+        fam = frozenset(families[c])
+        ps = found.setdefault(fam, PredicatedSums())
+        if any(t in fam for t in tokens):
+            _record(fa, a, fam, op, op.operands[2], tuple(du for _, du in reading.summed), ps)
+            ps.predicates.add(op.results[0])
+        _follow(fa, a, fam, op.results[0], ps)
 
 
 def _table_lookup(fa: ProgramFacts, a: DimAnalysis, op: Op, data: set[str]) -> int | None:
@@ -351,6 +379,13 @@ class _Flow:
     # results' largest S.
     poles: int = 0
     call_s: dict[tuple[str, tuple[int, ...]], list[int]] = field(default_factory=dict)
+    shapes: dict[str, tuple[int, ...]] | None = None
+
+    def data_scatter(self, op: Op) -> bool:
+        """A scatter-add by data indices: a sum over the tokens (shrink/scatters.py)."""
+        if self.shapes is None:
+            self.shapes = scatter_shapes(self.facts.module)
+        return data_scatter(op, self.shapes.__getitem__) is not None
 
     def result_degree(self) -> int:
         body = self.facts.module.main.body
@@ -414,7 +449,7 @@ class _Flow:
                           + ds, default=0)
             if not touched:
                 return [0] * out
-            if _adds(op) and (n == "stablehlo.reduce" or n in DEGREE_PRESERVING):
+            if _adds(op) and (n == "stablehlo.reduce" or n in DEGREE_PRESERVING or self.data_scatter(op)):
                 return [max(ds)] * out  # a sum (a reduce, a psum) of counts: their degree
             if ATOMS and _selects(op) and (n == "stablehlo.reduce" or n in DEGREE_PRESERVING):
                 # A max/min reduction (a logsumexp's shift): piece by piece one of its

@@ -9,6 +9,7 @@ from tv_mlir.ir import Block, ConvDims, Module, Op
 from tv_mlir.semantics.ops import BRANCHES, DEGREE_ADDING, DEGREE_PRESERVING, DOTS
 from tv_mlir.shrink.dims import DimAnalysis
 from tv_mlir.shrink.facts import ProgramFacts, splat
+from tv_mlir.shrink.scatters import data_scatter
 
 UNBOUNDED = 1 << 20
 # Rule (l), per-trip loop degrees: a `while` at the top level of the program (not nested in
@@ -112,6 +113,12 @@ class Degrees:
             # x^e has e times x's degree (at least 8, the bound other exponents keep).
             e = _exponent(f, op.operands[1])
             return UNBOUNDED if ds[1] else ds[0] * max(8, e)
+        if n == "stablehlo.scatter" and all((f.program, v) in self.analysis.types for v in op.operands) \
+                and (reading := data_scatter(op, self._shape)) is not None:
+            # Z + onehot(I)^T U: the one-hot predicate [I_t = v] is an atom, of degree 1
+            # where it varies along the family (the addressed dim, or indices along it).
+            along = ds[1] > 0 or self.analysis.class_of[(f.program, op.operands[0], reading.addressed)] in self.family
+            return max(ds[0], ds[2] + (1 if along else 0))
         if n in ("stablehlo.reduce", "stablehlo.reduce_window"):
             d = max(ds[:len(ds) // 2], default=0)
             # A product over n positions has n times its operand's degree: n is a size, not
@@ -138,6 +145,9 @@ class Degrees:
             return max(ds, default=0)
         # Everything else (exp, max, compare, ...) is an atom of its arguments.
         return 1 if any(ds) else 0
+
+    def _shape(self, value: str) -> tuple[int, ...]:
+        return self.analysis.types[(self.facts.program, value)].shape
 
     def callee(self, op: Op, arg_degrees: list[int]) -> Degrees | None:
         """The called function's degrees with its arguments bound to this call's (calls
@@ -358,6 +368,15 @@ def summand_degrees(facts: ProgramFacts, analysis: DimAnalysis, families: dict[i
                 out[c] = max(out.get(c, 0), deg)
                 if deg == 0:
                     counted.add(c)
+            elif op.name == "stablehlo.scatter" and all((facts.program, v) in analysis.types for v in op.operands) \
+                    and (reading := data_scatter(op, lambda v: analysis.types[(facts.program, v)].shape)) is not None:
+                # The one-hot contraction over the tokens: summand [I_t = v] U_t, the
+                # predicate an atom of degree 1 (as a compare of position-dependent data).
+                updates = op.operands[2]
+                for _, du in reading.summed:
+                    c = analysis.class_of[(facts.program, updates, du)]
+                    deg = degrees(c).of(updates) + 1
+                    out[c] = max(out.get(c, 0), deg)
             elif op.name == "stablehlo.reduce":
                 body = op.regions[0].ops
                 if len(body) != 1 or body[0].name != "stablehlo.add":

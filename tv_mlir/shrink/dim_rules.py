@@ -25,6 +25,7 @@ from tv_mlir.semantics.ops import (
     SHARD_CALLS,
     VALUE_IDENTITIES,
 )
+from tv_mlir.shrink.scatters import DataScatter, data_scatter
 from tv_mlir.shrink.walker import Node, Walker
 
 DimRule = Callable[[Walker, Op, str], None]  # (walker, op, "op at loc")
@@ -51,6 +52,11 @@ CONV_ZONES = True
 # the dim read as a product (k, n/k), its major factor the piece index, pinned at k: the
 # pieces are the minor factor's class. Off: a bound in the middle and equal pieces pin.
 HALVES = True
+# Halves by padding: a pad of a dim by exactly its own size on one side (`pad(x, lo=n)`,
+# the transpose of a half slice, written by jax for RoPE's backward) is the concatenation
+# of x with an equally large piece of the padding value, read as halves are. Off: an
+# offset of n, which pins where the class is also sharded or reshaped.
+PAD_HALVES = True
 
 
 def _elementwise(w: Walker, op: Op, why: str) -> None:
@@ -144,9 +150,14 @@ def _pad(w: Walker, op: Op, why: str) -> None:
     # the operand plus lo + hi; lo and hi are the halo widths it adds.
     src, out = op.operands[0], op.results[0]
     lo, hi, inner = (op.attrs.get(k, ()) for k in ("edge_padding_low", "edge_padding_high", "interior_padding"))
-    for d in range(len(w.types[src].shape)):
+    for d, n in enumerate(w.types[src].shape):
         if lo[d] == hi[d] == inner[d] == 0:
             w.same(src, out, why, [(d, d)])
+        elif HALVES and PAD_HALVES and inner[d] == 0 and n > 0 and (lo[d], hi[d]) in ((n, 0), (0, n)):
+            # A pad by the operand's own size is the concatenation of it with a piece of
+            # the padding value as large (the transpose of a half slice: RoPE's backward).
+            piece = _pieces(w, out, d, 2, n, f"pad at {op.loc}")
+            w.uf.union(w.node(src, d), piece, why)
         elif inner[d] == 0 and w.types[src].shape[d] > 0:
             w.offset(w.node(src, d), w.node(out, d), lo[d] + hi[d], lo[d], hi[d], f"pad at {op.loc}", out)
         else:
@@ -424,6 +435,10 @@ def _scatter(w: Walker, op: Op, why: str) -> None:
     for i, o in zip(inputs, op.results):
         w.same(i, o, why)
     start = _window_start(w, indices, sd)
+    reading = data_scatter(op, lambda v: w.types[v].shape) if start is None else None
+    if reading is not None:
+        _data_scatter(w, op, sd, reading, why)
+        return
     rank = len(w.types[inputs[0]].shape)
     windowed = [d for d in range(rank) if d not in sd.inserted_window_dims and d not in sd.input_batching_dims]
     where = f"scatter at {op.loc}"
@@ -468,6 +483,26 @@ def _scatter(w: Walker, op: Op, why: str) -> None:
         for d in scatter_dims:
             w.uf.pin(w.node(u, d), f"{where}: scatter dims (one window per index)")
     w.pin_all(indices, f"{where}: its indices")
+
+
+def _data_scatter(w: Walker, op: Op, sd: ScatterDims, r: DataScatter, why: str) -> None:
+    """A scatter-add by data indices read as `Z + onehot(I)^T U` (shrink/scatters.py): the
+    addressed dim is indexed by data, as a gather's; every other operand dim is a window
+    taken whole (joined with the update's) or a batching dim (joined with the indices' and
+    the updates' own); the tokens' dims of the indices and updates are one class, summed
+    (the one-hot contraction's contracting dims)."""
+    operand, indices, updates = op.operands
+    w.uf.mark(w.node(operand, r.addressed), "indexed", op.loc)
+    windowed = [d for d in range(len(w.types[operand].shape))
+                if d != r.addressed and d not in sd.input_batching_dims]
+    for d, du in zip(windowed, sd.update_window_dims):
+        w.same(operand, updates, why, [(d, du)])
+    for d, b, du in r.batched:
+        w.same(operand, indices, why, [(d, b)])
+        w.same(indices, updates, why, [(b, du)])
+    for b, du in r.summed:
+        w.same(indices, updates, why, [(b, du)])
+        w.uf.mark(w.node(updates, du), "reduced", "stablehlo.scatter")
 
 
 def _convolution(w: Walker, op: Op, why: str) -> None:
@@ -639,4 +674,5 @@ PINNING: dict[str, str] = {
     **{name: "is not analysed (broadcasts its operands by rank)" for name in BROADCASTING_ELEMENTWISE},
 }
 
-__all__ = ["CONVOLUTION", "CONV_ZONES", "PINNING", "RULES", "SCATTER", "SCATTER_ZONES", "DimRule", "anchor"]
+__all__ = ["CONVOLUTION", "CONV_ZONES", "PAD_HALVES", "PINNING", "RULES", "SCATTER", "SCATTER_ZONES", "DimRule",
+           "anchor"]

@@ -11,9 +11,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tv_mlir.ir import Module, Op
+from tv_mlir.ir import Module
 from tv_mlir.shrink.facts import ProgramFacts
 from tv_mlir.shrink.plan import ShrinkPlan
+from tv_mlir.shrink.scatters import data_scatter
 
 # Inputs larger than this are not materialised at their original sizes (a 16384 x 4096
 # activation is 268 MB of float32 per copy).
@@ -86,20 +87,35 @@ def embedding(plan: ShrinkPlan, ref: Module) -> Embedding:
     else:
         args, results = list(ref.main.body.args), list(ref.main.body.returns)
         facts = ProgramFacts.of("ref", ref)
-        gathers = [op for op in facts.ops() if op.name == "stablehlo.gather" and op.attrs.get("dimension_numbers")]
-        values = tuple(_value_map(plan, facts, gathers, a) for a in args) if gathers else ()
+        lookups = _lookups(plan, facts)
+        values = tuple(_value_map(plan, facts, lookups, a) for a in args) if lookups else ()
     return Embedding(tuple(dims(a) for a in args), tuple(dims(r) for r in results), values)
 
 
-def _value_map(plan: ShrinkPlan, facts: ProgramFacts, gathers: list[Op], arg: str) -> DimMap | None:
-    """The one shrunk class whose positions the argument's values select in a gather
-    of the reference (its start indices computed from the argument), if exactly one."""
+def _lookups(plan: ShrinkPlan, facts: ProgramFacts) -> list[tuple[str, str, tuple[int, ...]]]:
+    """(indices, indexed operand, its dims the indices select) of the reference's gathers
+    and of its scatter-adds by data indices (the lookup's transpose, shrink/scatters.py)."""
+    out = []
+    for op in facts.ops():
+        if op.name == "stablehlo.gather" and op.attrs.get("dimension_numbers"):
+            out.append((op.operands[1], op.operands[0], tuple(op.attrs["dimension_numbers"].start_index_map)))
+        elif op.name == "stablehlo.scatter" and all(("ref", v) in plan.analysis.types for v in op.operands):
+            reading = data_scatter(op, lambda v: plan.analysis.types[("ref", v)].shape)
+            if reading is not None:
+                out.append((op.operands[1], op.operands[0], (reading.addressed,)))
+    return out
+
+
+def _value_map(plan: ShrinkPlan, facts: ProgramFacts, lookups: list[tuple[str, str, tuple[int, ...]]],
+               arg: str) -> DimMap | None:
+    """The one shrunk class whose positions the argument's values select in a gather or a
+    scatter-add of the reference (its indices computed from the argument), if exactly one."""
     found: set[int] = set()
-    for op in gathers:
-        if arg not in _int_cone(facts, op.operands[1]):
+    for indices, operand, dims in lookups:
+        if arg not in _int_cone(facts, indices):
             continue
-        for d in op.attrs["dimension_numbers"].start_index_map:
-            key = ("ref", op.operands[0], d)
+        for d in dims:
+            key = ("ref", operand, d)
             if key in plan.analysis.class_of:
                 found.add(plan.analysis.class_of[key])
     if len(found) > 1:

@@ -573,11 +573,12 @@ def _caller_value(fa: ProgramFacts, v: str) -> str:
     return v
 
 
-def index_sources(fa: ProgramFacts, value: str) -> set[str]:
+def index_sources(fa: ProgramFacts, value: str, through_calls: bool = False) -> set[str]:
     """What an index computation is made of: constant, device (ids), counter (a loop
     index, `arg_sources`), input (integer program inputs, loop-carried values), iota,
     float (computed from float data). Function and loop arguments are followed to the
-    values they are called or started with."""
+    values they are called or started with; `through_calls`: a call's result to the value
+    its callee returns (else a call with a float operand counts as float)."""
     out: set[str] = set()
     todo, seen = [value], set()
     while todo:
@@ -599,8 +600,11 @@ def index_sources(fa: ProgramFacts, value: str) -> set[str]:
             continue
         if v not in fa.defs:
             continue
-        op, _ = fa.defs[v]
-        if op.name == "stablehlo.constant":
+        op, k = fa.defs[v]
+        callee = fa.module.funcs.get(op.attrs.get("callee", "")) if op.name == "func.call" else None
+        if through_calls and callee is not None:
+            todo.append(callee.body.returns[k])
+        elif op.name == "stablehlo.constant":
             out.add("constant")
         elif op.name in DEVICE_IDS:
             out.add("device")

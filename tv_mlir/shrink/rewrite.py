@@ -106,6 +106,9 @@ def _attrs(o: Any, program: str, plan: ShrinkPlan, names: dict[Any, str],
         o.attributes["start_indices"] = ir.DenseI64ArrayAttr.get(starts)
         o.attributes["limit_indices"] = ir.DenseI64ArrayAttr.get(limits)
         return
+    if o.name == "stablehlo.pad":
+        _pad_halves(o, names, old_shapes)
+        return
     if o.name == "stablehlo.dynamic_slice":
         o.attributes["slice_sizes"] = ir.DenseI64ArrayAttr.get(list(ir.RankedTensorType(o.results[0].type).shape))
         return
@@ -117,6 +120,26 @@ def _attrs(o: Any, program: str, plan: ShrinkPlan, names: dict[Any, str],
         if before is not None and before != after:
             sizes = [a if s == b else s for s, b, a in zip(sizes, before, after)]
             o.attributes["slice_sizes"] = ir.DenseI64ArrayAttr.get(sizes)
+
+
+def _pad_halves(o: Any, names: dict[Any, str], old_shapes: dict[str, tuple[int, ...]]) -> None:
+    """A pad by the operand's own size (dim_rules.PAD_HALVES, the dim read as (2, n)) pads
+    by its shrunk size; every other pad keeps its constant amounts (halo widths)."""
+    from jaxlib.mlir import ir
+
+    src = names.get(o.operands[0])
+    before = old_shapes.get(src) if src is not None else None
+    after = tuple(ir.RankedTensorType(o.operands[0].type).shape)
+    if before is None or before == after:
+        return
+    lo = list(ir.DenseI64ArrayAttr(o.attributes["edge_padding_low"]))
+    hi = list(ir.DenseI64ArrayAttr(o.attributes["edge_padding_high"]))
+    inner = list(ir.DenseI64ArrayAttr(o.attributes["interior_padding"]))
+    for d, (b, a) in enumerate(zip(before, after)):
+        if b != a and inner[d] == 0 and (lo[d], hi[d]) in ((b, 0), (0, b)):
+            lo[d], hi[d] = (a, 0) if lo[d] else (0, a)
+    o.attributes["edge_padding_low"] = ir.DenseI64ArrayAttr.get(lo)
+    o.attributes["edge_padding_high"] = ir.DenseI64ArrayAttr.get(hi)
 
 
 __all__ = ["rewrite"]

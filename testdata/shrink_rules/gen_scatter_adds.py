@@ -1,0 +1,130 @@
+"""Shrinking-rule pairs for scatter-adds by data indices, the lookup's transpose
+(docs/shrinking.md, "Scatter-adds by data indices"; tv_mlir/shrink/scatters.py). Same form and
+XLA ground truth as testdata/gen_shrink_rules.py: per pair and variant a reference, a
+correct twin and a bug twin, run on XLA at their original sizes (the correct twin agrees
+with the reference, the bug twin differs; the ids at random, all at V - 1 and all at 0),
+written to `<pair>.<variant>.{ref,ok,bug}.mlir` and listed in `manifest_scatter_adds.json`.
+The token ids are assumed in [0, vocab) (`--assume ids=0:VOCAB`).
+
+Every reference is the embedding gradient `zeros[V, H].at[ids].add(u)`
+(`R[v] = sum_t [ids_t = v] u_t`); every correct twin is the partitioned one (the tokens
+split over 4 devices, each scatter-adds its own, a psum adds the devices' tables).
+
+    .venv/bin/python testdata/shrink_rules/gen_scatter_adds.py
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+from gen_shrink_rules import I32, MESH_TP, Arg, Pair, _smap, write_manifest  # noqa: E402
+from jax.sharding import PartitionSpec as P  # noqa: E402
+
+
+def _grad(v: int, ids, u, combine=None):
+    table = jnp.zeros((v,) + u.shape[1:], u.dtype)
+    return (combine or (lambda at, x: at.add(x)))(table.at[ids], u)
+
+
+def _sharded(v: int, tail, index=lambda ids: ids, drop_last: bool = False, combine=None):
+    """The tokens split over 4 devices: each scatter-adds its own rows (its last dropped
+    when `drop_last`), a psum adds the devices' tables, then `tail`."""
+    def body(u, ids):
+        if drop_last:
+            u, ids = u[:-1], ids[:-1]
+        return tail(jax.lax.psum(_grad(v, index(ids), u, combine), "tp"))
+    return _smap(MESH_TP, body, (P("tp", None), P("tp")), P())
+
+
+# The embedding gradient itself: partitioned over the tokens (correct), or every update one
+# row too far (an off-by-one index: the last word's row never receives its tokens, row
+# ids + 1 receives them).
+def scatter_rows(v: int, h: int, n: int, variant: str) -> Pair:
+    def tail(r):
+        return r * 1.0
+
+    def ref(u, ids):
+        return _grad(v, ids, u)
+
+    return Pair("scatter_rows", "k", variant, {"vocab": v, "hidden": h, "tokens": n}, [Arg((n, h)), Arg((n,), I32, v)],
+                ref, _sharded(v, tail), _sharded(v, tail, index=lambda ids: ids + 1),
+                "each token's update lands one row late (ids + 1): an off-by-one index")
+
+
+# Duplicates: the scatter of ones counts each row's tokens, k_v; C(k_v, 3) of it vanishes
+# wherever no row holds 3 tokens. The bug divides by 3 instead of 3!: equal for every k_v
+# <= 2, so a plan that read the tokens as free (Newton's degree 1) would verify at 2 tokens
+# and see no difference. Rule k counts the one-hot predicate: D = 3, T = 2, d = 1: 5.
+def scatter_count(v: int, n: int, variant: str) -> Pair:
+    def count(divisor: float, order: bool):
+        def tail(k):
+            c = k * (k - 1) * (k - 2) if order else (k - 2) * (k - 1) * k
+            return c / divisor
+        return tail
+
+    def ref(u, ids):
+        return count(6.0, True)(_grad(v, ids, jnp.ones_like(u)))
+
+    def twin(divisor: float):
+        # One device: sharded, every shrunk size keeps 4 tokens, room for 3 on one row.
+        def f(u, ids):
+            return count(divisor, False)(_grad(v, ids, jnp.ones_like(u)))
+        return f
+
+    return Pair("scatter_count", "k", variant, {"vocab": v, "tokens": n}, [Arg((n, 1)), Arg((n,), I32, v)],
+                ref, twin(6.0), twin(3.0),
+                "C(k, 3) of each row's token count divided by 3, not 3!: equal while no row holds 3 tokens")
+
+
+# The wrong combiner: max instead of add (equal wherever no two tokens share a row and the
+# update is positive; apart on duplicates).
+def scatter_combiner(v: int, h: int, n: int, variant: str) -> Pair:
+    def tail(r):
+        return r * 1.0
+
+    return Pair("scatter_combiner", "k", variant, {"vocab": v, "hidden": h, "tokens": n},
+                [Arg((n, h)), Arg((n,), I32, v)], lambda u, ids: _grad(v, ids, u), _sharded(v, tail),
+                _sharded(v, tail, combine=lambda at, x: at.max(x)),
+                "the devices combine their tokens' updates with max, not add")
+
+
+# A dropped token: each device leaves out its last token's update.
+def scatter_drop(v: int, h: int, n: int, variant: str) -> Pair:
+    def tail(r):
+        return r * 1.0
+
+    return Pair("scatter_drop", "k", variant, {"vocab": v, "hidden": h, "tokens": n},
+                [Arg((n, h)), Arg((n,), I32, v)], lambda u, ids: _grad(v, ids, u), _sharded(v, tail),
+                _sharded(v, tail, drop_last=True), "each device drops its last token's update")
+
+
+# A clamp that differs only at the vocabulary's end: the reference clamps the ids into
+# [0, V - 1]; the bug into [0, V - 2], so the last word's tokens land on row V - 2 (rule a
+# keeps the vocabulary at 2 x 2 + 2 for the `size - 2` constant).
+def scatter_clamp(v: int, h: int, n: int, variant: str) -> Pair:
+    def tail(r):
+        return r * 1.0
+
+    return Pair("scatter_clamp", "k", variant, {"vocab": v, "hidden": h, "tokens": n},
+                [Arg((n, h)), Arg((n,), I32, v)], lambda u, ids: _grad(v, jnp.clip(ids, 0, v - 1), u),
+                _sharded(v, tail, index=lambda ids: jnp.minimum(ids, v - 1)),
+                _sharded(v, tail, index=lambda ids: jnp.clip(ids, 0, v - 2)),
+                "the ids clamped at V - 2: the last word's tokens land on the row before it")
+
+
+def pairs() -> list[Pair]:
+    return [scatter_rows(64, 4, 32, "small"), scatter_rows(32000, 8, 2048, "big"), scatter_count(64, 32, "small"),
+            scatter_combiner(64, 4, 32, "small"), scatter_drop(64, 4, 32, "small"),
+            scatter_clamp(64, 4, 32, "small")]
+
+
+def main() -> int:
+    return write_manifest(pairs(), "manifest_scatter_adds.json")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
