@@ -57,6 +57,7 @@ PATTERNS_PER_KEY = 8  # unfolding patterns kept per shallow signature (most rece
 MAX_SIGNATURES = 200_000  # signatures kept in all; past it nothing more is recorded
 
 Canon = tuple[int, tuple[int, ...]]  # (shape number, the free constants' ids in order)
+_MISSING: Any = object()  # not in a memo (None is a value there: no signature)
 
 
 @dataclass
@@ -78,23 +79,27 @@ class _Canon:
     def of(self, root: Term) -> Canon | None:
         """The signature of a term that nothing is unfolded in (an integer definition)."""
         memo = self.memo
-        got = memo.get(root.id, False)
-        if got is not False:
-            return got  # type: ignore[return-value]
+        got = memo.get(root.id, _MISSING)
+        if got is not _MISSING:
+            return got
         combine, children = self._combine, self._children
-        stack: list[tuple[Term, tuple[Term, ...] | None]] = [(root, None)]
+        # Post-order without recursion (definitions nest deeply): a node is combined once
+        # its children are; one that is on the stack twice is combined at its first pop.
+        stack: list[Term] = [root]
+        push, pop = stack.extend, stack.pop
         while stack:
-            t, kids = stack.pop()
-            if kids is None:
-                if t.id in memo:
-                    continue
-                kids = t.args or children(t)
-                pending = [(k, None) for k in kids if k.id not in memo]
-                if pending:  # the node again once its children are done
-                    stack.append((t, kids))
-                    stack.extend(pending)
-                    continue
-            memo[t.id] = combine(t, [memo[k.id] for k in kids])
+            t = stack[-1]
+            tid = t.id
+            if tid in memo:
+                pop()
+                continue
+            kids = t.args or children(t)
+            sigs = [memo.get(k.id, _MISSING) for k in kids]
+            if _MISSING in sigs:  # the node again once its children are done
+                push([k for k, g in zip(kids, sigs) if g is _MISSING])
+                continue
+            pop()
+            memo[tid] = combine(t, sigs)
         return memo[root.id]
 
     def _children(self, t: Term) -> tuple[Term, ...]:
@@ -126,36 +131,51 @@ class _Canon:
         return shape
 
     def _combine(self, t: Term, kids: list[Canon | None]) -> Canon | None:
-        if not kids and t.kind in (VAR, BVAR):
-            shape = self.leaf(t)
-            return None if shape is None else (shape, (t.id,))
-        if None in kids:
+        kind = t.kind
+        if not kids:
+            if kind in (VAR, BVAR):
+                shape = self.leaf(t)
+                return None if shape is None else (shape, (t.id,))
+            merged: tuple[int, ...] = ()
+            shapes: tuple[int, ...] = ()
+            wiring: Any = None
+        elif None in kids:
             return None
-        if t.kind in (VAR, BVAR):  # a definition put in
-            shape, leaves = kids[0]  # type: ignore[misc]
-            return self._intern(("def", t.sort, shape)), leaves
-        lists = [k[1] for k in kids]  # type: ignore[index]
-        merged = tuple(chain.from_iterable(lists))
-        wiring: Any = None
-        if len(set(merged)) != len(merged):
-            # Positions in first-met order: a dict keeps insertion order, and setdefault
-            # numbers a constant once (len(pos) is read before it is inserted).
-            pos: dict[int, int] = {}
-            put = pos.setdefault
-            wiring = tuple([tuple([put(x, len(pos)) for x in leaves]) for leaves in lists])
-            merged = tuple(pos)
-        # else the children share no free constant: the node's list is theirs one after
-        # the other, which their shapes determine (each shape fixes its list's length), so
-        # None stands for that wiring; any other wiring repeats a constant.
-        if len(merged) > LEAF_LIMIT:
-            return None
-        if t.kind == POLY:
-            at = {a.id: i for i, a in enumerate(t.args)}
-            data: Any = tuple([(tuple([(at[x], e) for x, e in m]), c) for m, c in t.data])
+        elif len(kids) == 1:
+            # One child: its list is the node's (a list never repeats a constant).
+            shape, merged = kids[0]  # type: ignore[misc]
+            if kind in (VAR, BVAR):  # a definition put in
+                return self._intern(("def", t.sort, shape)), merged
+            if len(merged) > LEAF_LIMIT:
+                return None
+            shapes, wiring = (shape,), None
+        else:
+            lists = [k[1] for k in kids]  # type: ignore[index]
+            merged = tuple(chain.from_iterable(lists))
+            wiring = None
+            if len(set(merged)) != len(merged):
+                # Positions in first-met order: a dict keeps insertion order, and setdefault
+                # numbers a constant once (len(pos) is read before it is inserted).
+                pos: dict[int, int] = {}
+                put = pos.setdefault
+                wiring = tuple([tuple([put(x, len(pos)) for x in leaves]) for leaves in lists])
+                merged = tuple(pos)
+            # else the children share no free constant: the node's list is theirs one after
+            # the other, which their shapes determine (each shape fixes its list's length), so
+            # None stands for that wiring; any other wiring repeats a constant.
+            if len(merged) > LEAF_LIMIT:
+                return None
+            shapes = tuple([k[0] for k in kids])  # type: ignore[index]
+        if kind == POLY:
+            args = t.args
+            if len(args) == 1:  # every monomial is a power of the one atom
+                data: Any = tuple([(tuple([(0, e) for _, e in m]), c) for m, c in t.data])
+            else:
+                at = {a.id: i for i, a in enumerate(args)}
+                data = tuple([(tuple([(at[x], e) for x, e in m]), c) for m, c in t.data])
         else:
             data = t.data
-        shapes = tuple([k[0] for k in kids])  # type: ignore[index]
-        return self._intern((t.kind, t.sort, data, shapes, wiring)), merged
+        return self._intern((kind, t.sort, data, shapes, wiring)), merged
 
 
 @dataclass

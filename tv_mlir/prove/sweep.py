@@ -30,6 +30,8 @@ import numpy as np
 
 from tv_mlir.algebra import Kind, Symbolic
 from tv_mlir.algebra import terms as T
+from tv_mlir.algebra.fast import FF
+from tv_mlir.algebra.term import Term
 from tv_mlir.ir import Op, TensorType
 from tv_mlir.prove.cuts import CutStore, Origin, origin_of
 from tv_mlir.prove.fingerprints import Trace, fingerprints, input_runs
@@ -51,6 +53,13 @@ PAIR_WORK = 100  # work counted per pair for the z3 core, which builds no own te
 def _full_id(x: Any) -> Any:
     """An id for all of an element's terms: a float of a symbolic IEEE class is its value
     and its class (`T.element_id` names the value alone)."""
+    if type(x) is FF and type(x.k) is int:
+        # An own-core float of a known class (most elements; every element of a value the
+        # sweep places by position comes through here): its value's `term_id`, inlined.
+        v = x.v
+        if type(v) is Term:
+            leaf = v.leaf
+            return (leaf.id if leaf is not None else v.id,)
     terms = T.element_terms(x)
     return tuple(T.term_id(t) for t in terms) if terms else T.element_id(x)
 
