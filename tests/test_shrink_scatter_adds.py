@@ -8,6 +8,7 @@ witness off, so that the rule is what is tested."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -109,3 +110,19 @@ def test_a_scatter_whose_combiner_is_not_add_is_not_read_as_a_sum() -> None:
     s = SIZES[("scatter_combiner", "small")]
     p = _plan("scatter_combiner", "small", "bug")
     assert _size(p, "u dim 0") == s["tokens"] and _size(p, "result 0 dim 0") == s["vocab"]
+
+
+def test_a_scatter_that_promises_unique_or_sorted_ids_is_not_read(tmp_path: Path) -> None:
+    # `unique_indices` / `indices_are_sorted`: a promise the shrunk ids break more easily,
+    # with no sum to argue about where it is broken: the scatter pins as before.
+    s = SIZES[("scatter_rows", "small")]
+    ref, other = _files("scatter_rows", "small", "ok")
+    for flag in ("unique_indices", "indices_are_sorted"):
+        promised = tmp_path / f"{flag}.ref.mlir"
+        text = Path(ref).read_text()
+        assert f"{flag} = false" in text
+        promised.write_text(text.replace(f"{flag} = false", f"{flag} = true"))
+        opts = Options(assume=(("ids", 0, s["vocab"]),))
+        r, o = prepare(str(promised), opts), prepare(other, opts)
+        p = plan(_raw(str(promised), r).module, _raw(other, o).module, ranges=_assumed_bounds(r, opts))
+        assert _size(p, "u dim 0") == s["tokens"] and _size(p, "result 0 dim 0") == s["vocab"], flag

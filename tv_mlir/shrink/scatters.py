@@ -49,12 +49,17 @@ def adds(op: Op) -> bool:
 def data_scatter(op: Op, shape: Callable[[str], tuple[int, ...]]) -> DataScatter | None:
     """The reading above when `op` is a single-operand scatter with an add combiner whose
     index vector has one entry, addressing one inserted window dim, and whose every other
-    operand dim is a batching dim or a window dim taken whole; None otherwise. Where the
+    operand dim is a batching dim or a window dim taken whole, and that promises nothing of
+    its indices (`unique_indices`, `indices_are_sorted` false); None otherwise. Where the
     indices come from (data, positions, constants) is not looked at here."""
     sd = op.attrs.get("scatter_dimension_numbers")
     if not DATA_SCATTER or op.name != "stablehlo.scatter" or len(op.operands) != 3 or not isinstance(sd, ScatterDims):
         return None
     if not adds(op) or len(sd.scatter_dims_to_operand_dims) != 1:
+        return None
+    if op.attrs.get("unique_indices") or op.attrs.get("indices_are_sorted"):
+        # A promise about the ids (no duplicates, sorted) that a shrunk vocabulary makes
+        # easier to break: what XLA does then is its own choice, no sum to argue about.
         return None
     operand, indices, updates = op.operands
     os, is_, us = shape(operand), shape(indices), shape(updates)
