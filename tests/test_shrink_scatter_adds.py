@@ -25,7 +25,7 @@ D = TESTDATA / "shrink_rules"
 PAIRS = json.loads((D / "manifest_scatter_adds.json").read_text())
 SIZES = {(e["pair"], e["variant"]): e["sizes"] for e in PAIRS}
 RULES_OFF: dict[str, Any] = {"full_size_check": "off", "second_witness": False}
-BUGS = ["scatter_rows", "scatter_count", "scatter_combiner", "scatter_drop", "scatter_clamp"]
+BUGS = ["scatter_rows", "scatter_count", "scatter_combiner", "scatter_drop", "scatter_clamp", "scatter_positions"]
 
 
 def _files(pair: str, variant: str, kind: str) -> tuple[str, str]:
@@ -126,3 +126,12 @@ def test_a_scatter_that_promises_unique_or_sorted_ids_is_not_read(tmp_path: Path
         r, o = prepare(str(promised), opts), prepare(other, opts)
         p = plan(_raw(str(promised), r).module, _raw(other, o).module, ranges=_assumed_bounds(r, opts))
         assert _size(p, "u dim 0") == s["tokens"] and _size(p, "result 0 dim 0") == s["vocab"], flag
+
+
+def test_rows_picked_by_positions_keep_the_rows_and_the_tokens() -> None:
+    # R[t // 2] += u_t: which tokens share a row depends on the sizes; kept whole, as a
+    # gather at positions keeps its rows (and the bug, the pairs shifted by one, is found).
+    s = SIZES[("scatter_positions", "small")]
+    p = _plan("scatter_positions", "small", "bug")
+    assert _size(p, "u dim 0") == s["tokens"] and _size(p, "result 0 dim 0") == s["vocab"]
+    assert "iota" in next(e.reason for e in p.entries if e.where == "u dim 0")

@@ -116,10 +116,29 @@ def scatter_clamp(v: int, h: int, n: int, variant: str) -> Pair:
                 "the ids clamped at V - 2: the last word's tokens land on the row before it")
 
 
+# Rows picked by positions, not data: a segment sum `R[t // 2] += u_t` (pairs of tokens).
+# Which tokens share a row depends on the sizes, so the rows and the tokens stay whole: the
+# bug (`(t + 1) // 2`, the pairs shifted by one token) differs at every size, and the test
+# holds the plan to keeping both.
+def scatter_positions(n: int, h: int, variant: str) -> Pair:
+    def segment(shift: int):
+        def f(u, ids):
+            rows = (jnp.arange(n) + shift) // 2
+            return jnp.zeros((n // 2, h), u.dtype).at[rows].add(u) + 0 * ids[: n // 2, None]
+        return f
+
+    def ok(u, ids):
+        return u.reshape(n // 2, 2, h).sum(axis=1) + 0 * ids[: n // 2, None]
+
+    return Pair("scatter_positions", "k", variant, {"vocab": n // 2, "hidden": h, "tokens": n},
+                [Arg((n, h)), Arg((n,), I32, n // 2)], segment(0), ok, segment(1),
+                "the segments shifted by one token: (t + 1) // 2")
+
+
 def pairs() -> list[Pair]:
     return [scatter_rows(64, 4, 32, "small"), scatter_rows(32000, 8, 2048, "big"), scatter_count(64, 32, "small"),
             scatter_combiner(64, 4, 32, "small"), scatter_drop(64, 4, 32, "small"),
-            scatter_clamp(64, 4, 32, "small")]
+            scatter_clamp(64, 4, 32, "small"), scatter_positions(32, 4, "small")]
 
 
 def main() -> int:

@@ -228,7 +228,11 @@ def sites(a: DimAnalysis, facts: list[ProgramFacts],
                     c = a.class_of[(fa.program, op.operands[0], reading.addressed)]
                     bad = sources & {"iota", "float"}
                     if bad:
-                        out.offsets.append((c, f"scatter at {op.loc}", bad, []))
+                        # Rows picked by positions: which tokens meet in a row depends on the
+                        # sizes (t // 2), so the tokens stay whole with the rows.
+                        tokens = [a.class_of[(fa.program, op.operands[2], du)] for _, du in reading.summed]
+                        for k in [c, *tokens]:
+                            out.offsets.append((k, f"scatter at {op.loc}", bad, []))
                     if CONSTANT_INDICES and "constant" in sources and sources <= {"constant", "device", "counter"}:
                         consts = [(fa.program, name, splat(fa.defs[name][0]), only_device(fa, name))
                                   for name in block_offset_constants(fa, op.operands[1])]
