@@ -25,7 +25,8 @@ D = TESTDATA / "shrink_rules"
 PAIRS = json.loads((D / "manifest_scatter_adds.json").read_text())
 SIZES = {(e["pair"], e["variant"]): e["sizes"] for e in PAIRS}
 RULES_OFF: dict[str, Any] = {"full_size_check": "off", "second_witness": False}
-BUGS = ["scatter_rows", "scatter_count", "scatter_combiner", "scatter_drop", "scatter_clamp", "scatter_positions"]
+BUGS = ["scatter_rows", "scatter_count", "scatter_combiner", "scatter_drop", "scatter_clamp", "scatter_positions",
+        "scatter_at_count"]
 
 
 def _files(pair: str, variant: str, kind: str) -> tuple[str, str]:
@@ -135,3 +136,25 @@ def test_rows_picked_by_positions_keep_the_rows_and_the_tokens() -> None:
     p = _plan("scatter_positions", "small", "bug")
     assert _size(p, "u dim 0") == s["tokens"] and _size(p, "result 0 dim 0") == s["vocab"]
     assert "iota" in next(e.reason for e in p.entries if e.where == "u dim 0")
+
+
+def test_a_count_as_the_row_has_no_degree(monkeypatch: pytest.MonkeyPatch) -> None:
+    # k = #{x_t > 0} as the row a scatter-add writes: [k = v] is no polynomial in k, so the
+    # tokens are kept (rule k, "meet a non-polynomial op") and the bug (rows 12 and up added,
+    # nothing while k <= 11) is found at the original sizes.
+    n = SIZES[("scatter_at_count", "small")]["tokens"]
+    assert _size(_plan("scatter_at_count", "small", "bug"), "x dim 0") == n
+    # Loosened (a count in the ids read as a sum of the updates, degree 1): 4 tokens, k <= 4,
+    # and the bug hides.
+    orig = counts._Flow.op
+
+    def loose(self: counts._Flow, op: Any, deg: dict[str, int]) -> list[int]:
+        if op.name == "stablehlo.scatter" and self.data_scatter(op):
+            ds = [deg.get(x, 0) for x in op.operands]
+            if any(ds):
+                return [max(ds)] * len(op.results)
+        return orig(self, op, deg)
+
+    monkeypatch.setattr(counts._Flow, "op", loose)
+    assert _size(_plan("scatter_at_count", "small", "bug"), "x dim 0") < 12
+    assert _verify("scatter_at_count", "small", "bug").verdict == "equivalent"

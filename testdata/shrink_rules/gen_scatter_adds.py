@@ -135,10 +135,42 @@ def scatter_positions(n: int, h: int, variant: str) -> Pair:
                 "the segments shifted by one token: (t + 1) // 2")
 
 
+# A count as the row a scatter-add writes: k = #{t : x_t > 0} picks the row, which is no
+# polynomial in k (a compare of k with every row). The bug adds what reached rows 12 and up,
+# nothing while at most 11 tokens are positive: if the count kept its degree through the
+# scatter's ids (D = 1: T + 1 = 3), rule k would shrink the tokens to 4 and hide it; they are
+# kept (the rows are kept too: ids computed from floats).
+def scatter_at_count(v: int, n: int, variant: str) -> Pair:
+    def written(x):
+        k = jnp.sum((x > 0).astype(jnp.int32))
+        # lax's scatter-add, two updates of 0.5 at row k: `.at[k]` would wrap a negative
+        # index first (a compare of the count, no degree of its own) and mark a scalar index
+        # unique and sorted (which the rule declines).
+        dn = jax.lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+                                             scatter_dims_to_operand_dims=(0,))
+        rows = jnp.stack([k, k])[:, None]
+        return jax.lax.scatter_add(jnp.zeros((v,), x.dtype), rows, jnp.full((2,), 0.5, x.dtype), dn)
+
+    def ref(x, w, ids):  # ids unused: the pairs share the ids assumption
+        return written(x) * w
+
+    def ok(x, w, ids):
+        k = jnp.sum((x > 0).astype(jnp.int32))
+        return jnp.where(jnp.arange(v) == k, 1.0, 0.0) * w
+
+    def bug(x, w, ids):
+        r = written(x)
+        return r * w + jnp.sum(r[12:])
+
+    return Pair("scatter_at_count", "k", variant, {"vocab": v, "tokens": n}, [Arg((n,)), Arg((v,)), Arg((n,), I32, v)],
+                ref, ok, bug, "adds the rows from 12 on: nothing while at most 11 tokens are positive")
+
+
 def pairs() -> list[Pair]:
     return [scatter_rows(64, 4, 32, "small"), scatter_rows(32000, 8, 2048, "big"), scatter_count(64, 32, "small"),
             scatter_combiner(64, 4, 32, "small"), scatter_drop(64, 4, 32, "small"),
-            scatter_clamp(64, 4, 32, "small"), scatter_positions(32, 4, "small")]
+            scatter_clamp(64, 4, 32, "small"), scatter_positions(32, 4, "small"),
+            scatter_at_count(64, 32, "small")]
 
 
 def main() -> int:

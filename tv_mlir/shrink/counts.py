@@ -449,8 +449,12 @@ class _Flow:
                           + ds, default=0)
             if not touched:
                 return [0] * out
-            if _adds(op) and (n == "stablehlo.reduce" or n in DEGREE_PRESERVING or self.data_scatter(op)):
+            if _adds(op) and (n == "stablehlo.reduce" or n in DEGREE_PRESERVING):
                 return [max(ds)] * out  # a sum (a reduce, a psum) of counts: their degree
+            if n == "stablehlo.scatter" and not ds[1] and self.data_scatter(op):
+                # A scatter-add of counts at ids no count reaches: for fixed ids a sum of its
+                # updates into the operand. A count in the ids picks rows by its value: no degree.
+                return [max(ds)] * out
             if ATOMS and _selects(op) and (n == "stablehlo.reduce" or n in DEGREE_PRESERVING):
                 # A max/min reduction (a logsumexp's shift): piece by piece one of its
                 # operands, as rule (e) reads max and min for Newton's degree.
