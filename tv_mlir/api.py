@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from tv_mlir import regrow
@@ -22,6 +23,7 @@ from tv_mlir.ir import Module
 from tv_mlir.options import SECOND_WITNESS_FLOOR, SECOND_WITNESS_GROWTH, SECOND_WITNESS_HALVINGS, Options
 from tv_mlir.passes import load_pipeline, run_pipeline
 from tv_mlir.progress import progress
+from tv_mlir.shrink.context import ShrinkContext
 from tv_mlir.shrink.embed import fills_for
 from tv_mlir.shrink.pair import shrink_pair
 from tv_mlir.stages import run as stages_run
@@ -69,8 +71,11 @@ def verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, *
         check_signatures(ref_m, other_m)
         _check_assume(ref_m, options)
         shrink, embedding, originals = None, None, (ref_m, other_m)
+        # Every shrink of this pair below reads the originals and analyses them once (shrink/context.py).
+        context = ShrinkContext()
         if options.shrink and load_pipeline(options.pipeline).has("shrink"):
-            ref_m, other_m, shrink, embedding = _shrink(ref_read, other_read, ref_m, other_m, options)
+            ref_m, other_m, shrink, embedding = _shrink(ref_read, other_read, ref_m, other_m, options,
+                                                        context=context)
     except Unsupported as exc:  # a form or type not modelled, or a budget: before any proof
         return unsupported_verdict(exc, options, t0)
     if ref_sym or other_sym:
@@ -88,7 +93,8 @@ def verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, *
             progress(options, f"shrink: loop degrees per trip not usable ({why}): shrinking with composed degrees")
             per_trip = False
             try:
-                ref_m, other_m, again, embedding = _shrink(*originals, *originals, options, per_trip=False)
+                ref_m, other_m, again, embedding = _shrink(*originals, *originals, options, per_trip=False,
+                                                           context=context)
             except Unsupported as exc:
                 return unsupported_verdict(exc, options, t0)
             again["loops"] = {"rule": "l: loop degrees per trip", "not_used": why}
@@ -124,7 +130,7 @@ def verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, *
         if verdict.verdict == "equivalent" and fsc is not None and fsc.ran and fsc.outcome == "agree":
             shrink["second"] = {"skipped": "the full-size check ran at the original sizes and agreed"}
         elif verdict.verdict == "equivalent":
-            second = _second_witness(shrink, originals, options, memory, per_trip)
+            second = _second_witness(shrink, originals, options, memory, per_trip, context)
             if second is not None and second.verdict.verdict != "equivalent":
                 verdict, ref_m, embedding = _second_disagrees(second, shrink), second.small_ref, second.embedding
                 verdict.full_size_check = fsc  # the check's record (skipped, or failed) stays
@@ -136,7 +142,7 @@ def verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, *
             _embed(verdict, embedding, ref_m, *originals, runner=runner, options=options)
             if not c.embedded:
                 # A witness from the second proof was found at grow=1 already: retry from 2.
-                verdict = regrow.retry(verdict, originals, options, runner, _shrink, _embed,
+                verdict = regrow.retry(verdict, originals, options, runner, partial(_shrink, context=context), _embed,
                                        first_step=2 if second else 1,
                                        witness_sizes=second.sizes_text if second else None)
         else:
@@ -229,12 +235,14 @@ class SecondWitness:
 
 
 def _second_witness(shrink: dict[str, Any], originals: tuple[Module, Module],
-                    options: Options, memory: Memory, per_trip: bool | None = None) -> SecondWitness | None:
+                    options: Options, memory: Memory, per_trip: bool | None = None,
+                    context: ShrinkContext | None = None) -> SecondWitness | None:
     """Prove the pair again at the next admissible size of every shrunk class (plan.plan
     grow=1), within an element budget; record both assignments in `shrink["second"]`.
     `memory`: the first proof's lineage, which the second cut tries first.
     None when the second proof is off or there is nothing to prove (the map says why).
-    `per_trip`: rule l as the first proof's shrink had it."""
+    `per_trip`: rule l as the first proof's shrink had it. `context`: the first shrink's
+    (its reading and analysis of the pair, which do not depend on the budget)."""
     if not options.second_witness:
         shrink["second"] = {"skipped": "off (--no-second-witness)"}
         return None
@@ -254,7 +262,8 @@ def _second_witness(shrink: dict[str, Any], originals: tuple[Module, Module],
         try:
             small_ref, small_other, summary, emb = _shrink(
                 *originals, *originals, options, grow=1, budget=budgets[halved], per_trip=per_trip,
-                fallbacks=budgets[halved + 1:], cut_limit=stages_run.MAX_CUT_ELEMENTS if options.stages else None)
+                fallbacks=budgets[halved + 1:], cut_limit=stages_run.MAX_CUT_ELEMENTS if options.stages else None,
+                context=context)
         except TvError as exc:
             shrink["second"] = {"skipped": f"the grown sizes cannot be verified: {exc.one_line()}"}
             return None
@@ -426,19 +435,20 @@ def _embed(verdict: Verdict, e: Any, small_ref: Module, ref: Module, other: Modu
 
 def _shrink(ref: Loaded | Module, other: Loaded | Module, ref_m: Module, other_m: Module,
             options: Options, grow: int = 0, budget: int | None = None, per_trip: bool | None = None,
-            fallbacks: Sequence[int] = (), cut_limit: int | None = None
+            fallbacks: Sequence[int] = (), cut_limit: int | None = None, context: ShrinkContext | None = None
             ) -> tuple[Module, Module, dict[str, Any], Any]:
     """Both programs at their shrunk sizes, or as they are when nothing shrinks (or the
     rewrite is refused: then the verdict is still sound, only slower). `grow`: every
     shrunk class that many admissible sizes larger, `budget` its element budget (then
     `fallbacks`, while the plan's estimated size in the cut's measure is over `cut_limit`),
-    `per_trip` rule l's loop degrees (plan.plan)."""
+    `per_trip` rule l's loop degrees (plan.plan). `context`: the verification's, shared by
+    its shrinks of one pair (shrink/context.py)."""
 
     try:
         # the assumed ranges: rule k's index predicates (shrink/lookups.py)
         result = shrink_pair(ref, other, ref_m, other_m, grow=grow, budget=budget,
                              ranges=_assumed_bounds(ref_m, options), per_trip=per_trip,
-                             fallbacks=fallbacks, cut_limit=cut_limit)
+                             fallbacks=fallbacks, cut_limit=cut_limit, context=context)
     except Unsupported as exc:
         progress(options, f"shrink: not applied ({exc})")
         return ref_m, other_m, {"applied": False, "reason": str(exc)}, None

@@ -11,6 +11,7 @@ from typing import Any
 
 from tv_mlir.frontend.read import Loaded, load_module_mlir
 from tv_mlir.ir import Module
+from tv_mlir.shrink.context import ShrinkContext, editable
 from tv_mlir.shrink.dims import split_call_sites
 from tv_mlir.shrink.embed import Embedding, embedding
 from tv_mlir.shrink.plan import ShrinkPlan, plan
@@ -51,19 +52,27 @@ def _raw(spec: Any, prepared: Module) -> Loaded:
 def shrink_pair(ref_spec: Any, other_spec: Any, ref: Module, other: Module, grow: int = 0,
                 budget: int | None = None, ranges: Sequence[tuple[int, int] | None] | None = None,
                 per_trip: bool | None = None, fallbacks: Sequence[int] = (),
-                cut_limit: int | None = None) -> ShrinkResult | None:
-    """None when nothing can shrink. Raises Unsupported when the rewrite fails. The MLIR
-    of a Loaded spec is edited in place (a second plan of the same pair must start from
-    the prepared Modules, which are read again from their text). `grow`, `budget`, `ranges`,
-    `per_trip`, `fallbacks`, `cut_limit`: see plan.plan."""
+                cut_limit: int | None = None, context: ShrinkContext | None = None) -> ShrinkResult | None:
+    """None when nothing can shrink. Raises Unsupported when the rewrite fails. Without a
+    `context`, the MLIR of a Loaded spec is edited in place (a second plan of the same pair
+    must start from the prepared Modules, which are read again from their text); with one,
+    the pair is read and analysed once for every shrink of it that passes the same context
+    and the same prepared Modules (the specs of later calls are not read), and each rewrite
+    edits a copy. `grow`, `budget`, `ranges`, `per_trip`, `fallbacks`, `cut_limit`: see plan.plan."""
     from tv_mlir.shrink.rewrite import rewrite
 
     t0 = time.perf_counter()
-    lr, lo = _raw(ref_spec, ref), _raw(other_spec, other)
+    if context is None:
+        lr, lo = _raw(ref_spec, ref), _raw(other_spec, other)
+    else:
+        lr = context.raw(ref, lambda: _raw(ref_spec, ref))
+        lo = context.raw(other, lambda: _raw(other_spec, other))
     p = plan(lr.module, lo.module, grow=grow, budget=budget, ranges=ranges, per_trip=per_trip,
-             fallbacks=fallbacks, cut_limit=cut_limit)
+             fallbacks=fallbacks, cut_limit=cut_limit, memo=context.memo if context is not None else None)
     if not p.shrinks:
         return None
+    if context is not None:
+        lr, lo = editable(lr), editable(lo)
     ref_text, other_text = rewrite(lr, "ref", p), rewrite(lo, "other", p)
     return ShrinkResult(ref_text, other_text, p, time.perf_counter() - t0, embedding(p, lr.module))
 

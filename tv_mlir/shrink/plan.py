@@ -31,12 +31,12 @@ from tv_mlir.frontend.classify import classify_pair, is_classified
 from tv_mlir.ir import Module
 from tv_mlir.semantics.ops import MULTIPLYING_REDUCERS, SELECTING_REDUCERS
 from tv_mlir.shrink import degree as degree_rules
-from tv_mlir.shrink.constants import order, sites, tie_constants
+from tv_mlir.shrink.constants import Sites, order, sites, tie_constants
 from tv_mlir.shrink.counts import count_bounds, count_poles
 from tv_mlir.shrink.cutsize import CutWeights
 from tv_mlir.shrink.degree import UNBOUNDED, summand_degrees
 from tv_mlir.shrink.dims import DimAnalysis, analyse
-from tv_mlir.shrink.facts import ProgramFacts, role_constants
+from tv_mlir.shrink.facts import Constant, ProgramFacts, role_constants
 from tv_mlir.shrink.lookups import IndexPredicates, guarded_lookups, index_predicates
 from tv_mlir.shrink.positions import combined_positions
 from tv_mlir.shrink.rules import Bounds, exchanged, order_statistics
@@ -126,6 +126,88 @@ class ShrinkPlan:
         return s
 
 
+@dataclass
+class _State:
+    """What a plan extends as it applies the rules: the lower bounds, the pins and the
+    map's arguments (class -> rule tag -> what it asks)."""
+
+    mins: list[int]
+    pins: dict[int, str]
+    argued: dict[int, dict[str, str]]
+
+    def note(self, c: int, tag: str, what: str) -> None:
+        self.argued.setdefault(c, {}).setdefault(tag, what)
+
+
+@dataclass
+class PlanBase:
+    """`plan` up to and including its first (grow 0) fixpoint: the dimension classes, the
+    program facts, every rule's bounds and pins, and the first sizes. It is made from the
+    two modules, `ranges`, rule l's per-trip switch as used and `lookups` only: `grow`,
+    `budget`, `fallbacks` and `cut_limit` enter `plan` after it (the growth and the budget
+    loop start from the first fixpoint's state, as a fresh call does), so every plan of one
+    pair with those four inputs equal can start from one base (`PlanMemo`). The fields are
+    read only, but for `mins`, `pins` and `argued`, which a plan copies (`state`) before it
+    extends them."""
+
+    a: DimAnalysis
+    facts: list[ProgramFacts]
+    comp: list[int]  # scale component per class
+    family_of: list[int]  # family (scale, product and offset relations) per class
+    dead: set[int]
+    roles: list[str]
+    lowered: list[int]  # rule l: classes whose bound the per-trip degrees lowered
+    rules: Bounds
+    counted: set[int]
+    looked: list[IndexPredicates]
+    derived: dict[int, tuple[int, int]]
+    coordinates: list[list[int]]
+    constants: list[Constant]
+    where: Sites
+    trip_only: dict[tuple[str, str], frozenset[int]]
+    mins: list[int]
+    pins: dict[int, str]
+    argued: dict[int, dict[str, str]]
+    first: list[int] = field(default_factory=list)
+    tied: dict[tuple[str, str], float | int] = field(default_factory=dict)
+
+    def state(self) -> _State:
+        return _State(list(self.mins), dict(self.pins), {c: dict(d) for c, d in self.argued.items()})
+
+
+@dataclass
+class PlanMemo:
+    """The plan bases of one pair of modules, for every plan of it in one verification
+    (api.verify's shrink context: the first plan, the second witness's, a loop re-plan, the
+    retries'). Bound to the first pair it is asked about (the very Module objects: planning
+    reads them, not their names); another pair is planned afresh. Keyed by what a base is
+    made from besides the modules (`PlanBase`): `ranges`, the per-trip switch as used,
+    `lookups`, and the rule switches the base reads (tests flip them between plans)."""
+
+    ref: Module | None = None
+    other: Module | None = None
+    bases: dict[tuple[Any, ...], PlanBase] = field(default_factory=dict)
+    made: int = 0  # bases computed (the rest were shared)
+
+    def base(self, ref: Module, other: Module, analysis: DimAnalysis | None,
+             ranges: Sequence[tuple[int, int] | None] | None, per_trip: bool | None, lookups: bool) -> PlanBase:
+        if self.ref is None:
+            self.ref, self.other = ref, other
+        if ref is not self.ref or other is not self.other:
+            return _base(ref, other, analysis, ranges, per_trip, lookups)
+        used = degree_rules.PER_TRIP if per_trip is None else per_trip
+        key = (tuple(ranges or ()), bool(used), lookups, COUNTS, COORDINATES, EQUALIZE)
+        known = self.bases.get(key)
+        if known is not None and (analysis is None or analysis is known.a):
+            return known
+        self.made += 1
+        # One analysis per pair: a base made without one (another key) takes the first's.
+        if analysis is None and self.bases:
+            analysis = next(iter(self.bases.values())).a
+        self.bases[key] = _base(ref, other, analysis, ranges, used, lookups)
+        return self.bases[key]
+
+
 def _degrees(facts: list[ProgramFacts], a: DimAnalysis, families: dict[int, set[int]], per_trip: bool
              ) -> tuple[dict[int, int], set[int]]:
     """Both programs' summand degrees per class (at least 2) and the classes summed at
@@ -145,7 +227,7 @@ def elements(a: DimAnalysis, sizes: list[int]) -> int:
 def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: int = 0,
          budget: int | None = None, ranges: Sequence[tuple[int, int] | None] | None = None,
          per_trip: bool | None = None, lookups: bool = True, fallbacks: Sequence[int] = (),
-         cut_limit: int | None = None) -> ShrinkPlan:
+         cut_limit: int | None = None, memo: PlanMemo | None = None) -> ShrinkPlan:
     """Both modules as read (not inlined) and classified. `grow` > 0: that many times,
     every shrunk class is raised to its next admissible size (at least one more element),
     for verifying again at less-shrunk sizes when a witness found at the smallest sizes
@@ -162,180 +244,25 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
     whatever its estimate); `ShrinkPlan.budget` says which was used. `lookups`: partitioned lookups may be
     read as gathers (lookups.guarded_lookups); the plan is made again without them when a
     lookup that partitions the range at the original sizes does not at the planned ones.
+    `memo`: the pair's plan bases (`PlanMemo`), shared by every plan of it in a verification.
 
     Modules that were never classified (read and planned without `check_signatures`, as
     the plan snapshot tool and the tests' helpers may do) are classified here first: their
     `per_device` default (a global program) made an XLA per-device entry's shards look like
     global arguments of another size, so the same pair planned differently by caller
     (flax/fwd.partitioned: ffn 32 kept, or 32 -> 16 after check_signatures)."""
-    if not (is_classified(ref) and is_classified(other)):
-        classify_pair(ref, other)
-    a = analysis or analyse(ref, other)
-    facts = [ProgramFacts.of("ref", ref), ProgramFacts.of("other", other)]
-    n = len(a.classes)
-    # Components: classes one divisor scales together. Families: also through products
-    # (what a degree or a signature tie reaches).
-    scale_pairs = [(g, loc) for g, loc, _ in a.scales]
-    comp = _components(n, scale_pairs)
-    find = comp.__getitem__
-    family_of = _components(n, scale_pairs + [(p, f) for p, fs in a.products for f in fs]
-                            + [(b, d) for d, b, _ in a.offsets])
-    family_sets: dict[int, set[int]] = {}
-    for c in range(n):
-        family_sets.setdefault(family_of[c], set()).add(c)
-    families = {c: family_sets[family_of[c]] for c in range(n)}
-
-    pins: dict[int, str] = {c: "; ".join(a.classes[c].pins[:2]) for c in range(n) if a.classes[c].pins}
-    # A class no signature dim reaches (through equality, scale or product) has a size
-    # only one program knows, like the length of a broadcast that is then summed: its
-    # size is part of the function, not a free parameter.
-    tied_to_signature = {family_of[c] for c in _signature_classes(a, ref, other)}
-    dead = _dead_classes(a, facts)
-    for c in range(n):
-        if family_of[c] not in tied_to_signature and c not in dead:
-            pins.setdefault(c, "not tied to the signature (a size only inside the program)")
-    mins = [1] * n
-    roles = ["free"] * n
-    # class -> rule tag -> what it asks: the map's argument per class.
-    argued: dict[int, dict[str, str]] = {}
-
-    def note(c: int, tag: str, what: str) -> None:
-        argued.setdefault(c, {}).setdefault(tag, what)
-    degree, counted = _degrees(facts, a, families, False)
-    lowered: list[int] = []
-    if (degree_rules.PER_TRIP if per_trip is None else per_trip) and \
-            any(degree_rules.inductive_loops(fa.module) for fa in facts):
-        composed, composed_counted = degree, counted
-        degree, counted = _degrees(facts, a, families, True)
-        lowered = sorted(c for c in set(degree) | set(composed) | counted | composed_counted
-                         if degree.get(c) != composed.get(c) or (c in counted) != (c in composed_counted))
-    for c, d in degree.items():
-        if d >= UNBOUNDED:
-            pins.setdefault(c, "a sum over it whose summand degree is unbounded")
-        mins[c] = max(mins[c], d)
-        roles[c] = f"summed (degree {d})"
-        note(c, "Newton", f"Newton (degree {d})")
-    rules = Bounds()
-    for fa in facts:
-        order_statistics(fa, a, comp, rules)
-        exchanged(fa, a, rules)
-    counts = Bounds()
-    if COUNTS:
-        looked = [index_predicates(fa, ranges) for fa in facts]
-        for fa, lk in zip(facts, looked):
-            lk.gathers = guarded_lookups(fa, lk, ranges) if lookups else set()
-        poles = [count_poles(fa, a, families, lk) for fa, lk in zip(facts, looked)]
-        for i, (fa, lk) in enumerate(zip(facts, looked)):
-            # the other programs' count-dependent denominators (rule k, rational degrees)
-            others: dict[frozenset[int], int] = {}
-            for j, pj in enumerate(poles):
-                if j != i:
-                    for fam, sj in pj.items():
-                        others[fam] = others.get(fam, 0) + sj
-            count_bounds(fa, a, families, degree, counts, lk, others)
-    for c, b in counts.mins.items():
-        mins[c] = max(mins[c], b)
-        note(c, "k", f"rule k: {counts.why[c]} (at least {b})")
-    for c, why in counts.pins.items():
-        pins.setdefault(c, why)
-    for c, cls in enumerate(a.classes):
-        if cls.reduced_by & SELECTING_REDUCERS:
-            mins[c] = max(mins[c], 2)
-            if roles[c] == "free":
-                roles[c] = "max/min-reduced"
-            note(c, "c", "rule c: max/min over it (k + 1 elements for the k-th statistic)")
-        if c in rules.mins:
-            mins[c] = max(mins[c], rules.mins[c])
-            if roles[c] == "free":
-                roles[c] = "exchanged by a transpose"
-            tag = "c" if rules.why[c].startswith("order") else "d"
-            argued.setdefault(c, {})[tag] = f"rule {tag}: {rules.why[c]} (at least {rules.mins[c]})"
-        if c in rules.pins:
-            pins.setdefault(c, rules.pins[c])
-        if cls.reduced_by & MULTIPLYING_REDUCERS:
-            pins.setdefault(c, "a product/and/or reduction over it")
-        if cls.indexed:
-            mins[c] = max(mins[c], 2)
-            roles[c] = "indexed by data (gather)"
-            note(c, "indexed", "rule: indexed by data (2 per shard)")
-        if cls.iota:
-            mins[c] = max(mins[c], 3)
-            roles[c] = "positions (iota)"
-            note(c, "b", "rule b: positions (3 per shard)")
-    derived = _halos(a, find, mins, pins, argued)
-    coordinates = _coordinates(a, facts) if COORDINATES else []
-    # Per-shard bounds: a local class's bound applies to every shard of its global.
-    constants = [c for fa in facts for c in role_constants(fa)]
-    where = sites(a, facts, ranges)
-    trip_only = trip_constants(a, facts, constants)
+    base = memo.base(ref, other, analysis, ranges, per_trip, lookups) if memo is not None else \
+        _base(ref, other, analysis, ranges, per_trip, lookups)
+    a, facts, n, find, family_of = base.a, base.facts, len(base.a.classes), base.comp.__getitem__, base.family_of
+    dead, roles, derived, where, looked = base.dead, base.roles, base.derived, base.where, base.looked
+    # This plan's own copies of the state the first fixpoint left: growing extends them.
+    st = base.state()
+    mins, pins, argued = st.mins, st.pins, st.argued
 
     def fixpoint() -> tuple[list[int], dict[tuple[str, str], float | int]]:
-        tied: dict[tuple[str, str], float | int] = {}
-        rounds = 4 * n + 8
-        for r in range(rounds):
-            sizes = _solve(a, find, _linked(derived, mins), _linked_pins(derived, pins))
-            for d, (b, c) in derived.items():
-                sizes[d] = sizes[b] + c
-            i_notes: dict[int, str] = {}
-            tied, new_pins, bounds, tied_classes = tie_constants(a, where, constants, sizes, i_notes,
-                                                                 equalize=EQUALIZE and r < rounds - 1,
-                                                                 only=trip_only)
-            for c, why in i_notes.items():
-                note(c, "i", why)
-            changed = False
-            for c, why in new_pins.items():
-                if c not in pins:
-                    pins[c] = why
-                    changed = True
-            for c, b in bounds.items():
-                if b > 3 and a.classes[c].iota:
-                    argued.setdefault(c, {})["b"] = f"rule b: positions (at least {b}: 2c + 2 for the constants " \
-                                                    "combined with them)"
-                elif b > 3:
-                    argued.setdefault(c, {})["a-near"] = f"rule a: a 'size - k' constant or an integer divisor " \
-                                                         f"rewritten (at least {b})"
-                if b > mins[c]:
-                    mins[c] = b
-                    changed = True
-            rule_a = order(a, where, sizes, constants, tied, tied_classes, counted, trip_only)
-            for c, why in rule_a.pins.items():
-                if c not in pins:
-                    pins[c] = why
-                    changed = True
-            for c, b in rule_a.bounds.items():
-                note(c, "a", "rule a: its size values stay in order with every literal")
-                if b > mins[c]:
-                    mins[c] = b
-                    changed = True
-            for c in rule_a.grow:
-                note(c, "a", "rule a: its size values stay in order with every literal")
-                if sizes[c] < a.classes[c].size:
-                    mins[c] = max(mins[c], sizes[c] + 1)
-                    changed = True
-            for group in coordinates:
-                # Rule (b), one coordinate: positions one op combines (q_pos - k_pos) range
-                # over one sequence; its classes keep one size (the largest any of them needs).
-                top = max(sizes[c] for c in group)
-                for c in group:
-                    note(c, "b-same", "rule b: positions combined with positions of another class of its size "
-                                      "keep one size")
-                    if sizes[c] < top:
-                        mins[c] = max(mins[c], top)
-                        changed = True
-            for ci, cj in rules.distinct:
-                # Rule (d): exchanged classes of different sizes stay different (else a
-                # transpose between them could be told apart from none only by size).
-                if a.classes[ci].size != a.classes[cj].size and sizes[ci] == sizes[cj]:
-                    c = ci if a.classes[ci].size > a.classes[cj].size else cj
-                    note(c, "d", "rule d: exchanged classes of different sizes keep different sizes")
-                    if sizes[c] < a.classes[c].size:
-                        mins[c] = max(mins[c], sizes[c] + 1)
-                        changed = True
-            if not changed:
-                break
-        return sizes, tied
+        return _fixpoint(base, st)
 
-    sizes, tied = fixpoint()
+    sizes, tied = list(base.first), dict(base.tied)
     first = list(sizes)
     base_mins, base_pins = list(mins), dict(pins)
 
@@ -388,7 +315,7 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
     if COUNTS and any(lk.gathers for lk in looked) and \
             not _lookups_partition(facts, looked, ranges, rewritten, sizes, a):
         return plan(ref, other, a, grow, asked, ranges, per_trip, lookups=False, fallbacks=fallbacks,
-                    cut_limit=cut_limit)
+                    cut_limit=cut_limit, memo=memo)
     names = {("ref", v): n for v, n in zip(ref.main.body.args, ref.main.arg_names)}
     names.update({("ref", v): f"result {k}" for k, v in enumerate(ref.main.body.returns)})
     entries = []
@@ -422,7 +349,193 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
             finest = min(inner, key=lambda m: a.classes[m].size)
             blocks[c] = (a.classes[finest].size, sizes[finest])
     used = {"budget": budget, "fallbacks_taken": tries} if grow and budget is not None else {}
-    return ShrinkPlan(a, sizes, rewritten, entries, blocks, held, lowered, used)
+    return ShrinkPlan(a, sizes, rewritten, entries, blocks, held, base.lowered, used)
+
+
+def _base(ref: Module, other: Module, analysis: DimAnalysis | None,
+          ranges: Sequence[tuple[int, int] | None] | None, per_trip: bool | None, lookups: bool) -> PlanBase:
+    """`plan` up to its first fixpoint (`PlanBase`): what `grow`, `budget`, `fallbacks` and
+    `cut_limit` do not enter."""
+    if not (is_classified(ref) and is_classified(other)):
+        classify_pair(ref, other)
+    a = analysis or analyse(ref, other)
+    facts = [ProgramFacts.of("ref", ref), ProgramFacts.of("other", other)]
+    n = len(a.classes)
+    # Components: classes one divisor scales together. Families: also through products
+    # (what a degree or a signature tie reaches).
+    scale_pairs = [(g, loc) for g, loc, _ in a.scales]
+    comp = _components(n, scale_pairs)
+    find = comp.__getitem__
+    family_of = _components(n, scale_pairs + [(p, f) for p, fs in a.products for f in fs]
+                            + [(b, d) for d, b, _ in a.offsets])
+    family_sets: dict[int, set[int]] = {}
+    for c in range(n):
+        family_sets.setdefault(family_of[c], set()).add(c)
+    families = {c: family_sets[family_of[c]] for c in range(n)}
+
+    pins: dict[int, str] = {c: "; ".join(a.classes[c].pins[:2]) for c in range(n) if a.classes[c].pins}
+    # A class no signature dim reaches (through equality, scale or product) has a size
+    # only one program knows, like the length of a broadcast that is then summed: its
+    # size is part of the function, not a free parameter.
+    tied_to_signature = {family_of[c] for c in _signature_classes(a, ref, other)}
+    dead = _dead_classes(a, facts)
+    for c in range(n):
+        if family_of[c] not in tied_to_signature and c not in dead:
+            pins.setdefault(c, "not tied to the signature (a size only inside the program)")
+    mins = [1] * n
+    roles = ["free"] * n
+    # class -> rule tag -> what it asks: the map's argument per class.
+    argued: dict[int, dict[str, str]] = {}
+
+    def note(c: int, tag: str, what: str) -> None:
+        argued.setdefault(c, {}).setdefault(tag, what)
+    degree, counted = _degrees(facts, a, families, False)
+    lowered: list[int] = []
+    if (degree_rules.PER_TRIP if per_trip is None else per_trip) and \
+            any(degree_rules.inductive_loops(fa.module) for fa in facts):
+        composed, composed_counted = degree, counted
+        degree, counted = _degrees(facts, a, families, True)
+        lowered = sorted(c for c in set(degree) | set(composed) | counted | composed_counted
+                         if degree.get(c) != composed.get(c) or (c in counted) != (c in composed_counted))
+    for c, d in degree.items():
+        if d >= UNBOUNDED:
+            pins.setdefault(c, "a sum over it whose summand degree is unbounded")
+        mins[c] = max(mins[c], d)
+        roles[c] = f"summed (degree {d})"
+        note(c, "Newton", f"Newton (degree {d})")
+    rules = Bounds()
+    for fa in facts:
+        order_statistics(fa, a, comp, rules)
+        exchanged(fa, a, rules)
+    counts = Bounds()
+    looked: list[IndexPredicates] = []
+    if COUNTS:
+        looked = [index_predicates(fa, ranges) for fa in facts]
+        for fa, lk in zip(facts, looked):
+            lk.gathers = guarded_lookups(fa, lk, ranges) if lookups else set()
+        poles = [count_poles(fa, a, families, lk) for fa, lk in zip(facts, looked)]
+        for i, (fa, lk) in enumerate(zip(facts, looked)):
+            # the other programs' count-dependent denominators (rule k, rational degrees)
+            others: dict[frozenset[int], int] = {}
+            for j, pj in enumerate(poles):
+                if j != i:
+                    for fam, sj in pj.items():
+                        others[fam] = others.get(fam, 0) + sj
+            count_bounds(fa, a, families, degree, counts, lk, others)
+    for c, b in counts.mins.items():
+        mins[c] = max(mins[c], b)
+        note(c, "k", f"rule k: {counts.why[c]} (at least {b})")
+    for c, why in counts.pins.items():
+        pins.setdefault(c, why)
+    for c, cls in enumerate(a.classes):
+        if cls.reduced_by & SELECTING_REDUCERS:
+            mins[c] = max(mins[c], 2)
+            if roles[c] == "free":
+                roles[c] = "max/min-reduced"
+            note(c, "c", "rule c: max/min over it (k + 1 elements for the k-th statistic)")
+        if c in rules.mins:
+            mins[c] = max(mins[c], rules.mins[c])
+            if roles[c] == "free":
+                roles[c] = "exchanged by a transpose"
+            tag = "c" if rules.why[c].startswith("order") else "d"
+            argued.setdefault(c, {})[tag] = f"rule {tag}: {rules.why[c]} (at least {rules.mins[c]})"
+        if c in rules.pins:
+            pins.setdefault(c, rules.pins[c])
+        if cls.reduced_by & MULTIPLYING_REDUCERS:
+            pins.setdefault(c, "a product/and/or reduction over it")
+        if cls.indexed:
+            mins[c] = max(mins[c], 2)
+            roles[c] = "indexed by data (gather)"
+            note(c, "indexed", "rule: indexed by data (2 per shard)")
+        if cls.iota:
+            mins[c] = max(mins[c], 3)
+            roles[c] = "positions (iota)"
+            note(c, "b", "rule b: positions (3 per shard)")
+    derived = _halos(a, find, mins, pins, argued)
+    coordinates = _coordinates(a, facts) if COORDINATES else []
+    # Per-shard bounds: a local class's bound applies to every shard of its global.
+    constants = [c for fa in facts for c in role_constants(fa)]
+    where = sites(a, facts, ranges)
+    trip_only = trip_constants(a, facts, constants)
+
+    base = PlanBase(a, facts, comp, family_of, dead, roles, lowered, rules, counted, looked, derived, coordinates,
+                    constants, where, trip_only, mins, pins, argued)
+    # The first fixpoint extends the base's own state: what every plan of the pair starts from.
+    base.first, base.tied = _fixpoint(base, _State(mins, pins, argued))
+    return base
+
+
+def _fixpoint(base: PlanBase, st: _State) -> tuple[list[int], dict[tuple[str, str], float | int]]:
+    """Sizes and tied constants, the rules applied until nothing changes. Reads `base`,
+    extends `st` (the lower bounds, pins and the map's arguments)."""
+    a, n, find, derived = base.a, len(base.a.classes), base.comp.__getitem__, base.derived
+    where, constants, coordinates, rules = base.where, base.constants, base.coordinates, base.rules
+    counted, trip_only = base.counted, base.trip_only
+    mins, pins, argued, note = st.mins, st.pins, st.argued, st.note
+    tied: dict[tuple[str, str], float | int] = {}
+    rounds = 4 * n + 8
+    for r in range(rounds):
+        sizes = _solve(a, find, _linked(derived, mins), _linked_pins(derived, pins))
+        for d, (b, c) in derived.items():
+            sizes[d] = sizes[b] + c
+        i_notes: dict[int, str] = {}
+        tied, new_pins, bounds, tied_classes = tie_constants(a, where, constants, sizes, i_notes,
+                                                             equalize=EQUALIZE and r < rounds - 1,
+                                                             only=trip_only)
+        for c, why in i_notes.items():
+            note(c, "i", why)
+        changed = False
+        for c, why in new_pins.items():
+            if c not in pins:
+                pins[c] = why
+                changed = True
+        for c, b in bounds.items():
+            if b > 3 and a.classes[c].iota:
+                argued.setdefault(c, {})["b"] = f"rule b: positions (at least {b}: 2c + 2 for the constants " \
+                                                "combined with them)"
+            elif b > 3:
+                argued.setdefault(c, {})["a-near"] = f"rule a: a 'size - k' constant or an integer divisor " \
+                                                     f"rewritten (at least {b})"
+            if b > mins[c]:
+                mins[c] = b
+                changed = True
+        rule_a = order(a, where, sizes, constants, tied, tied_classes, counted, trip_only)
+        for c, why in rule_a.pins.items():
+            if c not in pins:
+                pins[c] = why
+                changed = True
+        for c, b in rule_a.bounds.items():
+            note(c, "a", "rule a: its size values stay in order with every literal")
+            if b > mins[c]:
+                mins[c] = b
+                changed = True
+        for c in rule_a.grow:
+            note(c, "a", "rule a: its size values stay in order with every literal")
+            if sizes[c] < a.classes[c].size:
+                mins[c] = max(mins[c], sizes[c] + 1)
+                changed = True
+        for group in coordinates:
+            # Rule (b), one coordinate: positions one op combines (q_pos - k_pos) range
+            # over one sequence; its classes keep one size (the largest any of them needs).
+            top = max(sizes[c] for c in group)
+            for c in group:
+                note(c, "b-same", "rule b: positions combined with positions of another class of its size "
+                                  "keep one size")
+                if sizes[c] < top:
+                    mins[c] = max(mins[c], top)
+                    changed = True
+        for ci, cj in rules.distinct:
+            # Rule (d): exchanged classes of different sizes stay different (else a
+            # transpose between them could be told apart from none only by size).
+            if a.classes[ci].size != a.classes[cj].size and sizes[ci] == sizes[cj]:
+                c = ci if a.classes[ci].size > a.classes[cj].size else cj
+                note(c, "d", "rule d: exchanged classes of different sizes keep different sizes")
+                if sizes[c] < a.classes[c].size:
+                    mins[c] = max(mins[c], sizes[c] + 1)
+                    changed = True
+        if not changed:
+            break
+    return sizes, tied
 
 
 def _lookups_partition(facts: list[ProgramFacts], looked: list[IndexPredicates],
