@@ -28,6 +28,15 @@ QUICK = dict(full_size_check="off", second_witness=False, stage_min_elements=0)
 PAIRS = {"two_layouts": "two_layouts.partitioned.mlir", "partial_and_sum": "partial_and_sum.shardy.mlir"}
 
 
+@pytest.fixture(autouse=True)
+def _programs_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are about the cut of the other program in its own order (a stage that
+    reads w under two layouts, a dominant stage); in the reference's order
+    (`stages_run.SCHEDULE`) two_layouts is cut into one-op stages with no such stage
+    (tests/test_stage_schedule_default.py)."""
+    monkeypatch.setattr(stages_run, "SCHEDULE", False)
+
+
 def _cut(pair: str = "two_layouts") -> tuple[stages_run.Cut, Module]:
     options = Options(stage_min_elements=0)
     ref = prepare(str(LAYOUTS / f"{pair}.ref.mlir"), options)

@@ -220,7 +220,8 @@ def _chained(body: StagePair, options: Options) -> list[StagePair]:
     try:
         # Any body with enough ops is cut, small ones too: a failed stage then names the
         # part of the body that differs (its ops and source lines), not the whole body.
-        cut = _cut(body.ref, body.other, replace(options, assume=(), stage_min_elements=0), None)
+        # In the program's order (`run.SCHEDULE`: a failed body stage is not widened).
+        cut = _cut(body.ref, body.other, replace(options, assume=(), stage_min_elements=0), None, schedule=False)
     except TvError:  # an op the body's numeric runs do not know: the body is one stage
         return [body]
     if cut.why or cut.chain is None or len(cut.stages) < MIN_STAGES:
