@@ -39,6 +39,7 @@ from tv_mlir.stages import lineage, reuse
 from tv_mlir.stages.bar import StageBar
 from tv_mlir.stages.cache import ProofCache, cache_key
 from tv_mlir.stages.chain import Chain, op_order
+from tv_mlir.stages.diverge import divergence_stage
 from tv_mlir.stages.extract import NotFormed, StagePair, _types, build
 from tv_mlir.stages.finite import NONNEG, POS, finite_and_signed
 from tv_mlir.stages.flat import flatten
@@ -210,6 +211,8 @@ def _prove_cut(ref: Module, other: Module, options: Options, sizes: Mapping[int,
         return _equivalent(ref, records, results, summary, options)
     if tentative:
         return None
+    if not cut.outputs_agree:
+        failed = _diverging(cut, options, finite, signs, ranges, summary) or failed
     summary["failed"] = {"stage": failed.index, "name": failed.name, "verdict": failed.verdict,
                          "reason": failed.reason, "locs": failed.locs[:5]}
     lifted = _lift(ref, other, options, cut, failed, summary)
@@ -228,6 +231,24 @@ def _prove_cut(ref: Module, other: Module, options: Options, sizes: Mapping[int,
         where = f" (first at {failed.locs[0]})" if failed.locs else ""
         verdict.reason += f"; the first stage that fails is {failed.name}{where}"
     return verdict
+
+
+def _diverging(cut: Cut, options: Options, finite: set[str], signs: dict[str, int], ranges: Ranges | None,
+               summary: dict[str, Any]) -> StageRecord | None:
+    """The last link cut short at the other program's first unlinked value, claiming its
+    structural counterpart (stages/diverge.py), when that claim fails with a counterexample
+    at the stage's inputs: the stage to name for a pair whose outputs differ on the runs
+    (the last link itself may run from the bug to the outputs, past any budget). Only a
+    name: the verdict is still the lift's, the widened spans' or the whole proof's."""
+    if cut.chain is None or cut.divergence is None:
+        return None
+    stage = divergence_stage(cut.chain, cut.divergence)
+    if stage is None:
+        return None
+    records, _ = _prove_stages([stage], options, finite, signs, ranges, cut.proved)
+    rec = replace(records[0], index=len(cut.stages) - 1)
+    summary["divergence"] = asdict(rec)
+    return rec if rec.verdict == "not-equivalent" else None
 
 
 def _widen(cut: Cut, records: list[StageRecord], options: Options, finite: set[str], signs: dict[str, int],
