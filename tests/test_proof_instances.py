@@ -173,8 +173,6 @@ def test_verify_counts_the_merges_by_instance(monkeypatch: pytest.MonkeyPatch, s
     # The plan's partial sums would otherwise meet their reference sums structurally
     # (cuts.PARTIAL_SUMS), with no local proof left to carry over.
     monkeypatch.setattr(cuts, "PARTIAL_SUMS", False)
-    from tv_mlir.prove import regroup  # and as regrouped sums (prove/regroup.py)
-    monkeypatch.setattr(regroup, "REGROUP", False)
     d = TESTDATA / "sharded"
     v = verify(d / "seq_parallel.ref.mlir", d / "seq_parallel.shardy.mlir", cache=False)
     assert v.verdict == "equivalent", v.reason

@@ -18,7 +18,7 @@ import pytest
 
 from tv_mlir.api import verify
 from tv_mlir.execute import element_memo
-from tv_mlir.prove import cuts, local, regroup
+from tv_mlir.prove import cuts, local
 
 REF_GRAD = """module @ref {
   func.func public @main(%x: tensor<8x4xf32>, %g: tensor<8x4xf32>) -> tensor<4x4xf32> {
@@ -101,8 +101,6 @@ def unfoldings(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 def test_all_reduced_partial_sums_meet_the_reference_sum(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                            unfoldings: list[int], switch: bool) -> None:
     monkeypatch.setattr(cuts, "PARTIAL_SUMS", switch)
-    # The regrouping rule (prove/regroup.py) closes these too: off, to see this one alone.
-    monkeypatch.setattr(regroup, "REGROUP", False)
     f = _files(tmp_path, ref=REF_GRAD, ok=DP_GRAD)
     v = verify(f["ref"], f["ok"], cache=False, shrink=False)
     assert v.verdict == "equivalent", v.reason

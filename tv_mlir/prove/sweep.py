@@ -33,7 +33,6 @@ from tv_mlir.algebra import terms as T
 from tv_mlir.algebra.fast import FF
 from tv_mlir.algebra.term import Term
 from tv_mlir.ir import Op, TensorType
-from tv_mlir.prove import regroup as regrouping
 from tv_mlir.prove.cuts import CutStore, Origin, origin_of
 from tv_mlir.prove.fingerprints import Trace, fingerprints, input_runs
 from tv_mlir.prove.local import GroupLedger, LocalProver
@@ -95,8 +94,6 @@ class Sweeper:
     placed: int = 0  # of them, merged with a candidate found by position (`_by_placement`)
     store: CutStore = field(init=False)
     local: LocalProver = field(init=False)
-    # Pairs equal as regrouped sums (`regroup`), tried before a local proof; None: off.
-    regroup: regrouping.Regrouper | None = field(init=False)
     _proof_terms: int = 0
     _tried: set[tuple[Any, Any]] = field(default_factory=set)  # (reference, ours) proofs tried
     # ours (`_full_id`) -> the reference element it was proved equal to. The store's alias
@@ -120,7 +117,6 @@ class Sweeper:
     def __post_init__(self) -> None:
         self.store = CutStore(self.alg)
         self.local = LocalProver(self.store, self.alg, timeout_s=self.timeout_s)
-        self.regroup = regrouping.Regrouper(self.store) if regrouping.REGROUP else None
 
     # -- observers ----------------------------------------------------------
     def record_inputs(self, inputs: Sequence[np.ndarray], input_sets: list[list[np.ndarray]],
@@ -306,15 +302,6 @@ class Sweeper:
                     continue
                 # A shape op (reverse, slice) passes on elements already tried: skip them.
                 fresh = [c for c in cands[::-1][:MAX_CANDIDATES] if (T.element_id(c), key_ours) not in self._tried]
-                regroup = self.regroup
-                hit = None if regroup is None else next((c for c in fresh if regroup.equal(c, flat[i])), None)
-                if hit is not None:  # the same sum regrouped: merged as a local proof would
-                    self._proved[_full_id(flat[i])] = hit
-                    self.store.alias(flat[i], hit)
-                    flat[i] = hit
-                    self.merged += 1
-                    self._note_precision(op, t, hit)
-                    continue
                 self._tried.update((T.element_id(c), key_ours) for c in fresh)
                 if fresh:
                     todo.append((i, fresh, flat[i]))
