@@ -83,11 +83,10 @@ def _attrs(o: Any, program: str, plan: ShrinkPlan, names: dict[Any, str],
             o.attributes["value"] = ir.DenseElementsAttr.get_splat(new_t, old.get_splat_value())
         return
     if o.name == "stablehlo.slice":
-        src = names.get(o.operands[0])
-        before = old_shapes.get(src) if src is not None else None
-        after = tuple(ir.RankedTensorType(o.operands[0].type).shape)
-        if before is None or before == after:
+        shapes = _operand_shapes(o, names, old_shapes)
+        if shapes is None:
             return
+        before, after = shapes
         starts = list(ir.DenseI64ArrayAttr(o.attributes["start_indices"]))
         limits = list(ir.DenseI64ArrayAttr(o.attributes["limit_indices"]))
         for d, (b, a) in enumerate(zip(before, after)):
@@ -113,11 +112,10 @@ def _attrs(o: Any, program: str, plan: ShrinkPlan, names: dict[Any, str],
         o.attributes["slice_sizes"] = ir.DenseI64ArrayAttr.get(list(ir.RankedTensorType(o.results[0].type).shape))
         return
     if o.name == "stablehlo.gather":
-        src = names.get(o.operands[0])
-        before = old_shapes.get(src) if src is not None else None
-        after = tuple(ir.RankedTensorType(o.operands[0].type).shape)
+        shapes = _operand_shapes(o, names, old_shapes)
         sizes = list(ir.DenseI64ArrayAttr(o.attributes["slice_sizes"]))
-        if before is not None and before != after:
+        if shapes is not None:
+            before, after = shapes
             sizes = [a if s == b else s for s, b, a in zip(sizes, before, after)]
             o.attributes["slice_sizes"] = ir.DenseI64ArrayAttr.get(sizes)
 
@@ -127,11 +125,10 @@ def _pad_halves(o: Any, names: dict[Any, str], old_shapes: dict[str, tuple[int, 
     by its shrunk size; every other pad keeps its constant amounts (halo widths)."""
     from jaxlib.mlir import ir
 
-    src = names.get(o.operands[0])
-    before = old_shapes.get(src) if src is not None else None
-    after = tuple(ir.RankedTensorType(o.operands[0].type).shape)
-    if before is None or before == after:
+    shapes = _operand_shapes(o, names, old_shapes)
+    if shapes is None:
         return
+    before, after = shapes
     lo = list(ir.DenseI64ArrayAttr(o.attributes["edge_padding_low"]))
     hi = list(ir.DenseI64ArrayAttr(o.attributes["edge_padding_high"]))
     inner = list(ir.DenseI64ArrayAttr(o.attributes["interior_padding"]))
@@ -140,6 +137,18 @@ def _pad_halves(o: Any, names: dict[Any, str], old_shapes: dict[str, tuple[int, 
             lo[d], hi[d] = (a, 0) if lo[d] else (0, a)
     o.attributes["edge_padding_low"] = ir.DenseI64ArrayAttr.get(lo)
     o.attributes["edge_padding_high"] = ir.DenseI64ArrayAttr.get(hi)
+
+
+def _operand_shapes(o: Any, names: dict[Any, str], old_shapes: dict[str, tuple[int, ...]]
+                    ) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """The first operand's shape as read and as shrunk, or None when shrinking left it as it
+    was (or it has no shape of record): the ops whose attributes count positions of it."""
+    from jaxlib.mlir import ir
+
+    src = names.get(o.operands[0])
+    before = old_shapes.get(src) if src is not None else None
+    after = tuple(ir.RankedTensorType(o.operands[0].type).shape)
+    return None if before is None or before == after else (before, after)
 
 
 __all__ = ["rewrite"]
