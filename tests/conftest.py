@@ -462,3 +462,11 @@ def client_generator(name: str) -> Any:
         sys.path.insert(0, str(TESTDATA))
     return importlib.import_module(name)
 
+
+
+def assert_confirmed_at_original_sizes(v: Any) -> None:
+    """A bug twin's verdict: not-equivalent, with a counterexample XLA showed at the
+    program's own sizes (not only at the shrunk ones)."""
+    assert v.verdict == "not-equivalent", v.reason
+    c = v.counterexample
+    assert c is not None and c.confirmed and c.confirmed_at == "original sizes", c

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import tv_mlir
-from tests.conftest import TESTDATA
+from tests.conftest import TESTDATA, assert_confirmed_at_original_sizes
 from tv_mlir.api import prepare
 from tv_mlir.options import Options
 from tv_mlir.shrink.facts import ProgramFacts, splat
@@ -72,9 +72,7 @@ def test_small_correct_pair_is_equivalent(pair: str) -> None:
 def test_small_bug_twin_is_not_equivalent(pair: str) -> None:
     # Without its rule each of these is `equivalent` here (the shrunk sizes hide the bug).
     v = _verify(pair, "small", "bug")
-    assert v.verdict == "not-equivalent", v.reason
-    c = v.counterexample
-    assert c is not None and c.confirmed and c.confirmed_at == "original sizes", c
+    assert_confirmed_at_original_sizes(v)
 
 
 # Realistic variants whose proofs are quick: the verdicts (replay off for the bug twins:

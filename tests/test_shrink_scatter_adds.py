@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import tv_mlir
-from tests.conftest import TESTDATA
+from tests.conftest import TESTDATA, assert_confirmed_at_original_sizes
 from tv_mlir.api import _assumed_bounds, prepare
 from tv_mlir.options import Options
 from tv_mlir.shrink import counts, scatters
@@ -77,9 +77,7 @@ def test_the_correct_twin_is_equivalent_at_the_shrunk_sizes() -> None:
 @pytest.mark.parametrize("pair", BUGS)
 def test_every_bug_twin_is_found_and_confirmed_at_the_original_sizes(pair: str) -> None:
     v = _verify(pair, "small", "bug")
-    assert v.verdict == "not-equivalent", v.reason
-    c = v.counterexample
-    assert c is not None and c.confirmed and c.confirmed_at == "original sizes", c
+    assert_confirmed_at_original_sizes(v)
 
 
 def test_every_correct_twin_is_equivalent() -> None:
