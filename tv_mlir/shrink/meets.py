@@ -15,9 +15,12 @@ Boolean of the order with the other operand, whose sources it records), a select
 predicate, a gather's or dynamic slice's index (it records the operand's sources: the
 element picked depends on the order of the index and the operand's size), and an op the
 verifier does not interpret (exp, cos, power with a non-constant exponent: an atom, whose
-other operands' sources it records). A call or a region op it enters, an argument of a
-function or region among the sources, or no source at all makes the reach unknown (`ANY`):
-such a constant meets everything.
+other operands' sources it records). A call is followed into its callee and back out of its
+returns, and what the constant meets is what the callee's ops combine it with, as in the
+inlined program the verifier encodes (`CALLEES`; not the call's other operands). A region
+op it enters (a loop, a branch), a call to an unknown function, an argument of a function
+or region among the sources, or no source at all makes the reach unknown (`ANY`): such a
+constant meets everything.
 
 Size values among themselves (`data_only`, constants.PAIR_MEETING): the same reach, with
 the sources of what picks an element left out where what is picked is program data: a
@@ -39,6 +42,13 @@ from tv_mlir.shrink.dims import DimAnalysis
 from tv_mlir.shrink.facts import ProgramFacts
 
 ANY = "*"  # an unknown source: meets every other
+# Rule (a), a call's meets are its callee's (docs/shrinking.md, rule a "a call's meets are its
+# callee's"): a constant passed to a `func.call` meets what the callee combines its argument
+# with, and through the callee's returns what the call's results meet, as in the program with
+# the call inlined (which is what the verifier encodes). Off: it also meets every other
+# operand of the call (the 8B backward's `_take` call passes the ids with the gradient, whose
+# RoPE positions kept the vocabulary above RoPE's base 10000).
+CALLEES = True
 _STOP_OPS = TRANSCENDENTAL_OPS | frozenset({"stablehlo.is_finite", "stablehlo.power", "stablehlo.atan2"})
 _INDEXED = frozenset({"stablehlo.gather", "stablehlo.dynamic_slice", "stablehlo.dynamic_update_slice",
                       "stablehlo.scatter"})
@@ -120,12 +130,13 @@ class Meets:
                     if callee is None:
                         out.sources.add(ANY)
                         continue
-                    if not self.data_only:  # data only: what it meets inside the callee, followed below
+                    if not (self.data_only or CALLEES):  # otherwise what it meets inside the callee
                         others(op, v)
-                    for i in k:  # into the callee; its returns lead back to the calls' results
-                        if callee.body.args[i] not in out.carried:
-                            out.carried.add(callee.body.args[i])
-                            todo.append(callee.body.args[i])
+                    for a in _call_flow(callee.body.args, op, k):
+                        # into the callee; its returns lead back to the calls' results
+                        if a not in out.carried:
+                            out.carried.add(a)
+                            todo.append(a)
                     continue
                 if (op.regions and not _elementwise_body(op)) or op.name.startswith("sdy."):
                     out.sources.add(ANY)  # a loop, a branch, a custom reducer: not followed
@@ -151,6 +162,12 @@ class Meets:
         if not any(not x.startswith("at ") for x in out.sources):
             out.sources.add(ANY)  # combined with no data: no role to tell it apart by
         return out
+
+
+def _call_flow(args: tuple[str, ...], op: Op, k: list[int]) -> list[str]:
+    """Where a constant passed as the call's operands `k` goes: the callee's arguments `args`
+    at those positions (one place, so that a test can read a call otherwise)."""
+    return [args[i] for i in k]
 
 
 def _elementwise_body(op: Op) -> bool:
@@ -303,4 +320,4 @@ def _arg_source(v: str, entry: dict[str, int]) -> frozenset[str]:
     return frozenset({f"input {entry[v]}"}) if v in entry else frozenset({ANY})
 
 
-__all__ = ["ANY", "Meets", "Reach", "apart"]
+__all__ = ["ANY", "CALLEES", "Meets", "Reach", "apart"]
