@@ -31,7 +31,7 @@ RULES_ONLY: dict[str, Any] = {"full_size_check": "off", "second_witness": False}
 # vocabulary (outside it jnp.take clips and a scatter-add wraps negative ids where the
 # one-hot reference drops them: real differences these pairs are not about), attention
 # masks of zeros and ones.
-ASSUME = {"special_ids": ("arg1", "vocab"), "clamp_big": ("arg1", "vocab"), "flat_i16": ("arg1", "vocab"), "bincount_i8": ("arg1", "vocab"),
+ASSUME = {"special_ids": ("arg1", "vocab"), "small_clamp": ("arg1", "experts"), "clamp_big": ("arg1", "vocab"), "flat_i16": ("arg1", "vocab"), "bincount_i8": ("arg1", "vocab"),
           "cum_i8": ("arg1", None), "cum_pos": ("arg1", None)}
 # Shrinking's rules prove these bug twins equal at the shrunk sizes (the bug needs a size the
 # plan does not keep); pair -> the hole. At the small sizes the full-size check then finds
@@ -60,7 +60,7 @@ HOLES = {
 # Realistic variants (a 4096 x 4096 projection first: the full-size check is over its
 # compute budget) whose default verdict is `equivalent`: the second witness's twofold sizes
 # neither wrap nor reach 70000.
-BIG_HOLES = {"count_i8": HOLES["count_i8"], "int_sum_wrap": HOLES["int_sum_wrap"], "long_ctx": HOLES["long_ctx"]}
+BIG_HOLES = {p: HOLES[p] for p in ("count_i8", "int_sum_wrap", "long_ctx", "special_ids")}
 # (pair, twin) -> what its `unknown` says, and why.
 UNKNOWN = {
     # the int16 flat index wraps (overflow.py pins tokens and vocabulary): 65536 symbolic
@@ -68,11 +68,13 @@ UNKNOWN = {
     ("flat_i16", "bug"): "symbolic positions", ("flat_i16", "ok"): "symbolic positions",
 }
 # The small pairs held here: each twin's verdict takes at most a few seconds on two shared
-# cores. The others (cum_i8, scan_reset, long_ctx_int, count_big, flat_i16, fpos_i8, pos_half,
-# topk_merge: 6 to 70 s, kept classes or replays of 131072 rows) are in the manifest with
+# cores. The others (cum_i8, scan_reset, long_ctx_int, long_ctx_scaled, count_big, flat_i16,
+# fpos_i8, pos_half, topk_merge, newton_pow, ratio_chain, small_clamp, pmean_sums, rank_third:
+# 6 to 200 s, kept classes, XLA replays or replays of 131072 rows) are in the manifest with
 # their verdicts in docs/shrinking.md ("Red-team batch 3").
 FAST = ["prod_pair", "any_all", "accum_skip", "pos_sq", "cum_pos", "sinks", "loss_scale", "rope_roll"]
-FAST_OK = FAST + ["count_i8", "int_sum_wrap", "int_dot_wrap", "int_reduce_wrap", "pos_half", "fpos_i8"]
+FAST_OK = FAST + ["count_i8", "int_sum_wrap", "int_dot_wrap", "int_reduce_wrap", "pos_half", "fpos_i8", "pmean_sums",
+                  "rank_third", "small_clamp"]
 
 
 def _cases(pairs: list[str], holes: dict[str, str]) -> list:

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-from gen_shrink_rules import I32, MESH_TP, OUT, TP, Arg, Pair, _smap, write_manifest  # noqa: E402
+from gen_shrink_rules import I32, MESH_D, MESH_TP, OUT, TP, Arg, Pair, _smap, write_manifest  # noqa: E402
 from jax import lax  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
@@ -200,30 +200,41 @@ def accum_skip(m: int, mb: int, h: int, keep: int, variant: str = "small") -> Pa
 # Llama-3's vocabulary (128256 words) sharded by tp for the lookup; tokens at or above
 # 128000 (special tokens) are left out of the pooled sum. The bug forgets the mask: it
 # differs only where an id reaches 128000, a literal above 2^16.
-def special_ids(t: int, v: int, h: int, special: int, variant: str = "small") -> Pair:
+def special_ids(t: int, v: int, h: int, special: int, variant: str = "small", proj: int = 0) -> Pair:
+    """`proj` > 0: the pooled sum added to a proj x proj projection of another input
+    (replicated), so that the full-size check is over its compute budget while the embedding
+    stays small."""
     vl = v // TP
 
-    def ref(emb, ids):
+    def pooled(emb, ids):
         rows = jnp.take(emb, ids, axis=0, mode="clip")
         return jnp.sum(jnp.where((ids < special)[:, None], rows, 0.0), axis=0)
 
     def body(masked):
-        def f(emb, ids):
+        def f(emb, ids, *xw):
             local = ids - lax.axis_index("tp") * vl
             inside = (local >= 0) & (local < vl)
             rows = jnp.where(inside[:, None], jnp.take(emb, jnp.clip(local, 0, vl - 1), axis=0), 0.0)
             rows = lax.psum(rows, "tp")
             if masked:
                 rows = jnp.where((ids < special)[:, None], rows, 0.0)
-            return jnp.sum(rows, axis=0)
+            out = jnp.sum(rows, axis=0)
+            return xw[0] @ xw[1] + jnp.sum(out) if xw else out
         return f
 
-    def sharded(masked):
-        return _smap(MESH_TP, body(masked), (P("tp", None), P(None)), P(None))
+    extra = [Arg((t, proj)), Arg((proj, proj))] if proj else []
+    specs = (P("tp", None), P(None)) + (P(None, None),) * len(extra)
+    out_specs = P(None, None) if proj else P(None)
 
-    return Pair("special_ids", "a", variant, {"tokens": t, "vocab": v, "hidden": h, "special": special},
-                [Arg((v, h)), Arg((t,), I32, v)], ref, sharded(True), sharded(False),
-                f"tokens at or above {special} (special tokens) are not masked out")
+    def sharded(masked):
+        return _smap(MESH_TP, body(masked), specs, out_specs)
+
+    def ref(emb, ids, *xw):
+        return xw[0] @ xw[1] + jnp.sum(pooled(emb, ids)) if xw else pooled(emb, ids)
+
+    sizes = {"tokens": t, "vocab": v, "hidden": h, "special": special} | ({"proj": proj} if proj else {})
+    return Pair("special_ids", "a", variant, sizes, [Arg((v, h)), Arg((t,), I32, v), *extra], ref, sharded(True),
+                sharded(False), f"tokens at or above {special} (special tokens) are not masked out")
 
 
 # A 131072-long context whose positions past a limit are damped (float positions compared
@@ -578,6 +589,77 @@ def clamp_big(t: int, v: int, h: int, cap: int) -> Pair:
                 f"the ids are clamped at {cap} before the lookup")
 
 
+# A 6-row table (per-expert biases of 6 experts) looked up at expert ids assumed in [0, 6):
+# the reference clamps them at the last row with a literal 5 (below rule a's tie minimum 8),
+# the correct twin with jnp.take's clip mode; the bug clamps at 4.
+def small_clamp(t: int, e: int, h: int) -> Pair:
+    def ref(table, ids):
+        return jnp.take(table, jnp.minimum(ids, e - 1), axis=0, mode="clip")
+
+    def ok(table, ids):
+        return jnp.take(table, ids, axis=0, mode="clip")
+
+    def bug(table, ids):
+        return jnp.take(table, jnp.minimum(ids, e - 2), axis=0, mode="clip")
+
+    return Pair("small_clamp", "a", "small", {"tokens": t, "experts": e, "hidden": h},
+                [Arg((e, h)), Arg((t,), I32, e)], ref, ok, bug, f"the ids are clamped at {e - 2} instead of {e - 1}")
+
+
+# Integer positions of a 131072-long context (jit, rows over dp) doubled and compared with
+# 140000 (positions from 70000 on damped); the bug forgets the damping.
+def long_ctx_scaled(s: int, h: int) -> Pair:
+    def twin(damped):
+        def f(x):
+            pos = lax.iota(I32, s)
+            return x * jnp.where(pos * 2 >= 140000, 0.5, 1.0)[:, None] if damped else x * 1.0
+        return f
+
+    return Pair("long_ctx_scaled", "b", "small", {"seq": s, "hidden": h}, [Arg((s, h))], twin(True),
+                _jit_rows(twin(True)), _jit_rows(twin(False)), "positions with 2 pos >= 140000 are not damped")
+
+
+# The mean over a batch of 64 rows sharded over 8 devices: the correct twin psums the local
+# sums and divides by 64; the bug takes the pmean of the local sums (divides by the device
+# count 8, where the local batch's count is missing). At one row per device the two agree.
+def pmean_sums(b: int, h: int, variant: str = "small") -> Pair:
+    def ref(x):
+        return jnp.mean(x, axis=0)
+
+    def body(device_mean):
+        def f(x):
+            s = jnp.sum(x, axis=0)
+            return lax.pmean(s, "d") if device_mean else lax.psum(s, "d") / b
+        return f
+
+    def sharded(device_mean):
+        return _smap(MESH_D, body(device_mean), (P("d", None),), P(None))
+
+    return Pair("pmean_sums", "f", variant, {"batch": b, "hidden": h}, [Arg((b, h))], ref, sharded(False),
+                sharded(True), "the loss is the pmean of the local sums (divided by 8 devices, not 64 rows)")
+
+
+# The third-largest router logit of 8 experts by ranks (rank_i = #{j : x_j > x_i}; the logit
+# of rank 2), a sort-free top-k; the correct twin writes the ranks with `>=` against the
+# other experts; the bug takes the smallest logit, which is the third largest of 3.
+def rank_third(t: int, e: int) -> Pair:
+    def ranks(x):
+        return jnp.sum(x[:, None, :] > x[:, :, None], axis=2)
+
+    def ref(x):
+        return jnp.sum(jnp.where(ranks(x) == 2, x, 0.0), axis=1)
+
+    def ok(x):
+        below = e - 1 - jnp.sum(x[:, :, None] >= x[:, None, :], axis=2) + 1  # ties broken as in ranks()
+        return jnp.sum(jnp.where(below == 2, x, 0.0), axis=1)
+
+    def bug(x):
+        return jnp.min(x, axis=1)
+
+    return Pair("rank_third", "k", "small", {"tokens": t, "experts": e}, [Arg((t, e))], ref, _jit_rows(ok),
+                _jit_rows(bug), "the third-largest logit is taken as the smallest (right for 3 experts only)")
+
+
 def pairs() -> list[Pair]:
     return [
         prod_pair(16, 8), any_all(16, 8), count_i8(256, 4), int_sum_wrap(2048, 4), cum_i8(4, 256),
@@ -587,9 +669,10 @@ def pairs() -> list[Pair]:
         pos_half(64, 4, 40.5), int_wrap(4096, 4, "dot"), int_wrap(2048, 4, "reduce"),
         fpos_i8(256, 4), bincount_i8(16384, 64, 4), rope_roll(64, 8), topk_merge(8, 64),
         newton_pow(16, 8), ratio_chain(4, 64), clamp_big(64, 128256, 8, 99999),
+        small_clamp(64, 6, 4), long_ctx_scaled(131072, 2), pmean_sums(64, 4), rank_third(16, 8),
         # realistic sizes
         prod_pair(16384, 64, "big"), scan_reset(2048, 4096, 1000, "big"), accum_skip(16, 512, 4096, 12, "big"),
-        special_ids(2048, 128256, 4096, 128000, "big"), count_i8(2048, 4096, "big"),
+        special_ids(2048, 128256, 64, 128000, "big", proj=4096), count_i8(2048, 4096, "big"),
         long_ctx(131072, 256, 70000.0, False, "big"), pos_sq(2048, 4096, 1000000, "big"),
         cum_pos(8, 2048, 1000, "big"), loss_scale(2048, 4096, "big"), int_sum_wrap(2048, 4096, "big"),
     ]
