@@ -18,6 +18,7 @@ from tv_mlir.options import MAX_NESTING
 from tv_mlir.passes import normalize
 from tv_mlir.passes.complex import has_complex, legalize_complex
 from tv_mlir.passes.legalize_chlo import legalize_chlo
+from tv_mlir.passes.unroll import unroll_loops
 
 PassFn = Callable[..., Module]
 
@@ -27,6 +28,7 @@ PASSES: dict[str, PassFn] = {
     "dce": normalize.dce,
     "drop-unused-funcs": normalize.drop_unused_funcs,
     "cse": normalize.cse,
+    "unroll-loops": unroll_loops,
     "legalize-chlo": legalize_chlo,  # not in the named pipelines: verify expands per pair
     "legalize-complex": legalize_complex,
 }
