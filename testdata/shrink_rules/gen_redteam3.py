@@ -264,22 +264,27 @@ def long_ctx(s: int, h: int, limit: float, as_int: bool, variant: str = "small")
 
 # A loss weight that switches when more than `limit` tokens are positive (a count compared
 # with a literal above 2^16; tokens sharded by tp). The bug compares with `wrong`.
-def count_big(t: int, limit: int, wrong: int) -> Pair:
+def count_big(t: int, limit: int, wrong: int, as_float: bool = False) -> Pair:
+    """`as_float`: the count taken as a float32 sum and compared with float literals."""
+    dt = F32 if as_float else I32
+    lim, bad = (float(limit), float(wrong)) if as_float else (limit, wrong)
+
     def ref(x):
-        n = jnp.sum(x > 0)
-        return x * jnp.where(n > limit, 1.0, 2.0)
+        n = jnp.sum(x > 0, dtype=dt)
+        return x * jnp.where(n > lim, 1.0, 2.0)
 
     def body(c):
         def f(x):
-            n = lax.psum(jnp.sum(x > 0), "tp")
+            n = lax.psum(jnp.sum(x > 0, dtype=dt), "tp")
             return x * jnp.where(n > c, 1.0, 2.0)
         return f
 
     def sharded(c):
         return _smap(MESH_TP, body(c), (P("tp"),), P("tp"))
 
-    return Pair("count_big", "k", "small", {"tokens": t, "limit": limit}, [Arg((t,))], ref, sharded(limit),
-                sharded(wrong), f"the count is compared with {wrong} instead of {limit}")
+    return Pair("count_big_f" if as_float else "count_big", "k", "small", {"tokens": t, "limit": limit}, [Arg((t,))],
+                ref, sharded(lim),
+                sharded(bad), f"the count is compared with {wrong} instead of {limit}")
 
 
 # Positions whose square passes a threshold (a distance cut-off written on squared
@@ -670,6 +675,7 @@ def pairs() -> list[Pair]:
         fpos_i8(256, 4), bincount_i8(16384, 64, 4), rope_roll(64, 8), topk_merge(8, 64),
         newton_pow(16, 8), ratio_chain(4, 64), clamp_big(64, 128256, 8, 99999),
         small_clamp(64, 6, 4), long_ctx_scaled(131072, 2), pmean_sums(64, 4), rank_third(16, 8),
+        count_big(131072, 70000, 60000, True),
         # realistic sizes
         prod_pair(16384, 64, "big"), scan_reset(2048, 4096, 1000, "big"), accum_skip(16, 512, 4096, 12, "big"),
         special_ids(2048, 128256, 64, 128000, "big", proj=4096), count_i8(2048, 4096, "big"),
