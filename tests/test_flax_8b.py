@@ -3,12 +3,13 @@
 ShapeDtypeStructs through `tv_mlir.jax.check`'s export and `verify`, in a process of its own
 (`gen_flax.py --measure-8b`) so that its peak memory is its own.
 
-What it shows today: a verdict in seconds and nothing of the model's size allocated (the
-embedding alone is 0.5 GB, the logits 1 GB). The verdict is `unknown` ("too large to
-encode"): shrinking keeps the vocabulary, head_dim, sequence and batch classes at their
-sizes (docs/jax.md lists each kept class and why). The test holds what must stay true when
-shrinking improves: a verdict, never `not-equivalent` for this correct plan, and a small
-footprint; an `unknown` names the classes it kept."""
+What it shows today (the partitioned forward, `constants.LOOKUP_TABLES` on): `equivalent`,
+proved in ~100 stages at the shrunk sizes and again at the second witness's, in ~45-50 s CPU
+and ~0.95 GB peak (docs/shrinking.md, "lookup offset tables"), with nothing of the model's
+size allocated (the embedding alone is 0.5 GB, the logits 1 GB). The test holds what must
+stay true: a verdict, never `not-equivalent` for this correct pair, and that footprint; an
+`unknown` names the classes it kept. The wall-clock limit is generous (the proof takes
+minutes of wall on loaded shared cores); it is no timing assertion."""
 from __future__ import annotations
 
 import json
@@ -27,10 +28,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_llama_8b_forward_through_check_allocates_nothing_of_its_size() -> None:
     p = subprocess.run([sys.executable, str(ROOT / "testdata" / "gen_flax.py"), "--measure-8b", "fwd"],
-                       capture_output=True, text=True, timeout=600, cwd=ROOT)
+                       capture_output=True, text=True, timeout=1800, cwd=ROOT)
     assert p.returncode == 0, p.stderr[-2000:]
     m = json.loads(p.stdout.strip().splitlines()[-1])
     assert m["verdict"] in ("equivalent", "unknown"), m["reason"]
-    assert m["max_rss_mb"] < 1024, m  # measured: ~320 MB
+    assert m["max_rss_mb"] < 1024, m  # measured: 943-963 MB (320 MB while the table rule was off)
     if m["verdict"] == "unknown":
         assert m["reason"] and m["kept"], m

@@ -62,14 +62,11 @@ OFFSET_TABLES = True
 # Rule (h), offset tables of lookups: XLA's vocabulary-parallel lookup gathers its rows at
 # `t - table[pid]`, the table every device's block start q * B (B the gathered block); it
 # is rewritten with q * B' like the dynamic-slice offset tables (rule k's partitioned
-# lookups then partition the range at the shrunk sizes too). OFF by default for now: on the
-# 8B partitioned forward it lets the sequence shrink, and the staged proof that follows
-# cannot cut after the lookup (the stages' lineage links XLA's lookup result to the
-# reference's RMSNorm `x - 0`), so its stage holds the attention too and passes the
-# symbolic term budget (docs/shrinking.md, "lookup offset tables"; docs/jax.md), where the
-# kept sequence gives `unknown` in a second; tests/test_flax_8b.py holds that footprint.
-# Off: the table is kept.
-LOOKUP_TABLES = False
+# lookups then partition the range at the shrunk sizes too). On by default since the staged
+# proof takes the 8B partitioned forward it lets shrink (`equivalent`, ~50 s CPU, ~0.97 GB
+# peak: docs/shrinking.md, "lookup offset tables"). Off: the table is kept, and its lookup,
+# not partitioning at the shrunk sizes, stays counted.
+LOOKUP_TABLES = True
 # Rule (h), constant indices: a gather whose indices are computed without program data
 # (constants, device ids, loop counters: `x[:, jnp.array([0, 5, 17])]`) reads fixed
 # positions; an untied constant among them pins the class, as a dynamic_slice's literal
