@@ -19,6 +19,7 @@ import numpy as np
 
 from tv_mlir.frontend.read import np_dtype
 from tv_mlir.ir import Block, Func, Module, Op, Sharding, TensorType
+from tv_mlir.stages.hashing import _callees
 from tv_mlir.stages.lineage import Link
 from tv_mlir.stages.plan import Side, region_uses
 
@@ -379,6 +380,12 @@ def _module(base: Module, args: list[str], arg_types: list[TensorType], ops: lis
     body = Block(tuple(args), tuple(arg_types), list(ops), tuple(returns))
     names = tuple(a.lstrip("%").replace(".", "_") for a in args)
     func = Func(main.name, body, result_types, True, arg_names=names, loc=main.loc)
-    return replace(base, funcs={**base.funcs, main.name: func}, entry=main.name, text=b"", per_device=per_device,
-                   arg_shardings=arg_shardings if per_device else (),
-                   result_shardings=result_shardings if per_device else ())
+    m = replace(base, funcs={**base.funcs, main.name: func}, entry=main.name, text=b"", per_device=per_device,
+                arg_shardings=arg_shardings if per_device else (),
+                result_shardings=result_shardings if per_device else ())
+    # Only the functions the stage's entry reaches: the program's other functions (a scan's
+    # helpers over its [126, ...] stacks, left after inlining) are dead here, but the
+    # whole proof's size check counts every function's tensors, and a loop body's stage
+    # with 7 ops was refused as 8 M elements.
+    keep = {main.name, *_callees(m)}
+    return replace(m, funcs={k: f for k, f in m.funcs.items() if k in keep})

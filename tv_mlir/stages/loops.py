@@ -36,7 +36,17 @@ from tv_mlir.errors import TvError
 from tv_mlir.ir import Block, Module, Op, Sharding, TensorType
 from tv_mlir.options import Options
 from tv_mlir.semantics.ops import DEVICE_IDS
-from tv_mlir.stages.extract import NotFormed, StagePair, _closure, _copy, _derive, _device_id, _module, source_loc
+from tv_mlir.stages.extract import (
+    NotFormed,
+    StagePair,
+    _closure,
+    _copy,
+    _derive,
+    _device_id,
+    _module,
+    _partial_slot,
+    source_loc,
+)
 from tv_mlir.stages.lineage import Link, Values
 from tv_mlir.stages.plan import Side, region_uses
 from tv_mlir.verdict import Verdict
@@ -51,6 +61,19 @@ CHAIN_BODY = True
 # a stage may take two related values (g and g * g) as separate inputs and fail where the
 # whole body holds (widening does not reach into a loop body). A decoder layer has ~100.
 MIN_BODY_OPS = 32
+# Match a constant initial value of the other loop with a reference one whose blocks it
+# holds (`_constant_block`). A switch so the tests can show what it does.
+BLOCK_CONSTANTS = True
+# A carried value held as partial sums (a scan's gradient stacks, summed over dp after the
+# loop): as an input, one of every group's parts (`extract._partial_slot`); as a written
+# stack, its update proved as partial sums (`_written_stacks`). A switch so the tests can
+# show what it does.
+PARTIAL_CARRIED = True
+# Stacks the bodies only write (`_written_stacks`): proved by their updates. A switch so the
+# tests can show what it does.
+WRITTEN_STACKS = True
+# Layouts tried per constant position (`_layouts`); a mesh of a few axes has far fewer.
+MAX_LAYOUTS = 64
 # The names of an induction's two stage pairs (after the chain link's name and ": "): what
 # `rests_on_induction` counts in a verdict.
 BODY = "loop body"
@@ -123,6 +146,20 @@ def _align(ref: Side, other: Side, links: dict[str, Link], rw: Op, ow: Op, r_val
             q = next((q for q in free if ref.kind.get(rw.operands[q]) == "const"
                       and _same_constant(r_vals[rw.operands[q]][0], o_vals[v][0])), None)
             s = None
+            if q is not None and other.module.per_device:
+                # Equal on every device is the replicated layout; take it when later stages
+                # read the result so (the step then proves the replicas agree).
+                # Partial sums of zeros likewise (every group's parts sum to zero), when
+                # the base holds under the result's layout (`_blocks_equal`). Float values
+                # only: a counter keeps no layout (`_shared_slices` reads it as one value).
+                r = links.get(ow.results[p])
+                if r is not None and r.sharding is not None and r.ref == rw.results[q] \
+                        and not any(r.sharding.dims) and np.asarray(o_vals[v][0]).dtype.kind == "f" \
+                        and _blocks_equal(r_vals[rw.operands[q]], _per_device(o_vals[v], r.sharding.mesh.size),
+                                          r.sharding):
+                    s = r.sharding
+            if q is None and other.module.per_device and BLOCK_CONSTANTS:
+                q, s = _constant_block(ref, links, rw, ow, p, free, r_vals, o_vals)
             if q is None and p in uniform:
                 q = -1  # a counter of the other loop's own: any value in the proofs
         else:
@@ -136,7 +173,7 @@ def _align(ref: Side, other: Side, links: dict[str, Link], rw: Op, ow: Op, r_val
                 q = next((q for q in range(len(rw.operands)) if q not in free and rw.operands[q] == link.ref
                           and ref.kind.get(link.ref) != "const"), None)
             s = link.sharding
-            if s is not None and s.unreduced:
+            if s is not None and s.unreduced and not PARTIAL_CARRIED:
                 raise NotFormed(f"the other loop's initial {v} is a partial sum")
         if q is None:
             raise NotFormed(f"the other loop's initial {v} matches no carried value of the reference loop")
@@ -147,6 +184,106 @@ def _align(ref: Side, other: Side, links: dict[str, Link], rw: Op, ow: Op, r_val
     if free:
         raise NotFormed("the reference loop carries values the other loop does not")
     return align, layout
+
+
+def _constant_block(ref: Side, links: dict[str, Link], rw: Op, ow: Op, p: int, free: list[int],
+                    r_vals: Values, o_vals: Values) -> tuple[int | None, Sharding | None]:
+    """A reference position, and a layout, whose block on every device is the other loop's
+    constant initial value at `p`: a scan's stacked activations start from zeros of the
+    per-device shape ([126, 4, ...] against [126, 8, ...]), a mask constant is built at
+    its per-device shape. The base of the induction for this position is then a fact
+    about two literals, checked here exactly on every device (a block of a splat is the
+    splat of the block's shape; any other constant is compared element by element). The
+    step is the body proof's, as for any other position, so a wrong pairing of two equal
+    constants only fails a proof. Candidates, in order: the position and layout of the
+    reference result that the other's result holds (the lineage's evidence), then each
+    free constant position under each layout that gives the local shape. Partial sums
+    are not matched (the body stage has no carried partial slot). (None, None): no match."""
+    cands: list[tuple[int, Sharding]] = []
+    link = links.get(ow.results[p])
+    if link is not None and link.ref in rw.results and link.sharding is not None:
+        cands.append((rw.results.index(link.ref), link.sharding))
+    mesh = next((k.sharding.mesh for k in links.values() if k.sharding is not None), None)
+    o_init = o_vals.get(ow.operands[p])
+    if mesh is None or not o_init:
+        return None, None
+    o_init = _per_device(o_init, mesh.size)
+    local = np.asarray(o_init[0][0]).shape
+    for q in free:
+        r_init = r_vals.get(rw.operands[q])
+        if ref.kind.get(rw.operands[q]) == "const" and r_init:
+            cands += [(q, s) for s in _layouts(mesh, np.asarray(r_init[0]).shape, local)]
+    for q, s in cands:
+        if ref.kind.get(rw.operands[q]) != "const" or s.mesh.size != len(o_init[0]):
+            continue
+        if _blocks_equal(r_vals.get(rw.operands[q], []), o_init, s):
+            return q, s
+    return None, None
+
+
+def _per_device(runs: Sequence[Any], n: int) -> list[Any]:
+    """Per run, the tuple of per-device values: a constant is one array for every device
+    in the runs (no device id reaches it)."""
+    return [o if isinstance(o, tuple) else (o,) * n for o in runs]
+
+
+def _blocks_equal(r_runs: Sequence[Any], o_runs: Sequence[Any], s: Sharding) -> bool:
+    """Whether on every run the other's per-device value is, on every device, the block of
+    the reference value that layout `s` places there (replicas included). With partial
+    sums (unreduced axes) only zeros are matched: a zero reference value, and zeros of the
+    block's shape on every device, whose sum over any group is the zero block."""
+    from tv_mlir.execute.spmd import scatter
+
+    if not r_runs or len(r_runs) != len(o_runs):
+        return False
+    for r, o in zip(r_runs, o_runs):
+        r = np.asarray(r)
+        if not isinstance(o, tuple) or r.dtype == object or len(s.dims) != r.ndim \
+                or any(d % s.shards(i) for i, d in enumerate(r.shape)) or len(o) != s.mesh.size:
+            return False
+        if s.unreduced:
+            local = s.local_type(TensorType(r.shape, "f32")).shape
+            if not (r.dtype.kind == "f" and not np.any(r) and all(
+                    np.asarray(x).shape == local and np.asarray(x).dtype.kind == "f" and not np.any(x) for x in o)):
+                return False
+            continue
+        try:
+            parts = scatter(r, s, len(o), "").parts
+        except TvError:
+            return False
+        if len(parts) != len(o) or not all(np.array_equal(np.asarray(a), np.asarray(b)) for a, b in zip(parts, o)):
+            return False
+    return True
+
+
+def _layouts(mesh: Any, shape: tuple[int, ...], local: tuple[int, ...]) -> list[Sharding]:
+    """The layouts on `mesh` (each axis splitting at most one dim, no partial sums) that
+    make a value of `shape` the `local` shape per device, at most `MAX_LAYOUTS`."""
+    if len(shape) != len(local) or any(b == 0 or a % b for a, b in zip(shape, local)):
+        return []
+    axes = [a for a, _ in mesh.axes]
+    out: list[Sharding] = []
+
+    def place(i: int, used: set[str], dims: list[tuple[str, ...]]) -> None:
+        if len(out) >= MAX_LAYOUTS:
+            return
+        if i == len(shape):
+            out.append(Sharding(mesh, tuple(dims)))
+            return
+        want = shape[i] // local[i]
+        for group in _ordered_subsets([a for a in axes if a not in used]):
+            if int(np.prod([mesh.axis_size(a) for a in group], dtype=np.int64)) == want:
+                place(i + 1, used | set(group), dims + [group])
+
+    place(0, set(), [])
+    return out
+
+
+def _ordered_subsets(axes: list[str]) -> list[tuple[str, ...]]:
+    """Every sequence of distinct axes (the empty one first): a dim split by axes major to minor."""
+    from itertools import permutations
+
+    return [g for k in range(len(axes) + 1) for g in permutations(axes, k)]
 
 
 def _uniform(loop: Op) -> set[int]:
@@ -262,6 +399,13 @@ def _region_pair(name: str, ref: Side, other: Side, links: dict[str, Link], rb: 
     rtypes = _types(ref, rb)
     otypes = _types(other, ob)
     r_ops, o_ops, dropped = list(rb.ops), list(ob.ops), set()
+    written: dict[int, tuple[Op, dict[int, Op]]] = {}
+    if returns_carried and WRITTEN_STACKS:
+        written = _written_stacks(rb, ob, align, layout, rtypes, otypes)
+        gone = {id(r) for r, _ in written.values()} | {id(o) for _, ps in written.values() for o in ps.values()}
+        r_ops = [op for op in r_ops if id(op) not in gone]
+        o_ops = [op for op in o_ops if id(op) not in gone]
+        keys = [k for k in keys if not (k.startswith("carried ") and int(k.split()[1]) in written)]
     if returns_carried:
         slices = _shared_slices(rb, ob, align, layout, rtypes) if SHARED_SLICES else None
         if slices is not None:
@@ -288,6 +432,8 @@ def _region_pair(name: str, ref: Side, other: Side, links: dict[str, Link], rb: 
     o_types: list[TensorType] = []
     o_shard: list[Sharding | None] = []
     o_pre: list[Op] = []  # the device id and the copies sliced from a shared slot
+    r_pre: list[Op] = []  # a partial slot's sum of its parts
+    partial: list[int] = []  # inputs that are parts of a partial sum
     slots: list[str] = []
     device = "%tv.device"
     for n, key in enumerate(keys):
@@ -315,7 +461,16 @@ def _region_pair(name: str, ref: Side, other: Side, links: dict[str, Link], rb: 
             lt = s.local_type(gt) if per_device and s is not None else gt
             if v in otypes and otypes[v] != lt:
                 raise NotFormed(f"{v}: {otypes[v]} is not the {lt} of its layout")
-        if len(held) <= 1:
+        if any(s is not None and s.unreduced for _, s in held) and (len(held) > 1 or not per_device
+                                                                   or not PARTIAL_CARRIED):
+            raise NotFormed(f"{key} is held as partial sums and under another layout")
+        if len(held) == 1 and per_device and held[0][1] is not None and held[0][1].unreduced:
+            # Every split of the value into parts is one input: the hypothesis says only
+            # that the parts sum to the reference value (replicas equal), and so does this.
+            o_names.append(held[0][0])
+            partial.append(n)
+            _partial_slot(n, held[0][1], gt, r_names, r_types, o_names, o_types, o_shard, r_pre, o_pre)
+        elif len(held) <= 1:
             s = held[0][1] if held else None
             o_names.append(held[0][0] if held else f"%slot{n}")
             o_types.append(s.local_type(gt) if per_device and s is not None else gt)
@@ -340,16 +495,18 @@ def _region_pair(name: str, ref: Side, other: Side, links: dict[str, Link], rb: 
     if returns_carried:
         # A dropped position is returned unchanged by both bodies: its hypothesis carries over.
         kept = [p for p in _proved_next(align) if align[p] not in dropped]
-        r_ret = [rb.returns[align[p]] for p in kept]
-        o_ret = [ob.returns[p] for p in kept]
+        # A written stack's next value is proved by its update (`_written_stacks`).
+        r_ret = [written[align[p]][0].operands[1] if align[p] in written else rb.returns[align[p]] for p in kept]
+        o_ret = [written[align[p]][1][p].operands[1] if align[p] in written else ob.returns[p] for p in kept]
         out_shard = tuple(layout[p] for p in kept)
     else:
         r_ret, o_ret, out_shard = list(rb.returns), list(ob.returns), (None,) * len(ob.returns)
-    ref_m = _module(ref.module, r_names, r_types, r_remat + r_ops, r_ret, rtypes, False, (), ())
+    ref_m = _module(ref.module, r_names, r_types, r_pre + r_remat + r_ops, r_ret, rtypes, False, (), ())
     other_m = _module(other.module, o_names, o_types, o_pre + o_remat + o_ops, o_ret, otypes, per_device,
                       tuple(o_shard), out_shard)
     locs = tuple(op.loc for op in o_ops if source_loc(op.loc))
-    return StagePair(name, ref_m, other_m, len(rb.ops), len(ob.ops), locs, tuple(slots), loop=True)
+    return StagePair(name, ref_m, other_m, len(rb.ops), len(ob.ops), locs, tuple(slots), loop=True,
+                     partial=tuple(partial))
 
 
 @dataclass
@@ -450,6 +607,7 @@ def _shared_slices(rb: Block, ob: Block, align: list[int], layout: list[Sharding
     for q, w in enumerate(rb.args):
         others = [p for p, a in enumerate(align) if a == q]
         if rb.returns[q] != w or not others or any(ob.returns[p] != ob.args[p] for p in others) \
+                or any(_partial(layout[p]) for p in others) \
                 or rb.returns.count(w) != 1 or any(ob.returns.count(ob.args[p]) != 1 for p in others):
             continue
         r_keyed = _slice_keys(rb, r_uses.get(w, []), w, r_carried, None, rtypes[w].shape)
@@ -464,6 +622,100 @@ def _shared_slices(rb: Block, ob: Block, align: list[int], layout: list[Sharding
             out.other_ops.extend(o for k in o_keyed if k is not None for o in k[key])
         out.dropped.add(q)
     return out if out.dropped else None
+
+
+def _written_stacks(rb: Block, ob: Block, align: list[int], layout: list[Sharding | None],
+                    rtypes: dict[str, TensorType], otypes: dict[str, TensorType]
+                    ) -> dict[int, tuple[Op, dict[int, Op]]]:
+    """Stacks the bodies only write, one layer per trip (a scan's stacked residuals): per
+    reference position q, its `dynamic_update_slice` and, per other position aligned with
+    q, the other's. The body stage then proves the updates, not the stacks: neither is an
+    input, and the update is returned under the stack's layout.
+
+    Sound when, for q and every other position p held in it: the body reads the carried
+    stack only as operand 0 of one dynamic_update_slice, at the top level, whose result is
+    returned at that position and read by nothing else; the update's start in dim 0 is the
+    same computation over the counters (carried positions of one layout-free reference
+    value each, equal by the hypothesis) and constants in both bodies (`_index_key`), and
+    every other start is the constant 0 with the update as large as the (local) dim; the
+    layout does not split dim 0; the updates have the same size in dim 0. Partial sums are
+    allowed: the start is one value on every device, so each row of the result is, on
+    every device, the operand's row or the update's row alike, and a sum over a group of
+    devices commutes with that choice. Then, with the hypothesis O_p = L(R_q) and the
+    updates U_o = L(U_r) (L's
+    blocks of the update's shape), the next stack DUS(O_p, U_o, i) is L(DUS(R_q, U_r, i)):
+    dim 0 is whole on every device, so both clamp i alike and write the same rows, and the
+    other dims are written whole, where L's block of the written rows is the block of the
+    update. A stack read in the body in any other way, or written at another start, keeps
+    its whole proof."""
+    r_carried = {a: q for q, a in enumerate(rb.args)}
+    o_carried = {ob.args[p]: q for p, q in enumerate(align) if q >= 0 and layout[p] is None}
+    out: dict[int, tuple[Op, dict[int, Op]]] = {}
+    for q in range(len(rb.args)):
+        others = [p for p, a in enumerate(align) if a == q]
+        if not others or any(_splits_first(layout[p]) or (_partial(layout[p]) and not PARTIAL_CARRIED)
+                             for p in others):
+            continue
+        r_op = _only_write(rb, q)
+        if r_op is None:
+            continue
+        r_key = _write_key(rb, r_op, r_carried, rtypes)
+        o_found: dict[int, Op] = {}
+        for p in others:
+            o_op = _only_write(ob, p)
+            if o_op is None or _write_key(ob, o_op, o_carried, otypes) != r_key or r_key is None:
+                break
+            o_found[p] = o_op
+        else:
+            out[q] = (r_op, o_found)
+    return out
+
+
+def _partial(s: Sharding | None) -> bool:
+    return s is not None and bool(s.unreduced)
+
+
+def _splits_first(s: Sharding | None) -> bool:
+    return s is not None and bool(s.dims) and bool(s.dims[0])
+
+
+def _only_write(block: Block, k: int) -> Op | None:
+    """The top-level dynamic_update_slice that makes carried position k's next value from
+    its current one, when that is the only read of either and it writes every dim but
+    dim 0 whole; else None."""
+    arg, ret = block.args[k], block.returns[k]
+    if block.returns.count(ret) != 1 or arg in block.returns:
+        return None
+    readers = [op for op in block.walk() if arg in op.operands]
+    if len(readers) != 1:
+        return None
+    op = readers[0]
+    top = {id(o) for o in block.ops}
+    if op.name != "stablehlo.dynamic_update_slice" or id(op) not in top or op.results[0] != ret \
+            or op.operands[0] != arg or arg in op.operands[1:]:
+        return None
+    if any(ret in o.operands for o in block.walk()):
+        return None
+    return op
+
+
+def _write_key(block: Block, op: Op, carried: dict[str, int], types: dict[str, TensorType]) -> Any:
+    """The update's dim-0 start computation and size, when every other dim is written
+    whole from a constant 0; None otherwise."""
+    defs = {r: o for o in block.ops for r in o.results}
+    shape = op.result_types[0].shape
+    upd_t = types.get(op.operands[1])
+    upd = upd_t.shape if upd_t is not None else None
+    if upd is None or len(upd) != len(shape) or len(op.operands) != 2 + len(shape):
+        return None
+    first = _index_key(defs, op.operands[2], carried)
+    if first is None:
+        return None
+    for d in range(1, len(shape)):
+        k = _index_key(defs, op.operands[2 + d], carried)
+        if k is None or k[0] != "const" or any(k[3]) or upd[d] != shape[d]:
+            return None
+    return (first, upd[0])
 
 
 def _proved_next(align: list[int]) -> list[int]:

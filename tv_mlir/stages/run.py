@@ -76,6 +76,15 @@ DOMINANT_SHARE = 0.9
 # its own, smaller budget. The 126-layer fwd+bwd stack of testdata/depth has 73 M elements
 # in the reference and 114 M in the sharded program (per device, 8 devices): 8.4 GB at peak.
 MAX_CUT_ELEMENTS = 200_000_000
+# The elements one numeric run of a program may compute (the interpreter's budget for the
+# lineage's runs, the kept lineage's check and the lift's runs). It bounds time, not memory:
+# the lineage keeps the top-level values only (bounded by MAX_CUT_ELEMENTS above), and a loop
+# body's values are dropped after each trip. A scan that writes one layer's slice into a
+# stacked activation each trip (`dynamic_update_slice`) is counted the whole stack per trip:
+# the 405B scan of testdata/depth computes 1.0 G elements in the reference and 1.2 G in the
+# sharded program per run (2.9 and 6.7 s CPU), at 99 M elements held. ~5 ns an element:
+# this budget is ~10-20 s of one run.
+MAX_RUN_ELEMENTS = 2_500_000_000
 # Ops whose regions are control flow: their results are not "made like" a reference
 # value by their operands (`_cut`).
 CONTROL_FLOW = frozenset({"stablehlo.while", "stablehlo.if", "stablehlo.case"})
@@ -349,7 +358,7 @@ def _lift(ref: Module, other: Module, options: Options, cut: Cut, failed: StageR
         return None
     # The random-normal runs first: small integers tie more often.
     sets = cut.input_sets[1:] + cut.input_sets[:1]
-    c = numeric_witness(ref, other, sets, cut.names, options.max_unroll, MAX_CUT_ELEMENTS, cut.bounds)
+    c = numeric_witness(ref, other, sets, cut.names, options.max_unroll, MAX_RUN_ELEMENTS, cut.bounds)
     if c is None:
         return None
     where = f" at {failed.locs[0]}" if failed.locs else ""
@@ -447,7 +456,7 @@ def _cut(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] 
         if kept is not None:
             kept = {v: k for v, k in kept.items() if _fits(k, v, r_side, o_side)}
             if not reuse.holds(kept, ref, flat.module, input_sets[lineage.RUNS.start], options.max_unroll,
-                               MAX_CUT_ELEMENTS):
+                               MAX_RUN_ELEMENTS):
                 kept = None
         if kept is None and disk_key is not None:
             kept, cut.reused = reuse.load(cache, disk_key), "the proof cache"
@@ -456,8 +465,8 @@ def _cut(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] 
         cut.keep = partial(memory.remember, shape_key, dict(links), cache, disk_key)
     else:
         cut.reused = ""
-        r_vals = lineage.trace(ref, input_sets[lineage.RUNS], options.max_unroll, MAX_CUT_ELEMENTS)
-        o_vals = lineage.trace(flat.module, input_sets[lineage.RUNS], options.max_unroll, MAX_CUT_ELEMENTS)
+        r_vals = lineage.trace(ref, input_sets[lineage.RUNS], options.max_unroll, MAX_RUN_ELEMENTS)
+        o_vals = lineage.trace(flat.module, input_sets[lineage.RUNS], options.max_unroll, MAX_RUN_ELEMENTS)
         cut.outputs_agree = lineage.outputs_agree(r_vals, o_vals, ref, flat.module)
         wanted = [v for v, k in o_side.kind.items() if k in ("flow", "prologue")]
         candidates = [v for v, k in r_side.kind.items() if k != "const"]
