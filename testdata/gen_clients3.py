@@ -244,7 +244,43 @@ def int8_mlp() -> Program:
                     NamedSharding(m, P(None, "tp"))), NamedSharding(m, P("dp", "tp")))
 
 
+# ---------------------------------------------------------------------------
+# 6. A ViT block as a pjit user shards it: a strided conv patch embedding of images over
+#    dp, a class token and learned positions, attention whose heads are constrained onto tp
+#    while the tokens stay on dp, the output projection's partial sums constrained back to
+#    a sequence-sharded residual (with_sharding_constraint throughout); 2x4.
+
+def vit_wsc() -> Program:
+    m = mesh((2, 4), ("dp", "tp"))
+    b, hw, c, d, heads, hd = 4, 4, 3, 8, 4, 2
+    img = jax.ShapeDtypeStruct((b, hw, hw, c), jnp.float32)
+    wpatch = jax.ShapeDtypeStruct((2, 2, c, d), jnp.float32)
+    cls = jax.ShapeDtypeStruct((1, 1, d), jnp.float32)
+    pos = jax.ShapeDtypeStruct((1, (hw // 2) ** 2 + 1, d), jnp.float32)
+    wqkv = jax.ShapeDtypeStruct((3, d, heads, hd), jnp.float32)
+    wo = jax.ShapeDtypeStruct((heads, hd, d), jnp.float32)
+    wsc = lax.with_sharding_constraint
+    S = lambda *spec: NamedSharding(m, P(*spec))  # noqa: E731
+
+    def fwd(img: jax.Array, wpatch: jax.Array, cls: jax.Array, pos: jax.Array, wqkv: jax.Array,
+            wo: jax.Array) -> jax.Array:
+        x = lax.conv_general_dilated(img, wpatch, (2, 2), "VALID", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        x = x.reshape(b, -1, d)
+        x = jnp.concatenate([jnp.broadcast_to(cls, (b, 1, d)), x], 1) + pos
+        x = wsc(x, S("dp", None, None))
+        q, k, v = (wsc(jnp.einsum("bsd,dhk->bshk", x, wqkv[i]), S("dp", None, "tp", None)) for i in range(3))
+        a = jax.nn.softmax(jnp.einsum("bqhk,bshk->bhqs", q, k) / np.sqrt(hd).astype(np.float32), -1)
+        o = wsc(jnp.einsum("bhqs,bshk->bqhk", a, v), S("dp", None, "tp", None))
+        y = x + wsc(jnp.einsum("bqhk,hkd->bqd", o, wo), S("dp", "tp", None))
+        return y.mean(1)
+
+    return Program("vit_wsc", "ViT block under pjit: strided conv patches, cls + positions, heads on tp by "
+                   "with_sharding_constraint, 2x4", fwd, (img, wpatch, cls, pos, wqkv, wo),
+                   (S("dp"), S(), S(), S(), S(None, None, "tp"), S("tp")), S("dp"))
+
+
 PROGRAMS: g.Programs = {
+    "vit_wsc": vit_wsc,
     "moe_ep_a2a": moe_ep, "megatron_sp_wsc": megatron_sp_wsc, "ring_causal_loop": ring_causal,
     "fsdp_adamw_scan": fsdp_adamw_scan, "int8_mlp": int8_mlp,
 }
