@@ -1,6 +1,6 @@
 """The third batch of real clients (testdata/gen_clients3.py, issue 14, helper-37): plans
 ML-infra users write. The expert-parallel MoE (top-2, capacity, two all_to_alls in
-shard_map) and Megatron sequence parallelism by with_sharding_constraint go through
+shard_map), Megatron sequence parallelism and a ViT block by with_sharding_constraint go through
 `tv_mlir.jax.check` as a user calls it; their partitioned pairs are kept in
 testdata/clients/ with seeded partitioner bugs (an all-to-all whose groups list the experts
 in reverse, an all-reduce that takes the max where it should add), each not-equivalent with
@@ -21,7 +21,7 @@ def gen3():
     return client_generator("gen_clients3")  # skips without jax, flax and optax
 
 
-@pytest.mark.parametrize("name", ["moe_ep_a2a", "megatron_sp_wsc"])
+@pytest.mark.parametrize("name", ["moe_ep_a2a", "megatron_sp_wsc", "vit_wsc"])
 def test_client_through_check(gen3, name: str) -> None:
     p = gen3.PROGRAMS[name]()
     v = gen3.g.tj.check(p.fn, *p.args, in_shardings=p.in_shardings, out_shardings=p.out_shardings,
