@@ -38,29 +38,27 @@ ASSUME = {"special_ids": ("arg1", "vocab"), "small_clamp": ("arg1", "experts"), 
 # each (default options: `not-equivalent`, confirmed); at realistic sizes it is over its
 # budget and the default verdict is a wrong `equivalent` (BIG_HOLES).
 HOLES = {
-    "count_i8": "integer overflow in an all_reduce: the int8 psum of per-shard token counts wraps past 127 at "
-                "256 tokens; overflow.py has no interval for a compare, a reduce or a collective, so the tokens "
-                "shrink to 16",
-    "int_sum_wrap": "integer overflow in an all_reduce: the int32 psum of sum(pos^2) over 2048 positions "
-                    "(2.9e9) wraps; the positions shrink to 16",
-    "int_dot_wrap": "integer overflow in a dot_general: an int32 dot of a shard's 1024 positions with "
-                    "themselves (1.3e10) wraps; the positions shrink to 16",
-    "int_reduce_wrap": "integer overflow in a reduce: an int32 sum of pos^2 over 2048 positions wraps; "
-                       "the positions shrink to 4",
-    "bincount_i8": "integer overflow in a scatter-add: int8 token counts of 16384 tokens over 64 words wrap; "
-                   "tokens and vocabulary shrink to 4",
-    "special_ids": "rule a's literals stop at 2^16 (constants._ORDER_MAX): the mask ids < 128000 (Llama-3's "
-                   "special tokens) is left out, the 128256-word vocabulary shrinks to 8 and the assumed ids "
-                   "follow it below 128000",
-    "clamp_big": "rule a's literals stop at 2^16: the ids clamped at 99999 (a literal that meets them where "
-                 "jnp.take's clamp at V - 1 does) leave the 128256-word vocabulary free to shrink to 8",
-    "long_ctx": "rule b's float window bounds stop at 2^16 (facts.position_constants): float positions compared "
-                "with 70000.0 name no position, and the 131072 positions shrink to 4",
+    "special_ids": "the ids' assumed bound is no size value and jnp.take's clip is inside the gather: the mask "
+                   "ids < 128000 (Llama-3's special tokens) is ordered with nothing, the 128256-word vocabulary "
+                   "shrinks to 8 and the assumed ids follow it below 128000",
+    "clamp_big": "the ids clamped at 99999 (a literal that meets them where jnp.take's clamp at V - 1 does, "
+                 "inside the gather) leave the 128256-word vocabulary free to shrink to 8",
 }
 # Realistic variants (a 4096 x 4096 projection first: the full-size check is over its
-# compute budget) whose default verdict is `equivalent`: the second witness's twofold sizes
-# neither wrap nor reach 70000.
-BIG_HOLES = {p: HOLES[p] for p in ("count_i8", "int_sum_wrap", "long_ctx", "special_ids")}
+# compute budget) whose default verdict is `equivalent`.
+BIG_HOLES = {p: HOLES[p] for p in ("special_ids",)}
+# Holes this batch found that are closed (docs/shrinking.md, "Red-team batch 3's holes,
+# closed"): pair -> the rule that closes it and the plan-level test that holds it (cheap:
+# each bug twin, its dim now kept, takes 13-170 s to verify, too long for this file; their
+# verdicts are in the docs). count_i8's small bug twin is fast and stays in FAST below.
+CLOSED = {
+    "count_i8": "overflow.SUMS (all_reduce), tests/test_shrink_overflow_sums.py",
+    "int_sum_wrap": "overflow.SUMS (all_reduce), tests/test_shrink_overflow_sums.py",
+    "int_dot_wrap": "overflow.SUMS (dot_general), tests/test_shrink_overflow_sums.py",
+    "int_reduce_wrap": "overflow.SUMS (reduce), tests/test_shrink_overflow_sums.py",
+    "bincount_i8": "overflow.SUMS (scatter-add), tests/test_shrink_overflow_sums.py",
+    "long_ctx": "facts.FLOAT_REACH, tests/test_shrink_float_reach.py",
+}
 # (pair, twin) -> what its `unknown` says, and why.
 UNKNOWN = {
     # the int16 flat index wraps (overflow.py pins tokens and vocabulary): 65536 symbolic
@@ -72,8 +70,8 @@ UNKNOWN = {
 # flat_i16, fpos_i8, pos_half, topk_merge, newton_pow: 6 to 200 s, kept classes, XLA replays or replays of 131072 rows) are in the manifest with
 # their verdicts in docs/shrinking.md ("Red-team batch 3").
 FAST = ["prod_pair", "any_all", "accum_skip", "pos_sq", "cum_pos", "sinks", "loss_scale", "rope_roll", "pmean_sums",
-        "rank_third", "small_clamp", "ratio_chain"]
-FAST_OK = FAST + ["count_i8", "int_sum_wrap", "int_dot_wrap", "int_reduce_wrap", "pos_half", "fpos_i8"]
+        "rank_third", "small_clamp", "ratio_chain", "count_i8"]
+FAST_OK = FAST + ["int_sum_wrap", "int_dot_wrap", "int_reduce_wrap", "pos_half", "fpos_i8"]
 
 
 def _cases(pairs: list[str], holes: dict[str, str]) -> list:
@@ -99,7 +97,7 @@ def test_manifest_lists_every_pair_ran_on_xla() -> None:
     earlier = {e["pair"] for m in ("manifest_redteam.json", "manifest_redteam2.json")
                for e in json.loads((D / m).read_text())}
     assert not earlier & {e["pair"] for e in MANIFEST}
-    assert set(HOLES) | set(FAST_OK) <= {e["pair"] for e in MANIFEST if e["variant"] == "small"}
+    assert set(HOLES) | set(FAST_OK) | set(CLOSED) <= {e["pair"] for e in MANIFEST if e["variant"] == "small"}
 
 
 @pytest.mark.parametrize("pair", _cases(FAST + sorted(HOLES), HOLES))

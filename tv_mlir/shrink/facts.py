@@ -694,10 +694,11 @@ def call_flow(fa: ProgramFacts, op: Op) -> list[tuple[str, tuple[str, ...]]]:
 
 def position_constants(fa: ProgramFacts) -> list[tuple[str, int]]:
     """Constants (name, |value| rounded up) combined with values computed from an iota:
-    window bounds, shifts. Non-integer floats and huge floats (mask fills) are not
-    positions."""
+    window bounds, shifts. Non-integer floats and floats past `position_reach` (mask
+    fills) are not positions."""
     derived: set[str] = set()
     out = []
+    limit = position_reach(largest_dim(fa.module))
     # Twice, as `positions.named_positions`: positions cross into called functions and
     # loops, and back out through their results and the next round's arguments.
     for op in fa.ops() * 2:
@@ -722,10 +723,35 @@ def position_constants(fa: ProgramFacts) -> list[tuple[str, int]]:
             if found is None:
                 continue
             name, value = found
-            if isinstance(value, float) and (not value.is_integer() or abs(value) > 1 << 16):
+            if isinstance(value, float) and (not value.is_integer() or abs(value) > limit):
                 continue
             out.append((name, int(abs(value))))
     return list(dict.fromkeys(out))  # the second pass finds the first's again
+
+
+# A float constant next to positions names a position up to this many times the largest
+# dim of the program (a sum of two positions, a global offset plus a local position), and
+# at least up to 2^16. Past that it is a mask fill (-1e9, finfo.min) or a scale, which no
+# position reaches: naming it would pin the positions for nothing. A fixed 2^16 left a
+# 131072-long context's window at 70000.0 unnamed (red-team batch 3, `long_ctx`).
+FLOAT_REACH = 4
+
+
+def position_reach(largest: int) -> int:
+    """How far a float constant next to positions can name one (see FLOAT_REACH)."""
+    return max(1 << 16, FLOAT_REACH * largest) if FLOAT_REACH else 1 << 16
+
+
+def largest_dim(module: Module) -> int:
+    """The largest dim size of any value of the program (its arguments and op results)."""
+    best = 0
+    for fn in module.funcs.values():
+        for t in fn.body.arg_types:
+            best = max([best, *t.shape])
+        for op in fn.body.walk():
+            for t in op.result_types:
+                best = max([best, *t.shape])
+    return best
 
 
 def constant_behind(fa: ProgramFacts, value: str) -> tuple[str, float | int] | None:
@@ -751,7 +777,8 @@ def only_device(fa: ProgramFacts, name: str) -> bool:
     return bool(uses) and all(fa.mesh_arithmetic(u, pos) for u, pos in uses)
 
 
-__all__ = ['ACROSS_DEVICES', 'Constant', 'ProgramFacts', 'arg_sources', 'block_offset_constants', 'call_flow',
+__all__ = ['ACROSS_DEVICES', 'FLOAT_REACH', 'Constant', 'ProgramFacts', 'largest_dim', 'position_reach',
+           'arg_sources', 'block_offset_constants', 'call_flow',
            'constant_behind', 'device_count', 'group_size', 'index_sources', 'mean_uses', 'moved_operands',
            'iota_only', 'only_device', 'position_constants', 'region_flow', 'role_constants', 'splat', 'sum_reduced',
            'summed_across', 'through_broadcasts']

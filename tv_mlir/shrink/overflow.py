@@ -8,9 +8,14 @@ original sizes (`testdata/shrink_rules/gen_holes.py`, `int_overflow`).
 
 An interval per integer value at the original sizes (`iota` along a dim of n: [0, n - 1];
 splat constants; clamps, max/min, sums, products, quotients and remainders by constants;
-layout ops; called functions entered with their arguments' intervals). An add, subtract
-or multiply whose interval leaves its type is an *overflow site*, with the constants and
-iota classes its operands were computed from; past it the value is unknown (wrapped).
+layout ops; called functions entered with their arguments' intervals; booleans, which are
+0 or 1 whatever they were computed from). An add, subtract or multiply whose interval leaves
+its type is an *overflow site*, with the constants and iota classes its operands were
+computed from; past it the value is unknown (wrapped). Sums are sites too (`SUMS`): a
+reduce, reduce_window, all_reduce or reduce_scatter with an add body, an integer
+dot_general and a scatter-add add up as many terms as their summed dims hold at the
+original sizes (a count of 256 tokens in int8 wraps, at 16 tokens it does not), so their
+interval is that many times the terms', and the summed dims' classes are among the site's.
 `constants.tie_constants` pins the shrunk classes of every site: the site must keep the
 sizes at which it overflows. Values of unknown range (program inputs, loop-carried
 values) overflow at every size alike (the solver picks the input), so they are no site."""
@@ -19,10 +24,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from tv_mlir.ir import Block, Func, Op, TensorType
+from tv_mlir.ir import Block, DotDims, Func, Op, ScatterDims, TensorType
 from tv_mlir.semantics.ops import SPLAT_PRESERVING, VALUE_IDENTITIES
 from tv_mlir.shrink.dims import DimAnalysis
 from tv_mlir.shrink.facts import ProgramFacts, splat
+from tv_mlir.shrink.scatters import adds
 
 Interval = tuple[int, int]
 # Narrowing converts: an integer convert whose operand's interval at the original sizes
@@ -32,6 +38,10 @@ Interval = tuple[int, int]
 # and an input the user bounds (`--assume ids=0:40000`, whose bound follows its class down
 # when it shrinks) has that interval. Off: converts and device ids are of unknown range.
 CONVERTS = True
+# Sums as sites (reduce, reduce_window, all_reduce, reduce_scatter, integer dot_general,
+# scatter-add; red-team batch 3 in docs/shrinking.md). Off: a sum's result is of unknown
+# range, as before, and a count that wraps only at the original sizes shrinks away.
+SUMS = True
 
 
 @dataclass(frozen=True)
@@ -59,6 +69,9 @@ def _range(t: TensorType) -> Interval:
 
 
 _LAYOUT = SPLAT_PRESERVING | VALUE_IDENTITIES | {"stablehlo.transpose", "stablehlo.slice", "stablehlo.reverse"}
+# Sums read by `_Walk.sum`.
+_SUMS = frozenset({"stablehlo.reduce", "stablehlo.reduce_window", "stablehlo.all_reduce", "stablehlo.reduce_scatter",
+                   "stablehlo.dot_general", "stablehlo.scatter"})
 _ARITH = frozenset({"stablehlo.add", "stablehlo.subtract", "stablehlo.multiply", "stablehlo.maximum",
                     "stablehlo.minimum", "stablehlo.clamp", "stablehlo.divide", "stablehlo.remainder",
                     "stablehlo.negate", "stablehlo.abs"})
@@ -83,6 +96,11 @@ class _Walk:
                 self.block(region, known)  # region arguments: unknown
 
     def op(self, op: Op, known: dict[str, Known]) -> None:
+        if SUMS and op.results and op.result_types and op.result_types[0].is_bool:
+            # A boolean is 0 or 1 whatever it was computed from (a compare of inputs
+            # included): a count of them is bounded by how many are counted.
+            known[op.results[0]] = Known(0, 1)
+            return
         if not op.results or not op.result_types or not op.result_types[0].is_int:
             return
         t, r, name = op.result_types[0], op.results[0], op.name
@@ -121,6 +139,8 @@ class _Walk:
                     known[res] = k
         elif name in _LAYOUT and ins and ins[0] is not None:
             known[r] = ins[0]
+        elif SUMS and name in _SUMS:
+            self.sum(op, ins, t, known)
         elif name == "stablehlo.select" and len(ins) == 3 and ins[1] is not None and ins[2] is not None:
             a, b = ins[1], ins[2]  # the predicate is i1: any value
             known[r] = Known(min(a.lo, b.lo), max(a.hi, b.hi), a.constants | b.constants, a.classes | b.classes,
@@ -129,6 +149,90 @@ class _Walk:
             # An operand of unknown range has its type's (an input, a loop-carried value).
             full = Known(*_range(t), free=True)
             self.arith(op, [k if k is not None else full for k in ins], t, known)
+
+    def _dims(self, value: str, dims: Sequence[int]) -> tuple[int, frozenset[int]]:
+        """How many positions `dims` of `value` hold at the original sizes, and their classes."""
+        t = self.a.types.get((self.fa.program, value))
+        if t is None:
+            return 0, frozenset()
+        n, classes = 1, set()
+        for d in dims:
+            n *= t.shape[d]
+            c = self.a.class_of.get((self.fa.program, value, d))
+            if c is not None:
+                classes.add(c)
+        return n, frozenset(classes)
+
+    def _group(self, op: Op) -> int:
+        """The largest process group of a collective (every device when its groups are not
+        read: an outer bound)."""
+        from tv_mlir.execute.spmd import process_groups
+
+        m = self.fa.module
+        try:
+            return max((len(g) for g in process_groups(op, m.num_replicas, m.num_partitions)), default=1)
+        except Exception:  # noqa: BLE001 - an unread group form: every device bounds it
+            return m.num_replicas * m.num_partitions
+
+    def sum(self, op: Op, ins: list[Known | None], t: TensorType, known: dict[str, Known]) -> None:
+        """A sum of n terms at the original sizes: n times the terms' interval (plus an
+        initial value's). n, and the classes it depends on, by the op (see `_SUMS`)."""
+        name = op.name
+        terms: list[Known | None]
+        base: Known | None = Known(0, 0)
+        if name in ("stablehlo.reduce", "stablehlo.reduce_window"):
+            if len(op.operands) != 2 or not adds(op):
+                return
+            terms, base = [ins[0]], ins[1]
+            if name == "stablehlo.reduce":
+                n, classes = self._dims(op.operands[0], list(op.attrs.get("dimensions", ())))
+            else:
+                window = [int(w) for w in op.attrs.get("window_dimensions", ())]
+                n = 1
+                for w in window:
+                    n *= w
+                _, classes = self._dims(op.operands[0], [d for d, w in enumerate(window) if w > 1])
+        elif name in ("stablehlo.all_reduce", "stablehlo.reduce_scatter"):
+            if len(op.operands) != 1 or not adds(op):
+                return
+            terms, n, classes = [ins[0]], self._group(op), frozenset()
+        elif name == "stablehlo.dot_general":
+            dn = op.attrs.get("dot_dimension_numbers")
+            if len(ins) != 2 or not isinstance(dn, DotDims):
+                return
+            a, b = ins
+            if a is None or b is None:
+                return
+            ends = [a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi]
+            n, classes = self._dims(op.operands[0], dn.lhs_contracting)
+            _, more = self._dims(op.operands[1], dn.rhs_contracting)
+            terms = [Known(min(ends), max(ends), a.constants | b.constants, a.classes | b.classes)]
+            classes |= more
+        elif name == "stablehlo.scatter":
+            sd = op.attrs.get("scatter_dimension_numbers")
+            if len(op.operands) != 3 or not isinstance(sd, ScatterDims) or not adds(op):
+                return
+            # Every update may land on one position: as many terms as the updates hold
+            # outside their window dims.
+            ut = self.a.types.get((self.fa.program, op.operands[2]))
+            if ut is None:
+                return
+            n, classes = self._dims(op.operands[2], [d for d in range(len(ut.shape)) if d not in sd.update_window_dims])
+            terms, base = [ins[2]], ins[0]
+        else:
+            return
+        k = terms[0]
+        if k is None or base is None or n <= 0:
+            return
+        # Up to n terms (a padded window or a scatter may add fewer): an outer bound.
+        lo, hi = base.lo + n * min(k.lo, 0), base.hi + n * max(k.hi, 0)
+        consts, cls = k.constants | base.constants, k.classes | base.classes | classes
+        lo_t, hi_t = _range(t)
+        if lo < lo_t or hi > hi_t:
+            if not (k.free or base.free):
+                self.out.append(OverflowSite(self.fa.program, consts, cls, f"{name} at {op.loc}"))
+            return  # wrapped: unknown from here on
+        known[op.results[0]] = Known(lo, hi, consts, cls, k.free or base.free)
 
     def arith(self, op: Op, ins: list[Known], t: TensorType, known: dict[str, Known]) -> None:
         name, r = op.name, op.results[0]

@@ -19,12 +19,10 @@ from dataclasses import dataclass
 from tv_mlir.ir import Op
 from tv_mlir.semantics.ops import DEVICE_IDS, POSITION_ARITH, POSITION_FLOW, SPLAT_PRESERVING
 from tv_mlir.shrink.dims import DimAnalysis
-from tv_mlir.shrink.facts import ProgramFacts, moved_operands, only_device, region_flow, splat
+from tv_mlir.shrink.facts import ProgramFacts, moved_operands, only_device, position_reach, region_flow, splat
 
 # Ops that relate positions of two operands as one coordinate (distances, order).
 COMBINING = frozenset({"stablehlo.subtract", "stablehlo.add", "stablehlo.compare"})
-# A named position past this is a mask fill or a scale, not a window (-1e9, 3.4e38).
-_MAX_NAMED = 1 << 16
 # Rule (b), shifts: a position (or a partition offset) shifted by a constant k is
 # multiplied or divided by 2^k (`(tp << 4) + i` is `tp * 16 + i`, `pos >> 3` is `pos // 8`),
 # so the constant names 2^k, as a factor does. Off: shifts end an offset's arithmetic and
@@ -53,6 +51,8 @@ def named_positions(fa: ProgramFacts, a: DimAnalysis,
                     combined: set[frozenset[int]] | None = None) -> list[NamedPosition]:
     """`combined`, when given, collects the sets of iota classes that one op combines from
     different operands (`COMBINING`: the mask's `i - j`, a compare `i <= j`)."""
+    # Past `facts.position_reach` a named position is a mask fill or a scale, not a window.
+    reach = position_reach(max((c.size for c in a.classes), default=0))
     derived: dict[str, tuple[float, frozenset[int]]] = {}  # value -> (scale, iota classes)
     out: list[NamedPosition] = []
     memo: dict[str, tuple[tuple[tuple[str, float], ...], bool] | None] = {}
@@ -61,7 +61,7 @@ def named_positions(fa: ProgramFacts, a: DimAnalysis,
         if not value or not math.isfinite(value) or not scale:
             return
         p = abs(value) / scale
-        if p <= _MAX_NAMED:
+        if p <= reach:
             out.append(NamedPosition(fa.program, constant, math.ceil(p - 1e-9), classes))
 
     # Twice: positions cross into functions (jnp.clip, jnp.where are private funcs taking
