@@ -75,3 +75,29 @@ def test_ring_bug_at_8b_widths_is_confirmed_at_the_original_sizes() -> None:
 def test_ring_correct_twin_at_8b_widths_stays_equivalent() -> None:
     v = verify(D / "ring.big.ref.mlir", D / "ring.big.ok.mlir")
     assert v.verdict == "equivalent", v.reason
+
+
+def test_the_memory_budget_counts_the_inputs_copies(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # A 1 GiB input read by one small op: op results alone are ~4 KB. One run holds the input
+    # set, the copy sent to XLA's child and XLA's buffers (3 copies), and on 4 devices up to
+    # two more per device: 11 GiB, over half of a 16 GiB MemAvailable. (Counting op results
+    # only, a 2.1 GB embedding on 4 devices was OOM-killed at 14.8 GB.)
+    from tv_mlir.witness import cost
+
+    big = "tensor<262144x1024xf32>"
+    text = f"""module attributes {{mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : i32}} {{
+  func.func @main(%e: {big}) -> tensor<1x1024xf32> {{
+    %r = stablehlo.slice %e [0:1, 0:1024] : ({big}) -> tensor<1x1024xf32>
+    return %r : tensor<1x1024xf32>
+  }}
+}}"""
+    m = load_module(text)
+    c = module_cost(m)
+    assert c.args == 1 << 30 and c.bytes < 1 << 20
+    assert c.memory == c.bytes + (cost.ARG_COPIES + cost.ARG_COPIES_PER_DEVICE * c.devices) * c.args
+    monkeypatch.setattr(fullsize, "mem_available", lambda: 16 << 30)
+    b = fullsize.budget(m, m, "auto", purpose="check")
+    assert not b.run and not b.memory_fits and "input copies" in b.reason, b
+    # The same program with a 4 MiB input fits.
+    small = text.replace("262144x1024", "1024x1024")
+    assert fullsize.budget(load_module(small), load_module(small), "auto", purpose="check").run

@@ -19,13 +19,32 @@ _WIDTH = re.compile(r"^(?:ui|i|f)(\d+)")
 _MAX_CALL_DEPTH = 64
 
 
+# Copies of the program's inputs one run holds beside its op results: the input set in
+# this process, the copy sent to the XLA child, XLA's own argument buffers; and where a run
+# spreads them over devices, up to two more per device (an input replicated over the devices
+# is one part per device, sent and buffered each). An embedding of 2.1 GB replicated over 4
+# devices passed a budget that counted op results only and was OOM-killed at 14.8 GB
+# (red-team batch 3's first `special_ids.big`).
+ARG_COPIES = 3
+ARG_COPIES_PER_DEVICE = 2
+
+
 @dataclass(frozen=True)
 class Cost:
     bytes: int  # op results, all devices together
     flops: int  # 2 x multiply-adds of dot_general/dot (convolution has no semantics here)
+    args: int = 0  # the program's inputs at their global sizes
+    devices: int = 1  # the devices a run spreads its inputs over
 
     def __add__(self, other: Cost) -> Cost:
-        return Cost(self.bytes + other.bytes, self.flops + other.flops)
+        return Cost(self.bytes + other.bytes, self.flops + other.flops, self.args + other.args,
+                    max(self.devices, other.devices))
+
+    @property
+    def memory(self) -> int:
+        """What one run may hold at once: op results and the inputs' copies (an outer bound)."""
+        per_device = ARG_COPIES_PER_DEVICE * self.devices if self.devices > 1 else 0
+        return self.bytes + (ARG_COPIES + per_device) * self.args
 
 
 def element_bytes(t: TensorType) -> int:
@@ -46,7 +65,8 @@ def module_cost(m: Module) -> Cost:
     nbytes = sum(_block_bytes(f.body, mult, devices) for f in m.funcs.values())
     main = m.funcs.get("main")
     flops = _Flops(m, devices).block(main.body, mult, 0) if main is not None else 0
-    return Cost(nbytes, flops)
+    args = sum(t.size * element_bytes(t) for t in m.global_arg_types()) if main is not None else 0
+    return Cost(nbytes, flops, args, devices)
 
 
 def _block_bytes(block: Block, mult: int, devices: int) -> int:

@@ -76,17 +76,18 @@ def budget(ref: Module, other: Module, mode: str, purpose: str = "replay") -> Bu
     avail = mem_available()
     limit = int(avail * FULL_SIZE_MEMORY_FRACTION) if avail else None
     # Programs run one after the other: the larger one must fit.
-    biggest: Cost = max(costs.values(), key=lambda c: c.bytes)
+    biggest: Cost = max(costs.values(), key=lambda c: c.memory)
     flops = max(c.flops for c in costs.values())
-    memory_fits = limit is None or biggest.bytes <= limit
+    memory_fits = limit is None or biggest.memory <= limit
+    estimate["memory_bytes"] = biggest.memory
     if limit is not None:
         estimate["memory_limit_bytes"] = limit
     estimate["flops_limit"] = max_flops
     if mode == "off":
         return Budget(False, "off (--full-size-check off)", estimate, memory_fits)
     if not memory_fits:
-        return Budget(False, f"over the memory budget: ~{_mib(biggest.bytes)} of op results against half of "
-                             f"MemAvailable ({_mib(limit or 0)})", estimate, False)
+        return Budget(False, f"over the memory budget: ~{_mib(biggest.memory)} of op results and input copies "
+                             f"against half of MemAvailable ({_mib(limit or 0)})", estimate, False)
     if mode == "auto" and flops > max_flops:
         return Budget(False, f"over the {purpose} compute budget: {flops / 1e9:.1f} GFLOP per run against "
                              f"{max_flops / 1e9:.0f} (--full-size-check on runs it anyway)",
