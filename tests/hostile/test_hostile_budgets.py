@@ -227,14 +227,16 @@ def test_a_module_over_the_op_budget(tmp_path) -> None:
 
 
 def test_long_chain_with_a_bug(tmp_path) -> None:
-    """10,000 dependent ops: a verdict, exact; XLA replay declines to compile the chain
-    (its compile time grows with the square; 30,000 overflowed its stack)."""
-    ref, bug = write(tmp_path, "ref.mlir", chain(10_000)), write(tmp_path, "bug.mlir", chain(10_000, bug=True))
-    # The limit only guards against a hang: ~15 s idle, it passed 60 s at load 8 on two cores.
+    """A chain of dependent ops past XLA replay's budget: a verdict, exact; XLA replay
+    declines to compile the chain (its compile time grows with the square; 30,000 ops
+    overflowed its stack). 10,000 ops cost 24 s here, MAX_XLA_CHAIN + 1000 about 10 s."""
+    n = MAX_XLA_CHAIN + 1000
+    ref, bug = write(tmp_path, "ref.mlir", chain(n)), write(tmp_path, "bug.mlir", chain(n, bug=True))
+    # The limit only guards against a hang.
     d = verdict(cli("verify", "--json", ref, bug, timeout=240), 1)
     assert d["verdict"] == "not-equivalent"
     xla = [r for r in d["counterexample"]["replay"] if r["backend"] == "xla"]
-    assert xla and "not compiled: a chain of 10000 dependent ops, over XLA replay's budget" in xla[0]["error"]
+    assert xla and f"not compiled: a chain of {n} dependent ops, over XLA replay's budget" in xla[0]["error"]
 
 
 def test_xla_replay_chain_budget(xla) -> None:
