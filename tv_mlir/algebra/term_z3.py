@@ -48,6 +48,8 @@ class Z3Translator:
         self.store = store
         self.cache: dict[int, Any] = {}
         self._funcs: dict[tuple[str, tuple[str, ...], str], Any] = {}
+        # A monomial's product (its atoms are ids of this store: their sort is fixed).
+        self._monos: dict[Any, Any] = {}
 
     # -- sorts and constants ---------------------------------------------------
     @staticmethod
@@ -150,6 +152,31 @@ class Z3Translator:
         raise ValueError(f"unknown term kind {k!r}")
 
     def _poly(self, t: Term) -> Any:
+        if any(a.sort != t.sort for a in t.args):  # not seen; z3.Sum/Product coerce the sorts
+            return self._poly_coerced(t)
+        # One sort throughout, so z3's C constructors take the terms as they are: the
+        # Python API's Sum/Product re-derive and coerce every argument's sort, which was
+        # most of a local proof's time on large sums (the FSDP step's clipped gradients).
+        # A monomial seen in another polynomial (a sum and that sum plus a term) is reused.
+        cref = z3.main_ctx().ref()
+        monos = self._monos
+        summands: list[Any] = []
+        for mono, c in t.data:
+            if not mono:
+                summands.append(self._const(t.sort, c))
+                continue
+            m = monos.get(mono)
+            if m is None:
+                factors = [self.cache[atom_id] for atom_id, e in mono for _ in range(e)]
+                m = monos[mono] = factors[0] if len(factors) == 1 else _mk(z3.Z3_mk_mul, cref, factors)
+            summands.append(m if c == 1 else _mk(z3.Z3_mk_mul, cref, [self._const(t.sort, c), m]))
+        if not summands:
+            return self._const(t.sort, Fraction(0))
+        if len(summands) == 1:
+            return summands[0]
+        return _mk(z3.Z3_mk_add, cref, summands)
+
+    def _poly_coerced(self, t: Term) -> Any:
         summands: list[Any] = []
         for mono, c in t.data:
             factors: list[Any] = []
@@ -166,6 +193,13 @@ class Z3Translator:
         if len(summands) == 1:
             return summands[0]
         return z3.Sum(*summands)
+
+
+def _mk(constructor: Any, cref: Any, args: list[Any]) -> Any:
+    """z3's n-ary arithmetic constructor (Z3_mk_add / Z3_mk_mul) over arguments of one
+    arithmetic sort, wrapped as the Python API wraps it (ArithRef keeps a reference)."""
+    arr = (z3.Ast * len(args))(*[a.as_ast() for a in args])
+    return z3.ArithRef(constructor(cref, len(args), arr), args[0].ctx)
 
 
 def _product(factors: list[Any], sort: str) -> Any:
