@@ -3,7 +3,9 @@
 results meet), as in the program with the call inlined; the call's other operands are not
 counted as met (switch meets.CALLEES). Pair: testdata/shrink_rules/gen_call_meets.py
 (manifest_call_meets.json, XLA-checked at the original sizes). Verdicts with the full-size
-check and the second witness off, so that the rule is what is tested."""
+check and the second witness off, so that the rule is what is tested. Also `gather_cap`,
+the hole this pair's work found (a literal cap before a gather that clamps on its own),
+closed by rule (a)'s implicit clamps (switch clamps.CLAMPS)."""
 from __future__ import annotations
 
 import json
@@ -15,7 +17,7 @@ from tests.conftest import TESTDATA, assert_confirmed_at_original_sizes
 from tv_mlir.api import prepare
 from tv_mlir.ir import Op
 from tv_mlir.options import Options
-from tv_mlir.shrink import meets
+from tv_mlir.shrink import clamps, meets
 from tv_mlir.shrink.pair import _raw
 from tv_mlir.shrink.plan import ShrinkPlan, plan
 
@@ -87,13 +89,30 @@ def test_without_entering_the_callee_the_cap_hides(monkeypatch: pytest.MonkeyPat
     assert bug.verdict == "equivalent", bug.reason
 
 
-@pytest.mark.xfail(strict=True, reason="rule (a) hole: a gather's own clamp at V - 1 is no size value, so a "
-                   "literal cap on its index does not keep the vocabulary above it (docs/shrinking.md)")
-def test_a_cap_before_a_clamping_gather_bounds_the_vocabulary() -> None:
-    assert _vocab(_plan("small", "bug", "gather_cap")) > 40
+def test_a_cap_before_a_clamping_gather_bounds_the_vocabulary(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The reference's gather clamps the ids at V - 1 on its own (jnp.take's clip mode, no
+    # constant): rule a's implicit clamps read it as a size value |V| - 1, met by the ids the
+    # bug's literal cap meets, so the vocabulary stays above the cap. Without them (the
+    # hole helper-34 found) it shrinks to 2, where the two clamps agree.
+    cap = 40
+    assert _vocab(_plan("small", "bug", "gather_cap")) > cap
+    assert _vocab(_plan("small", "ok", "gather_cap")) < cap  # a clamp at V - 1 is rewritten with V
+    monkeypatch.setattr(clamps, "CLAMPS", False)
+    assert _vocab(_plan("small", "bug", "gather_cap")) < cap
+
+
+def test_a_cap_before_a_clamping_gather_is_found_by_the_rules() -> None:
+    bug = tv_mlir.verify(*_files("small", "bug", "gather_cap"), **RULES_OFF)
+    assert_confirmed_at_original_sizes(bug)
+
+
+def test_without_implicit_clamps_the_cap_hides(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(clamps, "CLAMPS", False)
+    bug = tv_mlir.verify(*_files("small", "bug", "gather_cap"), **RULES_OFF)
+    assert bug.verdict == "equivalent", bug.reason
 
 
 def test_a_cap_before_a_clamping_gather_is_caught_at_the_original_sizes() -> None:
-    # What catches gather_cap's bug today: the full-size check (the pair fits it; with it
-    # off the verdict is a wrong `equivalent`, the second witness's sizes below the cap).
+    # Default options: the rules keep the vocabulary above the cap, and the full-size
+    # check (the pair fits it) agrees.
     assert_confirmed_at_original_sizes(tv_mlir.verify(*_files("small", "bug", "gather_cap")))

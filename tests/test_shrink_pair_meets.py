@@ -14,7 +14,7 @@ import tv_mlir
 from tests.conftest import TESTDATA
 from tv_mlir.api import prepare
 from tv_mlir.options import Options
-from tv_mlir.shrink import constants
+from tv_mlir.shrink import clamps, constants
 from tv_mlir.shrink.dims import analyse
 from tv_mlir.shrink.facts import ProgramFacts, splat
 from tv_mlir.shrink.meets import ANY, Meets
@@ -43,8 +43,12 @@ def _sizes(p: ShrinkPlan) -> tuple[int, int]:
 
 def _loose(monkeypatch: pytest.MonkeyPatch) -> None:
     """The rule made too permissive on purpose: size values apart unless one program
-    combines them (the sources, what each is combined with, ignored)."""
+    combines them (the sources, what each is combined with, ignored). The
+    reference's gather also clamps the ids on its own, a size value since rule a's implicit
+    clamps (clamps.py), which orders the bug's clamp too: that rule is switched off here, so
+    that this rule's own hole shows."""
     monkeypatch.setattr(constants, "apart", lambda a, b, same: not (same and a.carried & b.carried))
+    monkeypatch.setattr(clamps, "CLAMPS", False)
 
 
 def test_pair_meets_manifest_lists_every_pair_ran_on_xla() -> None:

@@ -22,7 +22,7 @@ import pytest
 
 import tv_mlir
 from tests.conftest import TESTDATA
-from tv_mlir.shrink import constants, dims, overflow, positions
+from tv_mlir.shrink import clamps, constants, dims, overflow, positions, ranged
 
 D = TESTDATA / "shrink_rules"
 MANIFEST = json.loads((D / "manifest_redteam2.json").read_text())
@@ -97,7 +97,11 @@ def test_correct_twin_never_exits_1(pair: str, variant: str) -> None:
 # rule b reads the copy's `q - 1` as position 16 (the untied 1 times the block) and keeps
 # the dim at 64 on its own, a bound the plan with the two rules on does not need.
 SWITCHED = {"shift_block": [(constants, "BIT_OPS"), (positions, "SHIFTS"), (dims, "SPLIT_CALL_SITES")],
-            "label_bits": [(constants, "BIT_OPS")], "label_mask": [(constants, "BIT_OPS")],
+            # each of rule a's implicit clamps (the reference's gather clamps the labels at
+            # V - 1, met by the bug's 7) and rule b's assumed ranges (`label & 7` names label 7
+            # of the vocabulary the labels are assumed in) also finds the bug: both are off here
+            "label_bits": [(constants, "BIT_OPS"), (ranged, "RANGED"), (clamps, "CLAMPS")],
+            "label_mask": [(constants, "BIT_OPS"), (ranged, "RANGED"), (clamps, "CLAMPS")],
             "pos_narrow": [(overflow, "CONVERTS")], "ids_narrow": [(overflow, "CONVERTS")],
             "shl_offset": [(positions, "SHIFTS")]}
 

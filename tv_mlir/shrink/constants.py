@@ -12,6 +12,7 @@ import numpy as np
 
 from tv_mlir.ir import Op
 from tv_mlir.semantics.ops import DYNAMIC_SLICES
+from tv_mlir.shrink.clamps import Clamp, implicit_clamps
 from tv_mlir.shrink.dims import DimAnalysis
 from tv_mlir.shrink.facts import (
     Constant,
@@ -22,14 +23,16 @@ from tv_mlir.shrink.facts import (
     only_device,
     passed_whole,
     position_constants,
+    position_reach,
     splat,
     through_broadcasts,
 )
 from tv_mlir.shrink.linear import MAX_FACTORS, Multiplier, multipliers
 from tv_mlir.shrink.linear import value as multiplier_value
-from tv_mlir.shrink.meets import Meets, apart
+from tv_mlir.shrink.meets import Meets, Reach, apart
 from tv_mlir.shrink.overflow import OverflowSite, overflow_sites
 from tv_mlir.shrink.positions import NamedPosition, named_positions
+from tv_mlir.shrink.ranged import RangedPosition, ranged_positions
 from tv_mlir.shrink.scatters import data_scatter
 from tv_mlir.shrink.trips import trips_apart
 
@@ -40,6 +43,11 @@ NEAR = 4
 # Literals the order rule compares size values with: integers (or reciprocals of
 # integers) from 2 up to this; larger ones are fills and scales (-1e9, 3.4e38).
 _ORDER_MAX = 1 << 16
+# Rule (a), wide literals: integer literals up to `facts.position_reach` of the programs'
+# largest dim (4x it, and at least 2^16) are ordered too, so a Llama-3 vocabulary of 128256
+# stays above its special tokens' 128000 and a clamp at 99999. Past that no size value can
+# reach them. Off: literals up to 2^16 only.
+WIDE_LITERALS = True
 # Rule (i): a float constant whose every use is the mean of a sum reduction over classes S
 # (sum / c, or sum * c as a reciprocal), with c = |S| (1 / |S|), names S's element count
 # and nothing else. The switch is for the tests that show what the rule does.
@@ -151,6 +159,12 @@ class Sites:
     # different classes or sizes (not rewritten: the sites that read them pin).
     tables: dict[tuple[str, str], tuple[tuple[int, ...], int]] = field(default_factory=dict)
     clashing_tables: set[tuple[str, str]] = field(default_factory=set)
+    # Rule (a), implicit clamps (clamps.py): data-indexed gathers' and dynamic slices' own
+    # clamps at |C| - 1, size values of their class.
+    clamps: list[Clamp] = field(default_factory=list)
+    # Rule (b), assumed ranges (ranged.py): constants that name a position of a class whose
+    # size an input's assumed range ends at, with the bound each asks.
+    ranged: list[RangedPosition] = field(default_factory=list)
 
     def table_values(self, sizes: list[int], original: list[int]) -> dict[tuple[str, str], tuple[int, ...]]:
         """The rewritten offset tables of the classes that shrink."""
@@ -168,6 +182,8 @@ def sites(a: DimAnalysis, facts: list[ProgramFacts],
         out.named.extend(named_positions(fa, a))
         out.chains.extend(multipliers(fa))
         out.overflows.extend(overflow_sites(fa, a, ranges))
+        out.clamps.extend(implicit_clamps(fa, a))
+        out.ranged.extend(ranged_positions(fa, a, ranges))
         for op in fa.ops():
             if op.name == "stablehlo.constant":
                 v = splat(op)
@@ -594,7 +610,7 @@ def order(a: DimAnalysis, where: Sites, sizes: list[int], constants: list[Consta
     by_key = {(k.program, k.value_name): k for k in constants}
     # (original, new, shrunk classes, how far below its class's size the value is)
     values: list[tuple[float, float, tuple[int, ...], int | None, str]] = []
-    keys: list[tuple[str, str] | None] = []  # the tied constant behind each size value
+    keys: list[_Key | None] = []  # the tied constant (or implicit clamp) behind each size value
     for key, new in tied.items():
         k = by_key.get(key)
         shrunk = tuple(c for c in tied_classes.get(key, ()) if sizes[c] < a.classes[c].size)
@@ -613,6 +629,14 @@ def order(a: DimAnalysis, where: Sites, sizes: list[int], constants: list[Consta
         if sizes[c] < a.classes[c].size:
             values.append((a.classes[c].size, sizes[c], (c,), 0, "a count (a sum of a constant over it)"))
             keys.append(None)
+    for clamp in where.clamps:
+        # Rule (a), implicit clamps: the gather's own clamp at |C| - 1 is a size value.
+        c = clamp.cls
+        if sizes[c] < a.classes[c].size:
+            values.append((a.classes[c].size - 1, sizes[c] - 1, (c,), 1, f"the index clamp of {clamp.where}"))
+            keys.append((clamp.program, clamp))
+    limit = max(_ORDER_MAX, position_reach(max((c.size for c in a.classes), default=0))) if WIDE_LITERALS \
+        else _ORDER_MAX
     literals: dict[float, str] = {}
     occurrences: dict[float, list[tuple[str, str]]] = {}
     for program, name, v in where.literals:
@@ -620,7 +644,7 @@ def order(a: DimAnalysis, where: Sites, sizes: list[int], constants: list[Consta
             continue
         u = v if float(v).is_integer() else (round(1.0 / v) if v < 1 and abs(1.0 / v - round(1.0 / v)) <= 1e-6 / v
                                                else None)
-        if u is not None and 2 <= u <= _ORDER_MAX:
+        if u is not None and 2 <= u <= limit:
             literals.setdefault(float(u), f"{program} {name}")
             occurrences.setdefault(float(u), []).append((program, name))
     for (o, n, classes, below, what), at in zip(values, keys):
@@ -633,7 +657,7 @@ def order(a: DimAnalysis, where: Sites, sizes: list[int], constants: list[Consta
                 for c in classes:
                     out.pins.setdefault(c, why)
             elif u < o and n <= u and MEETING and at is not None and where.meets and \
-                    all(apart(where.meets[at[0]].reach(at[1]), where.meets[p].reach(m), p == at[0])
+                    all(apart(_reach(where, at), where.meets[p].reach(m), p == at[0])
                         for p, m in occurrences[u]):
                 continue  # the literal never meets the size value: its order is not seen
             elif u < o and n <= u:
@@ -649,12 +673,26 @@ def order(a: DimAnalysis, where: Sites, sizes: list[int], constants: list[Consta
         for (o2, n2, classes2, _, _), at2 in compared:
             if o > o2 and n <= n2 and not set(classes) & set(classes2) and \
                     not (PAIR_MEETING and at is not None and at2 is not None and where.data_meets and
-                         apart(where.data_meets[at[0]].reach(at[1]), where.data_meets[at2[0]].reach(at2[1]),
-                               at[0] == at2[0])):
+                         apart(_reach(where, at, True), _reach(where, at2, True), at[0] == at2[0])):
                 out.grow.add(min(classes, key=lambda c: sizes[c]))
     if RATIOS:
         ratios(a, where, sizes, tied, tied_classes, out)
     return out
+
+
+_Key = tuple[str, str] | tuple[str, Clamp]
+
+
+def _reach(where: Sites, at: _Key, data_only: bool = False) -> Reach:
+    """The reach of a size value: its constant's (the literals' reach, or with `data_only`
+    the size values'), or an implicit clamp's (clamps.py), whose index is read with the
+    data sources (`Meets.data_only`): a callee's argument every call site passes a constant
+    is no source there (jnp.take's helper gets its bound V - 1 as an argument), where the
+    literals' reach reads it as unknown and would meet every literal."""
+    program, what = at
+    if isinstance(what, Clamp):
+        return where.data_meets[program].clamp_reach(what.index, what.operand)
+    return (where.data_meets if data_only else where.meets)[program].reach(what)
 
 
 def _met_positions(a: DimAnalysis, where: Sites, sizes: list[int], tied: dict[tuple[str, str], float | int],

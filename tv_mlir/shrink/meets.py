@@ -80,6 +80,18 @@ class Meets:
             self._reach[constant] = self._walk(constant)
         return self._reach[constant]
 
+    def clamp_reach(self, index: tuple[str, ...], operand: str) -> Reach:
+        """The reach of a gather's or dynamic slice's own clamp (clamps.py): it carries
+        the index (a literal carried into the index meets it) and is combined with what the
+        index is computed from and with the indexed dims (a literal index into the same
+        dims meets it, as two constants that reach one index do)."""
+        out = Reach(set(index), set())
+        for v in index:
+            out.sources |= self.sources(v)
+        key = (self.facts.program, operand)
+        out.sources |= {f"dim {c}" for c in self.analysis.classes_of(*key)} if key in self.analysis.types else {ANY}
+        return out
+
     def _indexed_dims(self, op: Op) -> set[str]:
         a, program = self.analysis, self.facts.program
         big = op.operands[0]

@@ -499,6 +499,16 @@ def _fixpoint(base: PlanBase, st: _State) -> tuple[list[int], dict[tuple[str, st
             if b > mins[c]:
                 mins[c] = b
                 changed = True
+        for rp in where.ranged:
+            # Rule (b), assumed ranges: a literal met by ids assumed in [0, |C|) names a
+            # position of C (ranged.py); a constant rewritten with a size names none.
+            if (rp.program, rp.constant) in tied:
+                continue
+            note(rp.cls, "b-range", f"rule b: ids assumed in its range meet the literal {rp.position} "
+                                    f"(at least {rp.bound}: 2u + 2, and u kept in its shard's block)")
+            if rp.bound > mins[rp.cls]:
+                mins[rp.cls] = rp.bound
+                changed = True
         rule_a = order(a, where, sizes, constants, tied, tied_classes, counted, trip_only)
         for c, why in rule_a.pins.items():
             if c not in pins:

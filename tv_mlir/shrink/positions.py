@@ -48,14 +48,19 @@ class NamedPosition:
 
 
 def named_positions(fa: ProgramFacts, a: DimAnalysis,
-                    combined: set[frozenset[int]] | None = None) -> list[NamedPosition]:
+                    combined: set[frozenset[int]] | None = None,
+                    seeds: dict[str, frozenset[int]] | None = None) -> list[NamedPosition]:
     """`combined`, when given, collects the sets of iota classes that one op combines from
-    different operands (`COMBINING`: the mask's `i - j`, a compare `i <= j`)."""
+    different operands (`COMBINING`: the mask's `i - j`, a compare `i <= j`). `seeds`, when
+    given: the positions are these values (program inputs whose assumed range ends at the
+    size of the given classes, ranged.py), not the iotas."""
     # Past `facts.position_reach` a named position is a mask fill or a scale, not a window.
     reach = position_reach(max((c.size for c in a.classes), default=0))
     derived: dict[str, tuple[float, frozenset[int]]] = {}  # value -> (scale, iota classes)
     out: list[NamedPosition] = []
     memo: dict[str, tuple[tuple[tuple[str, float], ...], bool] | None] = {}
+    if seeds is not None:
+        derived.update((v, (1.0, cs)) for v, cs in seeds.items())
 
     def name(constant: str, value: float, scale: float, classes: frozenset[int]) -> None:
         if not value or not math.isfinite(value) or not scale:
@@ -68,7 +73,7 @@ def named_positions(fa: ProgramFacts, a: DimAnalysis,
     # the position and the constants as arguments) and back out through their results.
     ops = fa.ops()
     for _ in range(2):
-        _pass(fa, a, ops, derived, memo, name, combined)
+        _pass(fa, a, ops, derived, memo, name, combined, iotas=seeds is None)
     return list(dict.fromkeys(out))
 
 
@@ -84,9 +89,9 @@ def combined_positions(fa: ProgramFacts, a: DimAnalysis) -> set[frozenset[int]]:
 def _pass(fa: ProgramFacts, a: DimAnalysis, ops: list[Op], derived: dict[str, tuple[float, frozenset[int]]],
           memo: dict[str, tuple[tuple[tuple[str, float], ...], bool] | None],
           name: Callable[[str, float, float, frozenset[int]], None],
-          combined: set[frozenset[int]] | None = None) -> None:
+          combined: set[frozenset[int]] | None = None, iotas: bool = True) -> None:
     for op in ops:
-        if op.name == "stablehlo.iota":
+        if op.name == "stablehlo.iota" and iotas:
             d = int(op.attrs.get("iota_dimension", 0))
             derived[op.results[0]] = (1.0, frozenset({a.class_of[(fa.program, op.results[0], d)]}))
             continue
@@ -101,7 +106,7 @@ def _pass(fa: ProgramFacts, a: DimAnalysis, ops: list[Op], derived: dict[str, tu
                     if ret in derived:
                         derived[r] = derived[ret]
             continue
-        for target, sources in region_flow(op):
+        for target, sources in region_flow(op) + _manual_flow(op):
             # Positions carried into a loop (or out of a branch) are positions there,
             # at the scale they went in with.
             carried = [derived[v] for v in sources if v in derived]
@@ -144,6 +149,18 @@ def _pass(fa: ProgramFacts, a: DimAnalysis, ops: list[Op], derived: dict[str, tu
                     else scale / factor
         for r in op.results:
             derived[r] = (scale, classes)
+
+
+def _manual_flow(op: Op) -> list[tuple[str, tuple[str, ...]]]:
+    """A manual computation's (target, sources) pairs: its body's argument k holds a block
+    of operand k's elements (the same values, a shard of the positions), its result k the
+    blocks its body returns. Ids assumed in the vocabulary are still such ids inside a
+    shard_map (ranged.py)."""
+    if op.name != "sdy.manual_computation" or not op.regions:
+        return []
+    body = op.regions[0]
+    out: list[tuple[str, tuple[str, ...]]] = [(arg, (o,)) for arg, o in zip(body.args, op.operands)]
+    return out + [(r, (ret,)) for r, ret in zip(op.results, body.returns)]
 
 
 def _factor(fa: ProgramFacts, op: Op, ins: list[tuple[float, frozenset[int]] | None],

@@ -1,0 +1,114 @@
+"""Rule (b), assumed ranges as positions (docs/shrinking.md, rule b "assumed ranges"): a
+program input assumed in [lo, |C|) (`--assume ids=0:vocab`) takes the values of C's
+positions, and the assumption moves with C when it shrinks (`assume.resolve`). So a
+literal compared with the ids (`ids < 128000`, `minimum(ids, 99999)`, through index
+arithmetic, calls and moves, as rule b follows an iota) names a position of C, as it would
+name one of an iota along C, and bounds C from below.
+
+The bound for a named position u < |C|: the ids' *types* are the outcomes of the program's
+compares on an id, and of which shard's block holds it: with C split into blocks of size
+B (each class of C's scale component that divides |C|), an id of block b below u, or at or
+above it. A verdict at the shrunk sizes carries over when every type present at the
+original sizes is present at the shrunk ones (a superset only adds cases the proof also
+covers), each with two values (two ids of one type can be equal or not, as rule "indexed
+by data" keeps two per shard). u's block q = u // B keeps its two kinds when q B' < u
+(true for B' <= B) and (q + 1) B' >= u + 2, so C' >= (|C| / B) ceil((u + 2) / (q + 1)) for
+every block size B (B = |C| itself: C' >= u + 2); and at least 2u + 2, rule b's bound for
+an iota's position, which also gives the values at or above u as many as below it. A
+named position at or past |C| splits no values at any size and bounds nothing. A lower
+end lo > 0 that is no class's size is such a literal too (the range must keep values at
+the shrunk sizes)."""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tv_mlir.shrink.dims import DimAnalysis
+from tv_mlir.shrink.facts import ProgramFacts
+from tv_mlir.shrink.positions import named_positions
+
+# Off: an assumed range is no position (special_ids' mask `ids < 128000` bounded nothing).
+RANGED = True
+# Off: a named id position bounds its class by 2u + 2 only, not by the blocks its shards
+# split it into (a mask skipped on the device whose block holds u hid at 2u + 2).
+BLOCKS = True
+
+
+@dataclass(frozen=True)
+class RangedPosition:
+    """A constant (or an assumed lower end) that names id position `position` of class
+    `cls`, and the lower bound that keeps its types."""
+
+    program: str
+    constant: str
+    position: int
+    cls: int
+    bound: int
+
+
+def range_seeds(fa: ProgramFacts, a: DimAnalysis,
+                ranges: Sequence[tuple[int, int] | None] | None) -> dict[str, frozenset[int]]:
+    """The entry's inputs whose assumed closed range [lo, hi] ends at a class's last
+    position (hi + 1 = |C|: the bound `assume.resolve` moves with C), with those classes
+    (every class of that size: the bound follows each, `assume.shrunk_sizes`)."""
+    main = fa.module.funcs.get(fa.module.entry)
+    if main is None or not ranges:
+        return {}
+    out: dict[str, frozenset[int]] = {}
+    for arg, b in zip(main.body.args, ranges):
+        if b is None or not all(isinstance(x, int) for x in b):
+            continue
+        classes = frozenset(c for c, cls in enumerate(a.classes) if cls.size > 1 and cls.size == b[1] + 1)
+        if classes:
+            out[arg] = classes
+    return out
+
+
+def block_bound(a: DimAnalysis, c: int, u: int) -> int:
+    """The smallest size of class `c` at which position u (< |C|) stays in the block it is in
+    at the original sizes, with two positions from u to the block's end, for every block
+    size B of C's scale component (classes dividing |C|, shrunk by one divisor with C)."""
+    size = a.classes[c].size
+    linked = {c}
+    grew = True
+    while grew:
+        grew = False
+        for g, loc, _ in a.scales:
+            if (g in linked) != (loc in linked):
+                linked |= {g, loc}
+                grew = True
+    need = u + 2
+    if BLOCKS:
+        for m in linked:
+            b = a.classes[m].size
+            if 0 < b < size and size % b == 0:
+                need = max(need, size // b * math.ceil((u + 2) / (u // b + 1)))
+    return need
+
+
+def ranged_positions(fa: ProgramFacts, a: DimAnalysis,
+                     ranges: Sequence[tuple[int, int] | None] | None) -> list[RangedPosition]:
+    """Every constant that rule b's walk (positions.named_positions) finds combined with an
+    input whose assumed range ends at a class's size, read as a position of that class, and
+    every such range's lower end above 0 that is no class's size."""
+    if not RANGED:
+        return []
+    seeds = range_seeds(fa, a, ranges)
+    if not seeds:
+        return []
+    found = [(p.constant, p.position, p.classes) for p in named_positions(fa, a, seeds=seeds)]
+    main = fa.module.funcs[fa.module.entry]
+    sizes = {cls.size for cls in a.classes}
+    for k, (arg, b) in enumerate(zip(main.body.args, ranges or [])):
+        if arg in seeds and b is not None and b[0] > 0 and b[0] not in sizes:
+            found.append((f"~assumed lower end of input {k}", b[0], seeds[arg]))
+    out = []
+    for constant, u, classes in found:
+        for c in sorted(classes):
+            if 0 < u < a.classes[c].size:
+                out.append(RangedPosition(fa.program, constant, u, c, max(2 * u + 2, block_bound(a, c, u))))
+    return list(dict.fromkeys(out))
+
+
+__all__ = ["BLOCKS", "RANGED", "RangedPosition", "block_bound", "range_seeds", "ranged_positions"]
