@@ -50,6 +50,7 @@ class Z3Translator:
         self._funcs: dict[tuple[str, tuple[str, ...], str], Any] = {}
         # A monomial's product (its atoms are ids of this store: their sort is fixed).
         self._monos: dict[Any, Any] = {}
+        self._consts: dict[tuple[str, Fraction | int], Any] = {}
 
     # -- sorts and constants ---------------------------------------------------
     @staticmethod
@@ -70,6 +71,14 @@ class Z3Translator:
                 raise ValueError(f"int polynomial with a non-integer coefficient {c}")
             return z3.IntVal(c.numerator)
         return z3.RealVal(c)
+
+    def _coefficient(self, sort: str, c: Fraction | int) -> Any:
+        """`_const`, once per value: z3.RealVal goes through the number's text."""
+        key = (sort, c)
+        z = self._consts.get(key)
+        if z is None:
+            z = self._consts[key] = self._const(sort, c)
+        return z
 
     def function(self, name: str, arg_sorts: tuple[str, ...], sort: str) -> Any:
         """The z3 function of an uninterpreted name, made once per (name, signature)."""
@@ -163,13 +172,13 @@ class Z3Translator:
         summands: list[Any] = []
         for mono, c in t.data:
             if not mono:
-                summands.append(self._const(t.sort, c))
+                summands.append(self._coefficient(t.sort, c))
                 continue
             m = monos.get(mono)
             if m is None:
                 factors = [self.cache[atom_id] for atom_id, e in mono for _ in range(e)]
                 m = monos[mono] = factors[0] if len(factors) == 1 else _mk(z3.Z3_mk_mul, cref, factors)
-            summands.append(m if c == 1 else _mk(z3.Z3_mk_mul, cref, [self._const(t.sort, c), m]))
+            summands.append(m if c == 1 else _mk(z3.Z3_mk_mul, cref, [self._coefficient(t.sort, c), m]))
         if not summands:
             return self._const(t.sort, Fraction(0))
         if len(summands) == 1:
