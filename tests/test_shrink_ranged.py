@@ -64,9 +64,9 @@ def _off(monkeypatch: pytest.MonkeyPatch, *switches: str) -> None:
 
 def test_batch4_manifest_lists_every_pair_ran_on_xla() -> None:
     assert set(BATCH4) == {"skip_first", "last_only", "two_ranges", "range_below", "range_product",
-                           "clamp_computed"}
+                           "clamp_computed", "scatter_cap"}
     for e in BATCH4.values():
-        assert e["ran_on_xla"] and e["assume"], e
+        assert e["ran_on_xla"] and (e["assume"] or e["pair"] == "scatter_cap"), e
         for f in e["files"].values():
             assert (D / f).exists(), f
 
@@ -148,13 +148,12 @@ def test_batch4_bug_twin_is_found_by_the_rules(pair: str) -> None:
 
 # skip_first's and last_only's correct twins keep the 1024-word vocabulary and time out in
 # the solver (`unknown`, ~20 s each: docs/shrinking.md); not held here.
-@pytest.mark.parametrize("pair", ["two_ranges", "range_below", "range_product", "clamp_computed"])
+@pytest.mark.parametrize("pair", ["two_ranges", "range_below", "range_product", "clamp_computed", "scatter_cap"])
 def test_batch4_correct_twin_is_equivalent(pair: str) -> None:
     v = tv_mlir.verify(*_files(pair, "ok"), assume=_assume(pair), timeout_s=60)
     assert v.verdict == "equivalent", v.reason
 
 
-@pytest.mark.parametrize("pair", ["special_ids", "clamp_big"])
-def test_batch3_holes_are_no_longer_equivalent(pair: str) -> None:
-    v = tv_mlir.verify(*_files(pair, "bug"), assume=_assume(pair), timeout_s=60, **RULES_OFF)
-    assert v.verdict != "equivalent", v.reason
+# special_ids' and clamp_big's bug twins: `unknown` with the vocabulary kept (a gather of 128256
+# symbolic positions, ~5 s each: docs/shrinking.md); held by the plan test above, and
+# special_ids.big's default verdict by tests/test_redteam.py.

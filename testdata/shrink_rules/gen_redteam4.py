@@ -5,7 +5,8 @@ holds the literal (the literal's shard block), a mask applied on the last device
 2u + 2 keeps and u + 2 does not), two inputs whose assumed ranges end at two classes' sizes,
 an assumed range that ends one below the vocabulary (it does not move with it), a range that
 ends at a product of sizes (a flattened index), and a clamp at the tokens' last position
-written as a computed value against a gather's own clamp. Token ids are assumed in their
+written as a computed value against a gather's own clamp, and ids capped before a
+scatter-add (no assumed range). Token ids are assumed in their
 range (`assume`, per pair in the manifest's `assume`: input -> the size its range ends at, or
 a number). Same form as testdata/gen_shrink_rules.py, whose helpers this imports:
 `<pair>.small.{ref,ok,bug}.mlir`, listed in `manifest_redteam4.json`; every twin run on XLA
@@ -167,9 +168,25 @@ def clamp_computed(t: int, v: int, h: int) -> Pair:
                 [Arg((v, h)), Arg((t,), I32, v)], ref, ok, bug, f"the ids are clamped at tokens - 1 = {t - 1}")
 
 
+# Token counts per word by a scatter-add at the ids (no assumed range: jnp's scatter drops
+# ids outside the vocabulary), the ids capped at a literal first in the bug. A scatter's own
+# bounds check is the gather's clamp's twin: at a vocabulary below the cap the cap never
+# decides a row.
+def scatter_cap(t: int, v: int, h: int, cap: int) -> Pair:
+    def twin(capped, ok):
+        def f(x, ids):
+            at = jnp.minimum(ids, cap) if capped else ids
+            return jnp.zeros((v, h), F32).at[at].add(x, mode="drop") if ok else jnp.zeros((v, h), F32).at[at].add(x)
+        return f
+    return Pair("scatter_cap", "a", "small", {"tokens": t, "vocab": v, "hidden": h, "cap": cap},
+                [Arg((t, h)), Arg((t,), I32, v)], twin(False, False), twin(False, True), twin(True, False),
+                f"the ids are capped at {cap} before the scatter-add")
+
+
 def pairs() -> list[Pair]:
     return [skip_first(16, 1024, 4, 100), last_only(16, 1024, 4, 100), two_ranges(16, 256, 64, 4, 40),
-            range_below(16, 256, 4, 200), range_product(8, 64, 16, 300), clamp_computed(64, 256, 4)]
+            range_below(16, 256, 4, 200), range_product(8, 64, 16, 300), clamp_computed(64, 256, 4),
+            scatter_cap(16, 256, 4, 40)]
 
 
 def main() -> int:
