@@ -6,7 +6,7 @@ holds the literal (the literal's shard block), a mask applied on the last device
 an assumed range that ends one below the vocabulary (it does not move with it), a range that
 ends at a product of sizes (a flattened index), and a clamp at the tokens' last position
 written as a computed value against a gather's own clamp, and ids capped before a
-scatter-add (no assumed range). Token ids are assumed in their
+scatter-add (no assumed range; `.at[].add` and a raw `lax.scatter_add`). Token ids are assumed in their
 range (`assume`, per pair in the manifest's `assume`: input -> the size its range ends at, or
 a number). Same form as testdata/gen_shrink_rules.py, whose helpers this imports:
 `<pair>.small.{ref,ok,bug}.mlir`, listed in `manifest_redteam4.json`; every twin run on XLA
@@ -183,10 +183,34 @@ def scatter_cap(t: int, v: int, h: int, cap: int) -> Pair:
                 f"the ids are capped at {cap} before the scatter-add")
 
 
+# The same counts by `lax.scatter_add` itself (no index normalisation: a raw
+# stablehlo.scatter, which drops updates outside the vocabulary); the correct twin scatters
+# the two halves of the tokens one after the other; the bug caps the ids at `cap`.
+def scatter_raw(t: int, v: int, h: int, cap: int) -> Pair:
+    dn = lax.ScatterDimensionNumbers(update_window_dims=(1,), inserted_window_dims=(0,),
+                                     scatter_dims_to_operand_dims=(0,))
+
+    def add(base, ids, x):
+        return lax.scatter_add(base, ids[:, None], x, dn)
+
+    def ref(x, ids):
+        return add(jnp.zeros((v, h), F32), ids, x)
+
+    def ok(x, ids):
+        half = t // 2
+        return add(add(jnp.zeros((v, h), F32), ids[:half], x[:half]), ids[half:], x[half:])
+
+    def bug(x, ids):
+        return add(jnp.zeros((v, h), F32), jnp.minimum(ids, cap), x)
+    return Pair("scatter_raw", "a", "small", {"tokens": t, "vocab": v, "hidden": h, "cap": cap},
+                [Arg((t, h)), Arg((t,), I32, v)], ref, ok, bug,
+                f"the ids are capped at {cap} before a raw scatter-add")
+
+
 def pairs() -> list[Pair]:
     return [skip_first(16, 1024, 4, 100), last_only(16, 1024, 4, 100), two_ranges(16, 256, 64, 4, 40),
             range_below(16, 256, 4, 200), range_product(8, 64, 16, 300), clamp_computed(64, 256, 4),
-            scatter_cap(16, 256, 4, 40)]
+            scatter_cap(16, 256, 4, 40), scatter_raw(16, 256, 4, 40)]
 
 
 def main() -> int:

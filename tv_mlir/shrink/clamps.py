@@ -1,18 +1,19 @@
 """Rule (a), implicit clamps (docs/shrinking.md, rule a "implicit clamps"): a gather or a
-dynamic slice clamps its start indices into [0, |C| - slice] of each dim it indexes, with no
-constant written for it. `jnp.take(emb, ids, mode="clip")` is such a gather, and a bug
-that clamps the ids at a literal cap first (`take(emb, minimum(ids, 40))`) differs from it
-only for ids past the cap: at a vocabulary shrunk below the cap the two clamps agree. So
-where program data picks the elements (the index is computed from a program input), the
-clamp is a size value |C| - 1 of the indexed class, met by what its index meets, and rule
-(a) keeps it in order with the literals and size values that meet it, as it does a
-written clamp at V - 1. Only single positions are read this way (a slice of one element
-along the dim); a block slice along a dim is a scale relation's or a halo's, which other
-rules bound."""
+dynamic slice clamps its start indices into [0, |C| - slice] of each dim it indexes, and a
+scatter drops the updates whose index leaves that range, with no constant written for it.
+`jnp.take(emb, ids, mode="clip")` is such a gather, and a bug that clamps the ids at a
+literal cap first (`take(emb, minimum(ids, 40))`) differs from it only for ids past the
+cap: at a vocabulary shrunk below the cap the two clamps agree. So where program data
+picks the elements (the index is computed from a program input), the clamp is a size value
+|C| - 1 of the indexed class, met by what its index meets, and rule (a) keeps it in order
+with the literals and size values that meet it, as it does a written clamp at V - 1. Only
+single positions are read this way (a slice of one element along the dim); a block slice
+along a dim is a scale relation's or a halo's, which other rules bound."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tv_mlir.ir import ScatterDims
 from tv_mlir.shrink.dims import DimAnalysis
 from tv_mlir.shrink.facts import ProgramFacts, index_sources
 
@@ -33,7 +34,8 @@ class Clamp:
 
 
 def implicit_clamps(fa: ProgramFacts, a: DimAnalysis) -> list[Clamp]:
-    """The implicit clamps of every gather, dynamic slice and dynamic update slice whose
+    """The implicit clamps (and scatters' bounds checks) of every gather, dynamic slice,
+    dynamic update slice and scatter whose
     index is computed from a program input (`index_sources`: through function and loop
     arguments to what they are called with), one per dim indexed with one element."""
     if not CLAMPS:
@@ -55,6 +57,14 @@ def implicit_clamps(fa: ProgramFacts, a: DimAnalysis) -> list[Clamp]:
             picks = [((start,), d) for d, start in enumerate(op.operands[first:])
                      if d < len(shape) and shape[d] == 1
                      and "input" in index_sources(fa, start, through_calls=True)]
+        elif op.name == "stablehlo.scatter" and len(op.operands) % 2 == 1:
+            # A scatter drops an update whose index leaves [0, |C| - 1] (no clamp, a bounds
+            # check): the same number, decided the same way at every size.
+            sd = op.attrs.get("scatter_dimension_numbers")
+            where = op.operands[(len(op.operands) - 1) // 2]
+            if not isinstance(sd, ScatterDims) or "input" not in index_sources(fa, where, through_calls=True):
+                continue
+            picks = [((where,), d) for d in sd.scatter_dims_to_operand_dims if d in sd.inserted_window_dims]
         else:
             continue
         for index, d in picks:
