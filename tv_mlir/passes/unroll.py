@@ -45,7 +45,7 @@ SCAN_OPS = frozenset({"stablehlo.dynamic_slice", "stablehlo.dynamic_update_slice
 
 
 @dataclass(frozen=True)
-class _Counted:
+class Counted:
     index: int  # the counter's position among the loop's values
     start: int
     step: int
@@ -61,8 +61,9 @@ def _scalar_int(op: Op | None) -> int | None:
     return int(np.asarray(op.attrs.get("value")).reshape(()))
 
 
-def _counted(op: Op, defs: Mapping[str, Op]) -> _Counted | None:
-    """The trip count of a while loop counted by one of its values, else None."""
+def counted(op: Op, defs: Mapping[str, Op], max_trips: int = MAX_TRIPS) -> Counted | None:
+    """The trip count of a while loop counted by one of its values, else None (also past
+    `max_trips`). `defs`: the defining ops of the loop's operands (its counter's start)."""
     if op.name != "stablehlo.while" or len(op.regions) != 2:
         return None
     cond, body = op.regions
@@ -93,9 +94,9 @@ def _counted(op: Op, defs: Mapping[str, Op]) -> _Counted | None:
     while test(i, bound):
         trips += 1
         i += step
-        if trips > MAX_TRIPS or i > limit:  # too long, or the counter would wrap: a loop it stays
+        if trips > max_trips or i > limit:  # too long, or the counter would wrap: a loop it stays
             return None
-    return _Counted(index, start, step, trips)
+    return Counted(index, start, step, trips)
 
 
 @dataclass
@@ -118,7 +119,7 @@ class _Unroller:
             regions = tuple(self.block(r, defs) for r in op.regions)
             if operands != op.operands or any(a is not b for a, b in zip(regions, op.regions)):
                 op = replace(op, operands=operands, regions=regions)
-            loop = _counted(op, defs)
+            loop = counted(op, defs)
             body_ops = [o.name for o in op.regions[1].walk()] if loop is not None else []
             if loop is None or len(body_ops) * loop.trips > MAX_COPIED_OPS or SCAN_OPS.intersection(body_ops):
                 ops.append(op)
@@ -140,7 +141,7 @@ class _Unroller:
             mapping.update(zip(op.results, values))
         return substitute(replace(block, ops=ops), mapping)
 
-    def _constant(self, op: Op, loop: _Counted, value: int) -> Op:
+    def _constant(self, op: Op, loop: Counted, value: int) -> Op:
         t = op.regions[0].arg_types[loop.index]
         return Op("stablehlo.constant", (), (f"%u{next(self.counter)}",), (t,),
                   {"value": np.array(value, dtype=np.int32 if t.dtype == "i32" else np.int64)}, loc=op.loc)

@@ -14,13 +14,15 @@ branch: flax's embedding lookup select(ok, gather(E, idx), NaN) with the ids bou
 as finite as E."""
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from tv_mlir.algebra.base import FINITE_UFS
-from tv_mlir.ir import Block, Module, Op
+from tv_mlir.ir import Block, Module, Op, TensorType
+from tv_mlir.passes.unroll import Counted, counted
 from tv_mlir.semantics.ops import VALUE_IDENTITIES
 
 ANY, NONNEG, POS = 0, 1, 2
@@ -44,6 +46,10 @@ FINITE_FUNCS = {"stablehlo.exponential": POS, "stablehlo.logistic": POS, "stable
                 "stablehlo.round_nearest_even": ANY, "stablehlo.round_nearest_afz": ANY, "stablehlo.sign": ANY,
                 "stablehlo.cbrt": ANY, "stablehlo.atan2": ANY, "chlo.erf": ANY, "stablehlo.exponential_minus_one": ANY,
                 **{f"chlo.{n}": ANY for n in FINITE_UFS}}
+# Moves whose result holds elements of more than one operand (the others take the first's).
+_JOINS = frozenset({"stablehlo.concatenate", "stablehlo.pad", "stablehlo.dynamic_update_slice"})
+# Trips a loop may have for `_rewritten` to count the rows it writes.
+_MAX_COUNTED_TRIPS = 1 << 16
 NO_FLOAT = frozenset(f"stablehlo.{n}" for n in (
     "compare", "is_finite", "and", "or", "not", "xor", "iota", "partition_id", "replica_id", "shift_left",
     "shift_right_logical", "shift_right_arithmetic", "popcnt", "count_leading_zeros"))
@@ -81,6 +87,11 @@ def _fact(op: Op, f: list[Fact], nonempty: bool = True, decided: Mapping[str, bo
         return f[1] if decided[op.operands[0]] else f[2]
     if name in NO_FLOAT:
         return Fact(True)
+    if name in _JOINS:
+        # Every element is one of the data operands' (a concatenation's parts, a pad's
+        # padding value, a written update): the fact all of them have.
+        data = f if name == "stablehlo.concatenate" else f[:2]
+        return functools.reduce(_meet, data) if data else UNKNOWN
     if name in MOVES:
         return f[0] if f else UNKNOWN
     if name == "stablehlo.maximum" and any(x.finite for x in f) and all(x.finite or x.below for x in f):
@@ -166,11 +177,13 @@ def block_facts(block: Block, args: list[Fact], outer: dict[str, Fact], sizes: d
     # `((1 - b2) * g) * g`, Adam's square written as two multiplies, is >= 0.
     positive_constants: set[str] = set()
     base: dict[str, str] = {}
+    defs: dict[str, Op] = {}
     for op in block.ops:
         # A reduction over no element is its init (-inf for max): every operand must have one.
         nonempty = all(sizes.get(v, 0) > 0 for v in op.operands)
         if op.name == "stablehlo.while":
-            out = _loop(op, [facts.get(v, UNKNOWN) for v in op.operands], facts, sizes, decided)
+            carried = _loop(op, [facts.get(v, UNKNOWN) for v in op.operands], facts, sizes, decided)
+            out = _rewritten(op, carried, facts, sizes, decided, defs)
         else:
             fact = _fact(op, [facts.get(v, UNKNOWN) for v in op.operands], nonempty, decided)
             if _scaled(op, fact, positive_constants, base) and fact.finite and fact.sign == ANY:
@@ -178,6 +191,7 @@ def block_facts(block: Block, args: list[Fact], outer: dict[str, Fact], sizes: d
             out = [fact] * len(op.results)
         facts.update(zip(op.results, out))
         sizes.update((r, t.size) for r, t in zip(op.results, op.result_types))
+        defs.update((r, op) for r in op.results)
     return facts
 
 
@@ -213,6 +227,62 @@ def _loop(op: Op, init: list[Fact], outer: dict[str, Fact], sizes: dict[str, int
             return carried
         carried = nxt
     return [UNKNOWN] * len(init)
+
+
+def _rewritten(op: Op, carried: list[Fact], outer: dict[str, Fact], sizes: dict[str, int],
+               decided: Mapping[str, bool] | None, defs: Mapping[str, Op]) -> list[Fact]:
+    """The loop's result facts: `carried` (what holds on every trip), except for a stack
+    whose every row the loop overwrites. A scan saves each layer's residuals into a stack
+    that starts as zeros: `dynamic_update_slice(stack, update, i, ...)` with the counter i.
+    On every trip the stack is its zeros and the rows written so far (`carried`: the meet,
+    non-negative for positive rows), but once the counter has visited every row, each row
+    is the update of the last trip that wrote it, so the stack has the update's fact (a
+    positive softmax denominator, divided by in the backward loop). Required: the loop's
+    trip count is fixed by its text (`passes.unroll.counted`: a constant start and step, a
+    condition on the counter alone), the stack is carried back only as that write of
+    itself at the counter itself, the update spans every other dim whole (its other starts
+    clamp to 0), and the rows [clamp(i), clamp(i) + u) over the counter's values cover
+    dim 0. The update's fact is the body's under the carried facts, true on every trip."""
+    loop = counted(op, defs, _MAX_COUNTED_TRIPS)
+    if loop is None or len(op.regions) != 2:
+        return carried
+    body = op.regions[1]
+    counter = body.args[loop.index]
+    local = {r: o for o in body.ops for r in o.results}
+    facts: dict[str, Fact] | None = None
+    out = list(carried)
+    for k, (arg, ret, t) in enumerate(zip(body.args, body.returns, body.arg_types)):
+        w = local.get(ret)
+        if (w is None or w.name != "stablehlo.dynamic_update_slice" or len(w.operands) != 2 + len(t.shape)
+                or w.operands[0] != arg or w.operands[2] != counter or not t.shape):
+            continue
+        u = _type_in(body, local, w.operands[1])
+        if u is None or u.shape[1:] != t.shape[1:] or not _covers(loop, t.shape[0], u.shape[0]):
+            continue
+        if facts is None:
+            facts = block_facts(body, carried, outer, sizes, decided)
+        out[k] = facts.get(w.operands[1], UNKNOWN)
+    return out
+
+
+def _type_in(body: Block, local: Mapping[str, Op], v: str) -> TensorType | None:
+    """The type of a value of `body` (an op's result or an argument; None from outside)."""
+    if v in local:
+        o = local[v]
+        return o.result_types[o.results.index(v)]
+    return body.arg_types[body.args.index(v)] if v in body.args else None
+
+
+def _covers(loop: Counted, n: int, u: int) -> bool:
+    """Whether writes of u rows at the counter's values (clamped as dynamic_update_slice
+    clamps its start, to [0, n - u]) cover all n rows."""
+    if u <= 0 or u > n:
+        return u == n == 0
+    seen = np.zeros(n, dtype=bool)
+    for trip in range(loop.trips):
+        i = min(max(loop.start + trip * loop.step, 0), n - u)
+        seen[i:i + u] = True
+    return bool(seen.all())
 
 
 def finite_and_signed(module: Module, finite_inputs: bool, decided: Mapping[str, bool] | None = None,
