@@ -6,11 +6,18 @@ a dynamic_update_slice's, a pad's and a concatenation's first operand's fact alo
 zeros stack of rows of any sign was 'non-negative', and a non-finite update 'finite')."""
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 
+from tv_mlir.api import prepare
 from tv_mlir.frontend.read import load_module
+from tv_mlir.options import Options
 from tv_mlir.stages import finite
 from tv_mlir.stages.finite import ANY, NONNEG, POS, Fact, value_facts
+
+SCAN = Path(__file__).resolve().parents[1] / "testdata" / "scan_stacks"
 
 
 def _scan(bound: int = 4, start: str = "%i", row: str = "%e", step: int = 1, init: int = 0) -> str:
@@ -114,3 +121,22 @@ def test_loosened_joins_are_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     m = load_module(_joins("dus"))
     fact = value_facts(m, True)[m.main.body.returns[0]]
     assert fact.finite and fact.sign == NONNEG
+
+
+def _backward_ieee_args(ref: Any) -> list[str]:
+    """The backward loop's float carried values (as its body sees them) not known finite."""
+    facts = value_facts(ref, True)
+    backward = [op for op in ref.main.body.ops if op.name == "stablehlo.while"][-1]
+    body = backward.regions[1]
+    return [a for a, t in zip(body.args, body.arg_types) if t.is_float and not facts[a].finite]
+
+
+def test_the_scan_backward_loop_carries_finite_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    """testdata/scan_stacks (the 405B-family scan at small dims): the backward loop's
+    carried gradient dx and its weight-gradient stacks are finite, so its body's stages
+    take them as reals; with the coverage rule off they are IEEE inputs (what timed out in
+    the 405B scan's weight-gradient stages)."""
+    ref = prepare(str(SCAN / "grad_scan_L3.ref.mlir"), Options())
+    assert _backward_ieee_args(ref) == []
+    monkeypatch.setattr(finite, "_covers", lambda *_: False)
+    assert len(_backward_ieee_args(ref)) >= 2
