@@ -4,6 +4,7 @@ global signature (single-device or sharded), and for each difference found the w
 search of `witness/`."""
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -158,10 +159,31 @@ def prove_pair(ref: Module, other: Module, options: Options, sizes: Mapping[int,
     local proofs at the cut points, full expansion, the solver. The verdict names the
     inputs it is about (`Options.inputs`). `sizes`: original -> shrunk size of the
     shrunk dimension classes, for the bounds of `Options.assume` (assume.resolve)."""
-    with full_collections_at_end():
+    with full_collections_at_end(), _no_automatic_collections():
         verdict = _prove_pair(ref, other, options, sizes)
     verdict.inputs = options.inputs
     return verdict
+
+
+@contextmanager
+def _no_automatic_collections() -> Iterator[None]:
+    """No automatic collection of the cyclic garbage collector, young ones included, while a
+    proof runs; `full_collections_at_end` collects once when it ends.
+
+    Why: a proof allocates millions of objects that live until it ends (terms, polynomials,
+    cut records), and a young collection walks every container allocated since the last
+    one, the survivors again in the middle generation: on the Llama training step 18.6 k
+    collections, 1.6 s of ~25 s CPU, that found nothing to free. Cycles a proof drops stay
+    until its end: measured, its peak memory is the same (1.53 GB either way), because what
+    it drops goes by reference counting (an SPMD run's views, `TermStore.close`). The state
+    is put back as it was (an outer caller that disabled the collector keeps it so)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def _prove_pair(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] | None = None) -> Verdict:
