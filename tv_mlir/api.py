@@ -19,6 +19,7 @@ from tv_mlir.execute.xla_child import shared_runner
 from tv_mlir.frontend import symshape
 from tv_mlir.frontend.classify import check_signatures
 from tv_mlir.frontend.read import BYTECODE_MAGIC, Loaded, SourceSpec, load_module, load_module_mlir, read_source
+from tv_mlir.heap import full_collections_at_end
 from tv_mlir.ir import Module
 from tv_mlir.options import SECOND_WITNESS_FLOOR, SECOND_WITNESS_GROWTH, SECOND_WITNESS_HALVINGS, Options
 from tv_mlir.passes import load_pipeline, run_pipeline
@@ -51,6 +52,15 @@ def prepare(spec: ModuleLike | Loaded, options: Options, name: str | None = None
 def verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, **overrides: Any) -> Verdict:
     """Prove `ref` and `other` compute the same function, or find an input where they differ.
     Raises ParseError/UsageError for unreadable or incomparable inputs."""
+    # What a verification builds (the parsed programs, the shrink's analyses and rewrites,
+    # the cut) lives until its verdict: no automatic full collection walks it again and
+    # again before then (~7 s CPU of ~110 on testdata/depth's 126-layer stack outside the
+    # staged proof's own guard; docs/stages.md, "Full collections").
+    with full_collections_at_end():
+        return _verify(ref, other, options, **overrides)
+
+
+def _verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, **overrides: Any) -> Verdict:
     options = resolve_options(options, overrides)
     if options.core not in CORES:
         raise UsageError(f"unknown symbolic core {options.core!r} (choose one of {', '.join(CORES)})")
