@@ -204,8 +204,18 @@ def record_range(var: Any, definition_of: Any, definition: Any) -> None:
     rng = int_range(definition_of, definition)
     if rng is not None and rng != (-math.inf, math.inf):
         var.store.bounds[var.leaf.id] = rng
+    elif WIDE_RANGES and math.isfinite(lo) and math.isfinite(hi):
+        # No case split, but the linear analysis's bounds hold all the same: kept as a range
+        # (read by range analysis only, like the narrow ones), so that a sum of such cut
+        # points stays unwrapped where it cannot leave its type. An int8 x int8 -> int32
+        # dot's per-device partial sums (65,280 wide) were cut without it, and their
+        # int32 all-reduce became a remainder no merge with the reference's dot could see.
+        var.store.ranges[var.leaf.id] = (int(lo), int(hi))
 
 
+# A cut point whose definition's linear range is wide and finite, with no case split to
+# narrow it, keeps that range (record_range). A switch for the tests that show it matters.
+WIDE_RANGES = True
 NARROW_RANGE = 4096  # a range this narrow is not worth the case split's walk (see record_range)
 
 
