@@ -14,7 +14,9 @@ value, body and condition argument, next value, result). A group is kept only wh
 use of every member is one of: such a join, a start index of a dynamic slice or update
 (recorded: the sliced value and dim), a `compare` whose result is a loop condition's
 answer or only chooses between members by `select` (jax's wrap of a negative index,
-`i < 0 ? i + L : i`; both sides of the compare, both choices and the select join). Any
+`i < 0 ? i + L : i`; both sides of the compare, both choices and the select join), or a
+scalar `compare` of a member with an integer literal whose answer goes anywhere (a scan's
+`where(i == 96, ...)`: the answer is a truth value of the group alone; `TRIP_PREDICATES`). Any
 other use (a multiply, a convert, a broadcast, an entry result, a region's return other
 than a loop's) drops the group.
 
@@ -38,6 +40,9 @@ from tv_mlir.shrink.facts import Constant, ProgramFacts, splat
 
 # The switch is for the tests that show what the rule decides.
 TRIP_COUNTERS = True
+# A member compared with an integer literal, the answer used anywhere (`_tests_a_literal`);
+# off, such a compare drops the group as any other use does (as before).
+TRIP_PREDICATES = True
 # Rule (a)'s order: a trip constant is no literal for the size values of other classes
 # (`trips_apart`); off, every size value keeps its order with it, as before.
 TRIP_ORDER = True
@@ -124,6 +129,15 @@ def _int_constant(f: ProgramFacts, v: str) -> int | None:
     return int(c) if c is not None and float(c).is_integer() else None
 
 
+def _tests_a_literal(f: ProgramFacts, operands: list[str]) -> bool:
+    """A scalar compare of a member with an integer literal (`i == 96`, a scan's seeded
+    `where(i == 96, ...)`), whose answer may go anywhere (`TRIP_PREDICATES`): the literal
+    joins the group. The answer is a truth value of the counter and the literal alone, so
+    it reads neither as a size of another class; joined, the literal names the group's
+    dims, and rule (a) keeps it in order with their sizes (layer 96 stays a layer)."""
+    return TRIP_PREDICATES and any(_int_constant(f, v) is not None for v in operands)
+
+
 def _lockstep(f: ProgramFacts, loop: Op) -> list[tuple[int, int]]:
     """Carried positions that hold one value on every trip: the same constant start and
     the same constant step (a fori_loop's own counter and the index it passes its body)."""
@@ -180,7 +194,8 @@ def index_groups(f: ProgramFacts) -> dict[str, frozenset[tuple[str, int]]]:
             elif op.name in _JOIN and op.results[0] in ints:
                 for v in used:
                     g.join(v, op.results[0])
-            elif op.name == "stablehlo.compare" and len(used) == 2 and chooses(op.results[0]):
+            elif op.name == "stablehlo.compare" and len(used) == 2 and \
+                    (chooses(op.results[0]) or _tests_a_literal(f, used)):
                 g.join(used[0], used[1])
             elif op.name == "stablehlo.select" and op.results[0] in ints:
                 for v in op.operands[1:]:
@@ -251,4 +266,4 @@ def trips_apart(occurrences: list[tuple[str, str]], classes: tuple[int, ...],
         all(key in trip_only and not trip_only[key] & set(classes) for key in occurrences)
 
 
-__all__ = ["TRIP_COUNTERS", "TRIP_ORDER", "index_groups", "trip_constants", "trips_apart"]
+__all__ = ["TRIP_COUNTERS", "TRIP_ORDER", "TRIP_PREDICATES", "index_groups", "trip_constants", "trips_apart"]
