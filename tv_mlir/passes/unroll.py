@@ -61,9 +61,12 @@ def _scalar_int(op: Op | None) -> int | None:
     return int(np.asarray(op.attrs.get("value")).reshape(()))
 
 
-def counted(op: Op, defs: Mapping[str, Op], max_trips: int = MAX_TRIPS) -> Counted | None:
+def counted(op: Op, defs: Mapping[str, Op], max_trips: int | None = None) -> Counted | None:
     """The trip count of a while loop counted by one of its values, else None (also past
-    `max_trips`). `defs`: the defining ops of the loop's operands (its counter's start)."""
+    `max_trips`, by default MAX_TRIPS as it is when called: a test sets it to 0 to keep a
+    loop). `defs`: the defining ops of the loop's operands (its counter's start)."""
+    if max_trips is None:
+        max_trips = MAX_TRIPS
     if op.name != "stablehlo.while" or len(op.regions) != 2:
         return None
     cond, body = op.regions
