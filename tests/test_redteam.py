@@ -10,12 +10,12 @@ the manifest; docs/shrinking.md, "Red-team batch 3", has their verdicts):
 - a correct twin, verified as a user would (default options), never exits 1; it is
   `equivalent`, or `unknown` for the reason recorded in UNKNOWN.
 
-The holes this batch found are HOLES: bug twins that shrinking's rules prove `equivalent`
-(only the full-size check catches them, and only where it fits its budget: their
-realistic variants are `equivalent` by default). Each is an `xfail(strict=True)` that names
-the hole, so that the fix turns it into a failure to be unmarked. All are closed now (CLOSED;
-the last two, special_ids and clamp_big, by rule a's implicit clamps and rule b's assumed
-ranges: tests/test_shrink_ranged.py)."""
+The holes this batch found were bug twins that shrinking's rules proved `equivalent`
+(only the full-size check caught them, and only where it fit its budget: their realistic
+variants were `equivalent` by default). All are closed (CLOSED, each with the rule and
+the plan-level test that holds it; the last two, special_ids and clamp_big, by rule a's
+implicit clamps and rule b's assumed ranges: tests/test_shrink_ranged.py). A new hole
+gets a test of its own that fails until its fix, not an xfail here."""
 from __future__ import annotations
 
 import json
@@ -35,12 +35,6 @@ RULES_ONLY: dict[str, Any] = {"full_size_check": "off", "second_witness": False}
 # masks of zeros and ones.
 ASSUME = {"special_ids": ("arg1", "vocab"), "small_clamp": ("arg1", "experts"), "clamp_big": ("arg1", "vocab"), "flat_i16": ("arg1", "vocab"), "bincount_i8": ("arg1", "vocab"),
           "cum_i8": ("arg1", None), "cum_pos": ("arg1", None)}
-# Shrinking's rules prove these bug twins equal at the shrunk sizes (the bug needs a size the
-# plan does not keep); pair -> the hole. At the small sizes the full-size check then finds
-# each (default options: `not-equivalent`, confirmed); at realistic sizes it is over its
-# budget and the default verdict is a wrong `equivalent` (BIG).
-# None is open: special_ids and clamp_big were the last (CLOSED below).
-HOLES: dict[str, str] = {}
 # Realistic variants (a 4096 x 4096 projection first: the full-size check is over its
 # compute budget) whose default verdict was a wrong `equivalent`; each must now be anything
 # else (special_ids.big: `unknown`, the vocabulary kept at 128256 is a gather of 128256
@@ -76,11 +70,6 @@ FAST = ["prod_pair", "any_all", "accum_skip", "pos_sq", "cum_pos", "sinks", "los
 FAST_OK = FAST + ["int_sum_wrap", "int_dot_wrap", "int_reduce_wrap", "pos_half", "fpos_i8"]
 
 
-def _cases(pairs: list[str], holes: dict[str, str]) -> list:
-    return [pytest.param(p, id=p, marks=[pytest.mark.xfail(strict=True, raises=AssertionError, reason=holes[p])] if p in holes else [])
-            for p in pairs]
-
-
 def _verify(pair: str, kind: str, variant: str = "small", **kw: Any) -> tv_mlir.Verdict:
     e = next(x for x in MANIFEST if x["pair"] == pair and x["variant"] == variant)
     if pair in ASSUME:
@@ -99,10 +88,10 @@ def test_manifest_lists_every_pair_ran_on_xla() -> None:
     earlier = {e["pair"] for m in ("manifest_redteam.json", "manifest_redteam2.json")
                for e in json.loads((D / m).read_text())}
     assert not earlier & {e["pair"] for e in MANIFEST}
-    assert set(HOLES) | set(FAST_OK) | set(CLOSED) <= {e["pair"] for e in MANIFEST if e["variant"] == "small"}
+    assert set(FAST_OK) | set(CLOSED) <= {e["pair"] for e in MANIFEST if e["variant"] == "small"}
 
 
-@pytest.mark.parametrize("pair", _cases(FAST + sorted(HOLES), HOLES))
+@pytest.mark.parametrize("pair", FAST)
 def test_bug_twin_is_never_equivalent(pair: str) -> None:
     v = _verify(pair, "bug", **RULES_ONLY)
     assert v.verdict != "equivalent", v.reason
@@ -114,7 +103,7 @@ def test_bug_twin_is_never_equivalent(pair: str) -> None:
     assert c is not None and c.confirmed and c.confirmed_at == "original sizes", (c, v.reason)
 
 
-@pytest.mark.parametrize("pair", _cases(FAST_OK, {}))
+@pytest.mark.parametrize("pair", FAST_OK)
 def test_correct_twin_never_exits_1(pair: str) -> None:
     v = _verify(pair, "ok")
     assert v.exit_code != 1, v.reason
