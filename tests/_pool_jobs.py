@@ -31,3 +31,9 @@ def die(code: int) -> int:
 
 def pid() -> int:
     return os.getpid()
+
+
+def pid_after(seconds: float) -> int:
+    """The worker's pid, after holding it for `seconds`: two of these at once need two workers."""
+    time.sleep(seconds)
+    return os.getpid()
