@@ -140,3 +140,54 @@ def test_the_scan_backward_loop_carries_finite_values(monkeypatch: pytest.Monkey
     assert _backward_ieee_args(ref) == []
     monkeypatch.setattr(finite, "_covers", lambda *_: False)
     assert len(_backward_ieee_args(ref)) >= 2
+
+
+def _reduce(kind: str, init: str) -> str:
+    """reduce `kind` over exp(x) (positive elements) along dim 1, from the init `init`: a
+    literal, or `%p` (an input, finite of any sign)."""
+    op = {"max": "maximum", "min": "minimum"}[kind]
+    lit = init != "%p"
+    return f"""func.func @main(%x: tensor<4x3xf32>, %p: tensor<f32>) -> tensor<4xf32> {{
+  %e = stablehlo.exponential %x : tensor<4x3xf32>
+  {f"%c = stablehlo.constant dense<{init}> : tensor<f32>" if lit else ""}
+  %r = stablehlo.reduce(%e init: {"%c" if lit else "%p"}) across dimensions = [1] : (tensor<4x3xf32>, tensor<f32>) -> tensor<4xf32>
+    reducer(%a: tensor<f32>, %b: tensor<f32>) {{
+      %m = stablehlo.{op} %a, %b : tensor<f32>
+      stablehlo.return %m : tensor<f32>
+    }}
+  return %r : tensor<4xf32>
+}}"""
+
+
+@pytest.mark.parametrize("kind, init, finite_, sign", [
+    ("max", "0xFF800000", True, POS),  # -inf: absorbed by any element
+    ("max", "-5.0", True, POS),  # a finite init only raises the maximum
+    ("max", "0x7F800000", False, ANY),  # +inf wins over every element
+    ("max", "0x7FC00000", False, ANY),  # NaN
+    ("min", "0x7F800000", True, POS),  # +inf: absorbed (jnp.min's init)
+    ("min", "-5.0", True, ANY),  # a finite init can be the minimum
+    ("min", "%p", True, ANY),  # jnp.min(exp(x), initial=p): p < 0 is the result
+    ("min", "0xFF800000", False, ANY),  # -inf wins
+])
+def test_a_reduction_counts_its_init(kind: str, init: str, finite_: bool, sign: int) -> None:
+    """A max or min reduction's init is part of its result: the lattice called a max from
+    +inf (or NaN) finite, and a min of positive elements from a negative init positive."""
+    m = load_module(_reduce(kind, init))
+    fact = value_facts(m, True)[m.main.body.returns[0]]
+    assert fact.finite == finite_
+    if finite_:
+        assert fact.sign == sign
+
+
+def test_an_init_ignored_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The parametrized cases can fail: with every init taken as absorbed (the rule before),
+    the min from a negative input is called positive and the max from +inf finite."""
+    def ignores_inits(op: Any, f: list[Fact], nonempty: bool) -> Fact:
+        n = len(f) // 2
+        return Fact(True, min(x.sign for x in f[:n])) if all(x.finite for x in f[:n]) else finite.UNKNOWN
+
+    monkeypatch.setattr(finite, "_reduce", ignores_inits)
+    m = load_module(_reduce("min", "%p"))
+    assert value_facts(m, True)[m.main.body.returns[0]].sign == POS
+    m = load_module(_reduce("max", "0x7F800000"))
+    assert value_facts(m, True)[m.main.body.returns[0]].finite

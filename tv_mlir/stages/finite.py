@@ -33,6 +33,7 @@ class Fact:
     finite: bool
     sign: int = ANY
     below: bool = False  # finite or -inf (never +inf or NaN): a max with a finite value is finite
+    above: bool = False  # finite or +inf (never -inf or NaN): a min with a finite value is finite
 
 
 UNKNOWN = Fact(False)
@@ -62,10 +63,10 @@ def _constant(op: Op) -> Fact:
     a = np.asarray(arr)
     if a.dtype == object or a.dtype.kind not in "fc":
         return Fact(True)
-    if a.dtype.kind == "c" or np.any(np.isnan(a)) or np.any(a == np.inf):
+    if a.dtype.kind == "c" or np.any(np.isnan(a)):
         return UNKNOWN
     if not np.all(np.isfinite(a)):
-        return Fact(False, ANY, below=True)
+        return Fact(False, ANY, below=not np.any(a == np.inf), above=not np.any(a == -np.inf))
     return Fact(True, POS if np.all(a > 0) else NONNEG if np.all(a >= 0) else ANY)
 
 
@@ -151,8 +152,17 @@ def _reduce(op: Op, f: list[Fact], nonempty: bool) -> Fact:
     if not all(x.finite for x in vals):
         return UNKNOWN
     sign = min(x.sign for x in vals)
-    if kind in ("max", "min"):  # the init (-inf for max) is absorbed by any element...
-        return Fact(True, sign) if nonempty else UNKNOWN  # ...when there is one
+    if kind == "max":
+        # The init is absorbed by any element when it is finite or -inf (a finite one only
+        # raises the result, so the elements' sign still bounds it); +inf or NaN is not.
+        ok = all(x.finite or x.below for x in inits)
+        return Fact(True, sign) if nonempty and ok else UNKNOWN
+    if kind == "min":
+        # Mirrored: +inf is absorbed, and a finite init can lower the result below the
+        # elements' sign (jnp.min(exp(x), initial=p) with p < 0), so its sign counts.
+        ok = all(x.finite or x.above for x in inits)
+        sign = min([sign] + [x.sign for x in inits if x.finite])
+        return Fact(True, sign) if nonempty and ok else UNKNOWN
     if not all(x.finite for x in inits):
         return UNKNOWN
     init_sign = min((x.sign for x in inits), default=POS)
@@ -162,7 +172,8 @@ def _reduce(op: Op, f: list[Fact], nonempty: bool) -> Fact:
 
 
 def _meet(a: Fact, b: Fact) -> Fact:
-    return Fact(a.finite and b.finite, min(a.sign, b.sign), (a.finite or a.below) and (b.finite or b.below))
+    return Fact(a.finite and b.finite, min(a.sign, b.sign), (a.finite or a.below) and (b.finite or b.below),
+                (a.finite or a.above) and (b.finite or b.above))
 
 
 def block_facts(block: Block, args: list[Fact], outer: dict[str, Fact], sizes: dict[str, int],
