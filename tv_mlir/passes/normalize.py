@@ -173,6 +173,10 @@ _NOT_SHARED = frozenset({
 def attr_key(value: Any) -> Any:
     """A hashable, comparable stand-in for an attribute value (arrays by their bytes);
     also what a stage's structural hash is made of (stages/hashing.py)."""
+    if isinstance(value, np.ndarray) and value.dtype == object:
+        # An object array's bytes are its elements' addresses, not their values: equal
+        # constants would differ, and a freed one's address can be reused by another.
+        return ("nd-obj", value.shape, hashlib.sha256(repr(value.tolist()).encode()).digest())
     if isinstance(value, np.ndarray):
         return ("nd", value.dtype.str, value.shape, hashlib.sha256(np.ascontiguousarray(value).tobytes()).digest())
     if isinstance(value, dict):
