@@ -24,6 +24,7 @@ from tv_mlir.ir import Module
 from tv_mlir.options import SECOND_WITNESS_FLOOR, SECOND_WITNESS_GROWTH, SECOND_WITNESS_HALVINGS, Options
 from tv_mlir.passes import load_pipeline, run_pipeline
 from tv_mlir.progress import progress
+from tv_mlir.prove import deadline
 from tv_mlir.shrink.context import ShrinkContext
 from tv_mlir.shrink.embed import fills_for
 from tv_mlir.shrink.pair import shrink_pair
@@ -65,6 +66,7 @@ def _verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, 
     if options.core not in CORES:
         raise UsageError(f"unknown symbolic core {options.core!r} (choose one of {', '.join(CORES)})")
     t0 = time.perf_counter()
+    started = deadline.now()
     try:
         # Each input is read and parsed once: the passes copy rather than edit, so the
         # module as read (with its MLIR) is still there for the shrink pass.
@@ -76,6 +78,8 @@ def _verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, 
         if hit is not None:
             hit.time_s = round(time.perf_counter() - t0, 4)
             return hit
+        if options.deadline is None:  # after the key: a deadline is how long, not what is claimed
+            options = replace(options, deadline=started + options.time_budget_s)
         ref_m = prepare(ref_read, options)
         other_m = prepare(other_read, options)
         check_signatures(ref_m, other_m)
@@ -326,6 +330,9 @@ def _second_disagrees(second: SecondWitness, shrink: dict[str, Any]) -> Verdict:
             c.confirmed_at = "original sizes" if c.confirmed else None
         return v
     v.verdict = "unknown"
+    if (v.stats or {}).get("out_of_time"):  # no disagreement: the second proof did not finish
+        v.reason = f"equivalent at the shrunk sizes; the second witness (grown sizes) did not finish: {v.reason}"
+        return v
     v.reason = f"shrinking failure: {second.disagreement()}: {v.reason}"
     return v
 

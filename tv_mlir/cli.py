@@ -141,6 +141,10 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--no-cache", action="store_true", help="neither read nor write the proof cache")
         sp.add_argument("--stage-timeout", type=_positive_number, default=Options.stage_timeout_s,
                         help="seconds one stage proof may take in a worker before it is unknown")
+        sp.add_argument("--time-budget", type=_positive_number, default=Options.time_budget_s, metavar="S",
+                        help="seconds (wall clock) the whole verification may take: past them the proof "
+                             "running stops and later ones do not start, and the verdict is unknown, naming the "
+                             "stage and phase where the time ran out (default: %(default)g)")
         sp.add_argument("--progress", action="store_true", default=None,
                         help="phase lines on stderr (default: when stderr is a terminal)")
         sp.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -167,7 +171,7 @@ def _options(args: argparse.Namespace) -> Options:
                    assume=tuple(parse_assume(a) for a in args.assume),
                    stages=not args.no_stages, stage_min_elements=args.stage_min_elements,
                    executor=args.executor, cache_dir=args.cache,
-                   cache=not args.no_cache, stage_timeout_s=args.stage_timeout,
+                   cache=not args.no_cache, stage_timeout_s=args.stage_timeout, time_budget_s=args.time_budget,
                    progress=_stderr_isatty() if args.progress is None else args.progress)
 
 

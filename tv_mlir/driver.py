@@ -26,6 +26,7 @@ from tv_mlir.heap import full_collections_at_end
 from tv_mlir.ir import Module, Op, TensorType
 from tv_mlir.options import Options
 from tv_mlir.progress import Ticker, progress
+from tv_mlir.prove import deadline
 from tv_mlir.prove.fingerprints import Trace, numeric_trace, random_inputs
 from tv_mlir.prove.fingerprints import align as align_traces
 from tv_mlir.prove.obligations import Obligation, build_obligations
@@ -159,10 +160,39 @@ def prove_pair(ref: Module, other: Module, options: Options, sizes: Mapping[int,
     local proofs at the cut points, full expansion, the solver. The verdict names the
     inputs it is about (`Options.inputs`). `sizes`: original -> shrunk size of the
     shrunk dimension classes, for the bounds of `Options.assume` (assume.resolve)."""
-    with full_collections_at_end(), _no_automatic_collections():
-        verdict = _prove_pair(ref, other, options, sizes)
+    if deadline.remaining(options.deadline) <= 0:
+        # Cheap on purpose: every stage after the deadline comes here (63 on the FSDP step).
+        verdict = Verdict("unknown", f"the time budget ({options.time_budget_s:g} s, --time-budget) was spent "
+                          "before this proof began", stats={"out_of_time": "before"})
+    else:
+        try:
+            with full_collections_at_end(), _no_automatic_collections(), deadline.time_limit(options.deadline):
+                verdict = _prove_pair(ref, other, options, sizes)
+        except deadline.OutOfTime as exc:
+            phase = _phase_of(exc)
+            verdict = Verdict("unknown", f"the time budget ({options.time_budget_s:g} s, --time-budget) ran out "
+                              f"in this proof's {phase}", stats={"out_of_time": phase})
     verdict.inputs = options.inputs
     return verdict
+
+
+# The phases of `_prove_pair`, as an out-of-time verdict names them.
+_PHASES = {"_numeric_runs": "numeric runs", "_symbolic_runs": "symbolic runs (and sweep)",
+           "_compare_output_types": "output types", "_build_obligations": "obligations",
+           "_random_counterexamples": "counterexample search on the random runs", "_local_proofs": "local proofs",
+           "_expand": "full expansion", "_solve": "solver queries", "_verdict": "witness search"}
+
+
+def _phase_of(exc: BaseException) -> str:
+    """The phase of `_prove_pair` the exception left (its traceback's frame in this module)."""
+    tb = exc.__traceback__
+    phase = "setup"
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_name
+        if tb.tb_frame.f_globals.get("__name__") == __name__ and name in _PHASES:
+            phase = _PHASES[name]
+        tb = tb.tb_next
+    return phase
 
 
 @contextmanager

@@ -45,6 +45,8 @@ MAX_EXECUTED_ELEMENTS = 4_000_000
 MAX_XLA_CHAIN = 4000
 # while-loop iterations in one run of a program, all loops together (`Options.max_unroll`).
 DEFAULT_MAX_UNROLL = 100_000
+# `Options.time_budget_s`: seconds of wall clock for one verification's proofs.
+DEFAULT_TIME_BUDGET_S = 3600.0
 
 
 # What `Options.inputs` may say, and how a verdict states it.
@@ -128,6 +130,16 @@ class Options:
     cache: bool = True
     # One stage proof's wall-clock limit in a worker process; past it the stage is unknown.
     stage_timeout_s: float = 600.0
+    # The whole verification's time budget (wall clock, from the start of `verify`): past it
+    # the proof running stops, later proofs do not start, and the verdict is `unknown`
+    # naming where the time ran out (prove/deadline.py). Each stage has its own limit above,
+    # but a pair of 63 stages may spend 63 of them, and the whole proof after a failed stage
+    # had none. An hour: the slowest pair documented to prove took ~23 min wall at load 6-7.
+    time_budget_s: float = DEFAULT_TIME_BUDGET_S
+    # The budget's deadline (seconds since the epoch), set by `verify` when it starts (None:
+    # no deadline, for proofs run outside `verify`). Not part of any cache key: `verify`
+    # computes its key before setting it, and stage keys name their options one by one.
+    deadline: float | None = None
 
     def __post_init__(self) -> None:
         from tv_mlir.assume import normalize
@@ -138,6 +150,10 @@ class Options:
         _check_positive_int("max_unroll", self.max_unroll)
         _check_positive_int("max_input_bytes", self.max_input_bytes)
         _check_positive_number("stage_timeout_s", self.stage_timeout_s)
+        _check_positive_number("time_budget_s", self.time_budget_s)
+        if self.deadline is not None and (not isinstance(self.deadline, (int, float)) or isinstance(self.deadline, bool)
+                                          or not math.isfinite(self.deadline)):
+            raise UsageError(f"option deadline must be a finite time in seconds since the epoch, got {self.deadline!r}")
         if not isinstance(self.stage_min_elements, int) or isinstance(self.stage_min_elements, bool) \
                 or self.stage_min_elements < 0:
             raise UsageError(f"option stage_min_elements must be an integer >= 0, got {self.stage_min_elements!r}")
