@@ -139,3 +139,22 @@ def test_a_tick_in_a_finalizer_waits_for_the_next(monkeypatch: pytest.MonkeyPatc
                 time.sleep(0.01)
     assert not dropped
     assert time.monotonic() - t0 < 5
+
+
+# x / w has an IEEE class that depends on the inputs (w may be 0); the maximum after it is
+# where the slow op sleeps.
+DIVIDED = """func.func @main(%x: tensor<4xf32>, %w: tensor<4xf32>) -> tensor<4xf32> {
+  %d = stablehlo.divide %x, %w : tensor<4xf32>
+  %m = stablehlo.maximum ORDER : tensor<4xf32>
+  return %m : tensor<4xf32>
+}"""
+
+
+def test_out_of_time_names_where_input_dependent_classes_began(slow_max: list[float]) -> None:
+    """What made the flax pairs without their token-id --assume crawl (NaN fills, docs/jax.md)
+    is said when the time runs out, as when a term budget is passed."""
+    v = verify(DIVIDED.replace("ORDER", "%d, %x"), DIVIDED.replace("ORDER", "%x, %d"), stages=False,
+               full_size_check="off", second_witness=False, cache=False)
+    assert v.verdict == "unknown" and "ran out in this proof's symbolic runs" in v.reason
+    assert "had an IEEE class that depends on the inputs" in v.reason
+    assert "the first from stablehlo.divide at <text>:2:" in v.reason

@@ -171,7 +171,7 @@ def prove_pair(ref: Module, other: Module, options: Options, sizes: Mapping[int,
         except deadline.OutOfTime as exc:
             phase = _phase_of(exc)
             verdict = Verdict("unknown", f"the time budget ({options.time_budget_s:g} s, --time-budget) ran out "
-                              f"in this proof's {phase}", stats={"out_of_time": phase})
+                              f"in this proof's {phase}{exc.hint}", stats={"out_of_time": phase})
     verdict.inputs = options.inputs
     return verdict
 
@@ -245,6 +245,12 @@ def _prove_pair(ref: Module, other: Module, options: Options, sizes: Mapping[int
     except T.TermBudget as exc:
         return Verdict("unknown", f"the symbolic execution passed its budget: {exc}{_class_origin(p)}",
                        stats=p.stats, approximations=sorted(p.alg.approximations))
+    except deadline.OutOfTime as exc:
+        # Floats whose IEEE class depends on the inputs (a NaN fill of out-of-range ids, a
+        # divisor that may be 0) are what made the unassumed flax pairs crawl: say where they
+        # began, as a term budget does.
+        exc.hint = _class_origin(p)
+        raise
     finally:
         store = getattr(p.alg, "store", None)  # the own core's (the z3 core has none)
         if isinstance(store, TermStore):  # its terms go with the proof (`TermStore.close`)

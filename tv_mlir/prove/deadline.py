@@ -54,6 +54,8 @@ class OutOfTime(BaseException):
     on the way (an op's fallback, a job's guard) swallows it: only the proof that set the
     limit catches it."""
 
+    hint: str = ""  # what the proof knows of why it was slow, for the verdict (driver._class_origin)
+
 
 @contextmanager
 def time_limit(deadline: float | None) -> Iterator[None]:
