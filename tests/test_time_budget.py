@@ -158,3 +158,23 @@ def test_out_of_time_names_where_input_dependent_classes_began(slow_max: list[fl
     assert v.verdict == "unknown" and "ran out in this proof's symbolic runs" in v.reason
     assert "had an IEEE class that depends on the inputs" in v.reason
     assert "the first from stablehlo.divide at <text>:2:" in v.reason
+
+
+def test_the_xla_child_protocol_is_not_cut_short() -> None:
+    """An exception between a request to the XLA child and its reply would leave the reply
+    to be read as the next request's answer: code of that module finishes first."""
+    def slow_call() -> float:
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 1.5:
+            time.sleep(0.01)
+        return time.monotonic() - t0
+    protocol = type(slow_call)(slow_call.__code__, {"__name__": "tv_mlir.execute.xla_child", "time": time})
+    finished: list[float] = []
+    t0 = time.monotonic()
+    with pytest.raises(deadline.OutOfTime):
+        with deadline.time_limit(deadline.now() + 0.2):
+            finished.append(protocol())  # the ticks at 0.2 s and 1.2 s land in it and wait
+            while time.monotonic() - t0 < 10:
+                time.sleep(0.01)
+    assert finished and finished[0] >= 1.5
+    assert time.monotonic() - t0 < 5

@@ -71,7 +71,9 @@ def time_limit(deadline: float | None) -> Iterator[None]:
 
     def fire(signum: int, frame: Any) -> None:
         nonlocal handed_over
-        if now() >= deadline and not _in_finalizer(frame):
+        if _deferred(frame):  # the next tick raises (the outer limit's exception too)
+            return
+        if now() >= deadline:
             raise OutOfTime(f"past the deadline by {now() - deadline:.1f} s")
         if outer_at is not None and time.monotonic() >= outer_at and callable(outer):
             handed_over = True  # the outer limit's own exception: its timer is not set again
@@ -91,11 +93,19 @@ def time_limit(deadline: float | None) -> Iterator[None]:
             signal.setitimer(signal.ITIMER_REAL, max(outer_at - time.monotonic(), 1e-3), outer_interval)
 
 
-def _in_finalizer(frame: Any) -> bool:
-    """The signal arrived inside a `__del__` (z3's objects free their C side there): an
-    exception raised there is printed to stderr and dropped, so wait for the next tick."""
+# Modules whose code an exception must not cut short: the parent's side of the XLA child's
+# pickle protocol (execute/xla_child.py). A request sent whose reply is left unread would be
+# read as the answer to the next request, another module's outputs, in a later verification
+# of this process: a replay confirming what XLA never showed.
+DEFERRED_MODULES = frozenset({"tv_mlir.execute.xla_child"})
+
+
+def _deferred(frame: Any) -> bool:
+    """The signal arrived where an exception must wait for the next tick: inside a `__del__`
+    (z3's objects free their C side there; an exception raised there is printed and dropped)
+    or inside DEFERRED_MODULES."""
     while frame is not None:
-        if frame.f_code.co_name == "__del__":
+        if frame.f_code.co_name == "__del__" or frame.f_globals.get("__name__") in DEFERRED_MODULES:
             return True
         frame = frame.f_back
     return False
