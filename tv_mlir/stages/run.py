@@ -48,9 +48,10 @@ from tv_mlir.stages.flat import flatten
 from tv_mlir.stages.hashing import stage_hash
 from tv_mlir.stages.lanes import fold_lanes
 from tv_mlir.stages.lift import numeric_witness
+from tv_mlir.stages.locate import Located, in_loop
 from tv_mlir.stages.loops import induction, is_loop_stage
 from tv_mlir.stages.peel import peel_output_pads
-from tv_mlir.stages.plan import Side, choose_cuts, largest, scheduled
+from tv_mlir.stages.plan import Side, choose_cuts, largest, region_uses, scheduled
 from tv_mlir.stages.pool import Executor, Job, run_jobs
 from tv_mlir.stages.prologue import by_layout
 from tv_mlir.stages.ranges import Ranges, value_ranges
@@ -200,11 +201,17 @@ def _prove_cut(ref: Module, other: Module, options: Options, sizes: Mapping[int,
             # grows with its trips: a bug the random runs show is reported without it.
             record = StageRecord(0, "the loop", "", "", "unknown", "not proved by induction", 0.0, 1, 1,
                                  [loop.loc] if loop.loc else [])
-            lifted = _lift(ref, other, options, cut, record, summary)
+            role = "that fails"
+            if cut.located is not None:  # the trip and the body op where the runs show the loops part
+                record = _located_record(record, "", cut.located, other.source, summary)
+                role = "where the random runs first differ"
+            lifted = _lift(ref, other, options, cut, record, summary, role)
             if lifted is not None:
                 return lifted
         verdict = prove_pair(ref, other, options, sizes)
         verdict.stages = summary
+        if cut.located is not None and verdict.verdict != "equivalent":
+            verdict.reason += f"; the random runs first differ in {cut.located.stage()} at {cut.located.loc}"
         return verdict
     progress(options, f"cut into {len(stages)} stages ({time.perf_counter() - t0:.1f} s)")
     if not cut.outputs_agree and not any(s.loop for s in stages):
@@ -220,6 +227,8 @@ def _prove_cut(ref: Module, other: Module, options: Options, sizes: Mapping[int,
                              list(last.locs[:3]), first)
         early: dict[str, Any] = {"used": True, "count": len(stages), "proved": 0, "reused": 0, "cached": 0,
                                  "time_s": round(time.perf_counter() - t0, 3), "list": []}
+        if cut.located is not None:  # the first unlinked op is a loop: where inside it the runs part
+            record = _located_record(record, f"{last.name}: ", cut.located, other.source, early)
         lifted = _lift(ref, other, options, cut, record, early, "where the random runs first differ")
         if lifted is not None:
             early["failed"] = {"stage": record.index, "name": record.name, "verdict": record.verdict,
@@ -260,6 +269,18 @@ def _prove_cut(ref: Module, other: Module, options: Options, sizes: Mapping[int,
         where = f" (first at {failed.locs[0]})" if failed.locs else ""
         verdict.reason += f"; the first stage that fails is {failed.name}{where}"
     return verdict
+
+
+def _located_record(record: StageRecord, prefix: str, located: Located, program: str,
+                    summary: dict[str, Any]) -> StageRecord:
+    """`record` renamed for the loop trip and body op where the random runs show the
+    programs part (stages/locate.py), that op's record as its first divergence; the
+    summary keeps the record too (`located`), so that a verdict the lift does not make
+    still says it."""
+    first = {**located.divergence(program), "stage": prefix + located.stage()}
+    summary["located"] = first
+    return replace(record, name=prefix + located.stage(), locs=[located.loc, *record.locs[:2]],
+                   first_divergence=first)
 
 
 def _diverging(cut: Cut, options: Options, finite: set[str], signs: dict[str, int], ranges: Ranges | None,
@@ -407,6 +428,7 @@ class Cut:
     bounds: list[tuple[int, int] | None] = field(default_factory=list)
     outputs_agree: bool = True  # the other's outputs held the reference's on the lineage's runs
     divergence: Op | None = None  # when they did not: the first op whose value matched none
+    located: Located | None = None  # when that op is a loop: the trip and body op where the loops part
     chain: Chain | None = None  # the cuts, to build longer spans of them (`_widen`)
     chain_index: list[int | None] = field(default_factory=list)  # per stage: its link of the chain (not the prologue)
     loop_links: set[int] = field(default_factory=set)  # links proved by induction (several stages each)
@@ -561,6 +583,14 @@ def _cut(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] 
     cut.stages = stages
     if not cut.outputs_agree and len(cuts.other) >= 2:
         cut.divergence = _first_unlinked(o_side, links, cuts.other[-2], list(flat.module.main.body.returns))
+        if cut.divergence is not None and cut.divergence.name == "stablehlo.while" and o_vals:
+            # A loop's results differ: the trip and the body op where they part (stages/locate.py).
+            # It runs the loops again; of the lineage's runs only what the loops read is kept.
+            r_vals = {v: r_vals[v] for op in r_side.flow if op.name == "stablehlo.while"
+                      for v in region_uses(op) if v in r_vals}
+            o_vals = {v: o_vals[v] for v in region_uses(cut.divergence) if v in o_vals}
+            cut.located = in_loop(r_side, o_side, links, cut.divergence, r_vals, o_vals, options.max_unroll,
+                                  MAX_RUN_ELEMENTS)
     return cut
 
 
