@@ -43,6 +43,48 @@ def test_no_full_collection_inside_and_one_at_the_end(eager_gc: list[int]) -> No
     assert gc.get_threshold() == (200, 2, 2)  # the caller's settings are back
 
 
+class _Cycle:
+    """An object in a reference cycle of its own: only the cyclic collector frees it."""
+
+    def __init__(self, freed: list[str], name: str) -> None:
+        self.me, self.freed, self.name = self, freed, name
+
+    def __del__(self) -> None:
+        self.freed.append(self.name)
+
+
+def test_nested_blocks_keep_the_outer_freeze_and_free_their_cycles() -> None:
+    """Only the outermost block freezes what lived before it and unfreezes it at its end:
+    an inner block (a verify's staged proof, a stage's proof) that unfroze everything made
+    the outer block's collection walk the whole process heap (three walks per verify, most
+    of a small pair's time in a test process). Each block's collection still frees the
+    cycles made inside it."""
+    assert gc.get_freeze_count() == 0
+    freed: list[str] = []
+    with full_collections_at_end():
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        with full_collections_at_end():
+            _Cycle(freed, "inner")
+            assert gc.get_freeze_count() == frozen
+        assert freed == ["inner"]
+        assert gc.get_freeze_count() == frozen  # the inner block left the freeze alone
+        _Cycle(freed, "outer")
+    assert freed == ["inner", "outer"]
+    assert gc.get_freeze_count() == 0
+
+
+def test_a_callers_own_freeze_is_left_to_it() -> None:
+    gc.freeze()
+    try:
+        mine = gc.get_freeze_count()
+        with full_collections_at_end():
+            pass
+        assert gc.get_freeze_count() >= mine
+    finally:
+        gc.unfreeze()
+
+
 def _stores() -> set[int]:
     return {id(o) for o in gc.get_objects() if isinstance(o, TermStore)}
 
