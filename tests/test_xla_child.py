@@ -89,3 +89,27 @@ def test_a_verdict_whose_replay_xla_aborts_on_names_the_check() -> None:
     v = verify(REF, bad, cache=False, shrink=False)
     assert v.verdict == "unknown", (v.verdict, v.reason)
     assert "XLA could not run it" in v.reason and "Check failed" in v.reason, v.reason
+
+
+TRIPLE = DOUBLE.replace("%r = stablehlo.add %x, %x", "%d = stablehlo.add %x, %x : tensor<4xf32>\n  %r = stablehlo.add %d, %x")
+
+
+def test_a_call_interrupted_before_its_reply_leaves_no_reply_for_the_next(
+        runner: IsolatedXlaRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A timeout's signal (or Ctrl-C) between a request and its reply: the next call, on
+    another module, gets its own outputs, not the interrupted call's reply."""
+    import tv_mlir.execute.xla_child as xc
+
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    runner.run(DOUBLE, [x])  # the child is up
+    real_load = xc.pickle.load
+
+    def interrupted(f):  # the request went out; the signal lands before the reply is read
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(xc.pickle, "load", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        runner.run(DOUBLE, [x])
+    monkeypatch.setattr(xc.pickle, "load", real_load)
+    (got,) = runner.run(TRIPLE, [x])
+    assert np.array_equal(got, 3 * x.astype(np.float32))

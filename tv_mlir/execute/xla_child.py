@@ -70,6 +70,9 @@ class IsolatedXlaRunner(XlaRunner):
             pickle.load(proc.stdout)
         except (EOFError, OSError, pickle.UnpicklingError):
             self._died()
+        except BaseException:
+            self._abandon()  # as in `_call`: no reply may be left unread
+            raise
 
     def close(self) -> None:
         proc, self._proc = self._proc, None
@@ -125,11 +128,27 @@ class IsolatedXlaRunner(XlaRunner):
         except (EOFError, OSError, pickle.UnpicklingError):
             fatal = self._fatal[key] = f"XLA stopped the process that ran it ({self._died()})"
             raise XlaRunError(fatal) from None
+        except BaseException:
+            # Interrupted between the request and its reply (a timeout's signal, Ctrl-C):
+            # the reply left in the pipe would be read as the next request's answer,
+            # another module's outputs. The child goes; the next call starts a new one.
+            self._abandon()
+            raise
         if status == "ok":
             return payload
         if isinstance(payload, Exception):
             raise payload
         raise XlaRunError(str(payload))
+
+    def _abandon(self) -> None:
+        """Kill the child whatever it is doing, and forget it."""
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            proc.kill()
+            proc.wait()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
 
     def _died(self) -> str:
         """Why the child ended: XLA's failed check when its log names one."""
