@@ -31,7 +31,10 @@ def full_collections_at_end() -> Iterator[None]:
     runs many small proofs: three walks of its whole heap per `verify` (the test suite,
     a user's pytest module), 76% of a tiny pair's time in a process that imported jax."""
     old = gc.get_threshold()
-    owner = gc.get_freeze_count() == 0
+    # Inside an outer block its third threshold is NEVER (O(1); counting the frozen
+    # objects walks them, ms per call in a large process). Only outside one is a freeze
+    # there the caller's own.
+    owner = old[2] != NEVER and gc.get_freeze_count() == 0
     if owner:
         gc.freeze()
     gc.set_threshold(old[0], old[1], NEVER)
