@@ -67,6 +67,16 @@ def test_agreeing_runs_locate_nothing() -> None:
     assert cut.outputs_agree and cut.located is None
 
 
+def test_a_walk_that_fails_names_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Values that do not line up as the alignment says (here: every comparison raising)
+    leave the name to the loop, as before; the cut goes on."""
+    def broken(*_: Any) -> bool:
+        raise ValueError("operands could not be broadcast together")
+    monkeypatch.setattr(locate, "_holds", broken)
+    cut = _cut("grad_scan_L3_bug_layer2")
+    assert cut.located is None and cut.divergence is not None and cut.divergence.name == "stablehlo.while"
+
+
 def test_the_trip_check_is_what_finds_the_line(monkeypatch: pytest.MonkeyPatch) -> None:
     """Loosened: at the trip where the loops part, the first op that holds no reference value
     in the first trip (what a first trip that differs is located by), instead of the first
