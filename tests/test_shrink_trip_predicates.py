@@ -63,6 +63,9 @@ def test_a_counter_tested_against_data_still_drops_its_group(monkeypatch: pytest
     size, why = _h("count", "bug")
     assert size == 12 and "constant 10" in why, why
     monkeypatch.setattr(trips, "_tests_a_literal", lambda f, used: True)
+    # k is made by a reduce: MEMBER_DEFS (red-team batch 5) drops its group on its own.
+    assert _h("count", "bug")[0] == 12
+    monkeypatch.setattr(trips, "MEMBER_DEFS", False)
     loose, _ = _h("count", "bug")
     assert loose < 7, loose  # the hazard: at H' < 7 layer H' - 3 < 4 is kept by both
 

@@ -18,7 +18,10 @@ answer or only chooses between members by `select` (jax's wrap of a negative ind
 scalar `compare` of a member with an integer literal whose answer goes anywhere (a scan's
 `where(i == 96, ...)`: the answer is a truth value of the group alone; `TRIP_PREDICATES`). Any
 other use (a multiply, a convert, a broadcast, an entry result, a region's return other
-than a loop's) drops the group.
+than a loop's) drops the group, and so does a member made by anything but a constant, an
+add, subtract or convert of integer scalars, a select between them, a loop or a call
+(`MEMBER_DEFS`: a reduce's count of H's elements joined through `k - i` or a choice
+`i + 11 < k` would make the group read a size of H).
 
 Why a constant of a kept group names only the classes of its group's sliced dims: the
 program reads the constant's value only through sums, differences and choices that end
@@ -43,6 +46,11 @@ TRIP_COUNTERS = True
 # A member compared with an integer literal, the answer used anywhere (`_tests_a_literal`);
 # off, such a compare drops the group as any other use does (as before).
 TRIP_PREDICATES = True
+# Members made only from members (`_closed`): a group with a value made by anything else
+# (a reduce's count of H's elements, a program input) escapes. Off: membership is by use
+# only, and `k - i == 11` with k = sum(ones(H)) kept its group (red-team batch 5,
+# trip_count_sub and trip_choose: H shrank below 12 where the bug hid).
+MEMBER_DEFS = True
 # Rule (a)'s order: a trip constant is no literal for the size values of other classes
 # (`trips_apart`); off, every size value keeps its order with it, as before.
 TRIP_ORDER = True
@@ -138,6 +146,21 @@ def _tests_a_literal(f: ProgramFacts, operands: list[str]) -> bool:
     return TRIP_PREDICATES and any(_int_constant(f, v) is not None for v in operands)
 
 
+def _closed(op: Op, ints: set[str], module: Module) -> bool:
+    """Whether `op` makes its integer scalars from the group's own values only (`MEMBER_DEFS`):
+    a constant, an add, subtract or convert of integer scalars, a select between them, a
+    loop's or a call's results (joined with what the loop carries and the callee returns).
+    A reduce, a multiply, a convert of a float, a branch's answer make a value that may hold
+    a size of another class (sum(ones(H)) is H), which the group's argument cannot read."""
+    if op.name in ("stablehlo.constant", "stablehlo.while"):
+        return True
+    if op.name in _JOIN:
+        return all(v in ints for v in op.operands)
+    if op.name == "stablehlo.select":
+        return all(v in ints for v in op.operands[1:])
+    return op.name == "func.call" and op.attrs.get("callee", "") in module.funcs
+
+
 def _lockstep(f: ProgramFacts, loop: Op) -> list[tuple[int, int]]:
     """Carried positions that hold one value on every trip: the same constant start and
     the same constant step (a fori_loop's own counter and the index it passes its body)."""
@@ -180,9 +203,18 @@ def index_groups(f: ProgramFacts) -> dict[str, frozenset[tuple[str, int]]]:
         # index, `i < 0 ? i + L : i`) or answers a loop condition.
         return all(u.name == "stablehlo.select" and u.operands[0] == p and u.results[0] in ints
                    for u in uses.get(p, [])) and (p in answers or p in uses)
+    if MEMBER_DEFS:
+        # A program input is no literal's function: a group holding one escapes.
+        for v in module.main.body.args:
+            if v in ints:
+                g.escape(v)
     for block, owner, _ in _blocks(module):
         for op in block.ops:
             used = [v for v in op.operands if v in ints]
+            if MEMBER_DEFS and not _closed(op, ints, module):
+                for r in op.results:
+                    if r in ints:
+                        g.escape(r)
             if op.name in DYNAMIC_SLICES:
                 first = 1 if op.name == "stablehlo.dynamic_slice" else 2
                 for d, v in enumerate(op.operands[first:]):
@@ -266,4 +298,5 @@ def trips_apart(occurrences: list[tuple[str, str]], classes: tuple[int, ...],
         all(key in trip_only and not trip_only[key] & set(classes) for key in occurrences)
 
 
-__all__ = ["TRIP_COUNTERS", "TRIP_ORDER", "TRIP_PREDICATES", "index_groups", "trip_constants", "trips_apart"]
+__all__ = ["MEMBER_DEFS", "TRIP_COUNTERS", "TRIP_ORDER", "TRIP_PREDICATES", "index_groups", "trip_constants",
+           "trips_apart"]
