@@ -502,12 +502,19 @@ def _fixpoint(base: PlanBase, st: _State) -> tuple[list[int], dict[tuple[str, st
         for rp in where.ranged:
             # Rule (b), assumed ranges: a literal met by ids assumed in [0, |C|) names a
             # position of C (ranged.py); a constant rewritten with a size names none.
-            if (rp.program, rp.constant) in tied:
+            names = [k for k in (rp.constant, *rp.others) if k]
+            moving = [(rp.program, k) in tied for k in names]
+            if moving and all(moving):
+                continue
+            # Some of the split's constants rewritten with a size, some not (id_splits.py):
+            # the split moves by a difference of the two, so the class keeps its size.
+            bound = a.classes[rp.cls].size if any(moving) else rp.bound
+            if not bound:
                 continue
             note(rp.cls, "b-range", f"rule b: ids assumed in its range meet the literal {rp.position} "
-                                    f"(at least {rp.bound}: 2u + 2, and u kept in its shard's block)")
-            if rp.bound > mins[rp.cls]:
-                mins[rp.cls] = rp.bound
+                                    f"(at least {bound}: 2u + 2, and u kept in its shard's block)")
+            if bound > mins[rp.cls]:
+                mins[rp.cls] = bound
                 changed = True
         rule_a = order(a, where, sizes, constants, tied, tied_classes, counted, trip_only)
         for c, why in rule_a.pins.items():

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from tv_mlir.shrink.dims import DimAnalysis
 from tv_mlir.shrink.facts import ProgramFacts
+from tv_mlir.shrink.id_splits import Walk, id_splits
 from tv_mlir.shrink.positions import named_positions
 
 # Off: an assumed range is no position (special_ids' mask `ids < 128000` bounded nothing).
@@ -45,6 +46,10 @@ class RangedPosition:
     position: int
     cls: int
     bound: int
+    # The constants that moved the ids before the compare with `constant` (id_splits.py):
+    # the split is where it is only while all of them keep their values, or all move with
+    # C; the plan keeps C whole when only some are rewritten with a size.
+    others: tuple[str, ...] = ()
 
 
 def range_seeds(fa: ProgramFacts, a: DimAnalysis,
@@ -108,7 +113,47 @@ def ranged_positions(fa: ProgramFacts, a: DimAnalysis,
         for c in sorted(classes):
             if 0 < u < a.classes[c].size:
                 out.append(RangedPosition(fa.program, constant, u, c, max(2 * u + 2, block_bound(a, c, u))))
+    walk = id_splits(fa, seeds)
+    for s in walk.splits:
+        # Splits after offsets (`ids + 1000 < 1100` splits at 100, where named_positions
+        # sees 1000 and 1100 only); a split the walk lost keeps the class whole.
+        for c in sorted(s.classes):
+            size = a.classes[c].size
+            p = math.ceil(s.position - 1e-9)
+            if s.lost:
+                out.append(RangedPosition(fa.program, s.constant, 0, c, size, s.others))
+            elif 0 < p < size:
+                out.append(RangedPosition(fa.program, s.constant, p, c, max(2 * p + 2, block_bound(a, c, p)),
+                                          s.others))
+            elif s.others:
+                # No split among the ids at the original sizes, and none at any size while
+                # its constants keep their values (bound 0); one moving with C may bring it in.
+                out.append(RangedPosition(fa.program, s.constant, p, c, 0, s.others))
+    out.extend(_clamped(fa, a, walk))
     return list(dict.fromkeys(out))
+
+
+def _clamped(fa: ProgramFacts, a: DimAnalysis, walk: Walk) -> list[RangedPosition]:
+    """Rule (a)'s implicit clamp in the ids' units: a gather at index s * id + b (s > 0)
+    reads its last row for the ids from m = (|K| - 1 - b) / s on. A literal split u < m of
+    the same ids keeps its two kinds of ids below the clamp (two ids from u up to m'): K' >=
+    s (u + 2) + b + 1. Rule (a) orders the clamp |K| - 1 with the literal u itself, which
+    is the same only at s = 1, b = 0 (`take(emb, 4 * minimum(ids, 40))`, clamp_scaled)."""
+    out = []
+    for clamp in walk.clamps:
+        f = clamp.form
+        key = (fa.program, clamp.operand, clamp.dim)
+        if f.scale <= 0 or key not in a.class_of:
+            continue
+        k = a.class_of[key]
+        m = (a.classes[k].size - 1 - f.offset) / f.scale
+        for s in walk.splits:
+            if s.lost or not s.constant or not s.classes & clamp.classes or not 0 < s.position < m:
+                continue
+            need = math.ceil(f.scale * (s.position + 2) + f.offset + 1 - 1e-9)
+            out.append(RangedPosition(fa.program, s.constant, math.ceil(s.position - 1e-9), k,
+                                      min(need, a.classes[k].size), s.others + f.constants))
+    return out
 
 
 __all__ = ["BLOCKS", "RANGED", "RangedPosition", "block_bound", "range_seeds", "ranged_positions"]
