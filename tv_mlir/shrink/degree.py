@@ -357,7 +357,7 @@ def summand_degrees(facts: ProgramFacts, analysis: DimAnalysis, families: dict[i
                     d = degrees(c)
                     deg = d.of(lhs) + d.of(rhs)
                     out[c] = max(out.get(c, 0), deg)
-                    if deg == 0:
+                    if deg == 0 or (constant_part(d, lhs) and constant_part(d, rhs)):
                         counted.add(c)
             elif op.name == "stablehlo.convolution" and isinstance(op.attrs.get("dimension_numbers"), ConvDims):
                 # Input features are contracted as a dot_general's contracting dims are.
@@ -386,7 +386,7 @@ def summand_degrees(facts: ProgramFacts, analysis: DimAnalysis, families: dict[i
                         c = analysis.class_of[(facts.program, v, a)]
                         deg = degrees(c).of(v)
                         out[c] = max(out.get(c, 0), deg)
-                        if deg == 0:
+                        if deg == 0 or constant_part(degrees(c), v):
                             counted.add(c)
             elif op.name == "func.call" and depth < 16:
                 fn = facts.module.funcs.get(op.attrs.get("callee", ""))
@@ -403,11 +403,21 @@ def summand_degrees(facts: ProgramFacts, analysis: DimAnalysis, families: dict[i
                         inner[key] = sub
                 visit(fn.body, inner, depth + 1)
 
+    terms: dict[int, constant_terms.ConstantTerms] = {}
+
+    def constant_part(d: Degrees, v: str) -> bool:
+        # Newton's argument needs summands with no constant term (constant_terms.py).
+        if not constant_terms.CONSTANT_TERMS or not d.has(v):
+            return False
+        return terms.setdefault(id(d), constant_terms.ConstantTerms(d)).may_have_constant(v)
+
     for c in range(len(analysis.classes)):
         if analysis.classes[c].reduced_by:
             root(c)
     visit(facts.module.main.body, {}, 0)
     return out
 
+
+from tv_mlir.shrink import constant_terms  # noqa: E402 - it reads Degrees
 
 __all__ = ['PER_TRIP', 'PIECEWISE', 'UNBOUNDED', 'Degrees', 'inductive_loops', 'summand_degrees']

@@ -1,0 +1,187 @@
+"""Newton's argument and constant terms (docs/shrinking.md, "Red-team batch 5").
+
+Newton's identities carry a symmetric identity over a class from n' to n when both sides
+are polynomials in the power sums p_1..p_d of the elements along it. A summand with a
+constant term is not such a polynomial: sum_i (x_i + 1) is p_1 + n, and n, the class's
+size, is what no shrunk size keeps (`sum(x + 1)` against `sum(x) + 2.0` agree at n = 2
+only). A summand of degree 0 (`sum(1)`) already makes its class *counted* (rule a: n is a
+size value, kept in order with every literal); this reads the constant parts of summands
+of higher degree the same way.
+
+`may_have_constant(v)`: whether v, as a polynomial in the family's elements (atoms such as
+exp(x) counted as fresh variables, as the verifier does), may have a non-zero constant
+term. A value of degree 0 along the family has one unless it is the constant 0; an input
+along the family has none; a product has none when one factor has none; a sum, difference,
+select, max/min, move or copy has none when none of its data operands has one; a quotient
+when its numerator has none; an atom of an argument with no constant term (exp(x)) is the
+verifier's fresh variable and has none, but an atom of an argument that is constant as a
+function (exp(x * 0)) is the same at every position: its argument is checked for products
+with 0. A compare is rule k's data predicate (its sum is a type count, which rule k
+bounds). Anything not read here may have one (counted: a size value too many keeps a class
+larger, never hides a bug)."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from tv_mlir.ir import Op
+from tv_mlir.semantics.ops import DEGREE_ADDING, DEGREE_PRESERVING, TRANSCENDENTAL_OPS
+from tv_mlir.shrink.degree import PIECEWISE, Degrees
+from tv_mlir.shrink.facts import moved_operands, splat
+
+# Off: only degree-0 summands count their class (the const_term hole).
+CONSTANT_TERMS = True
+
+# Ops whose data operands are all of their operands and whose result has a constant term
+# only where one of them has (sums, differences, moves, copies, collectives).
+_ADDITIVE = (DEGREE_PRESERVING | PIECEWISE | {"stablehlo.select"}) - {"stablehlo.gather", "stablehlo.dynamic_slice",
+                                                                     "stablehlo.dynamic_update_slice", "stablehlo.pad",
+                                                                     "stablehlo.custom_call"}
+# Atoms the verifier treats as fresh variables per position (`exp(x)`).
+_ATOMS = TRANSCENDENTAL_OPS
+
+
+@dataclass
+class ConstantTerms:
+    degrees: Degrees
+    memo: dict[str, bool] = field(default_factory=dict)
+    loops: dict[tuple[int, int], bool] = field(default_factory=dict)  # (while, k) -> may
+
+    def may_have_constant(self, value: str) -> bool:
+        if value in self.memo:
+            return self.memo[value]
+        arg = self.degrees.facts.region_arg.get(value)
+        if arg is not None and arg[0].name == "stablehlo.while" and self.degrees.has(value) \
+                and self.degrees.of(value):
+            return self._carried(arg[0], arg[2])  # its own induction, not the cycle guard
+        self.memo[value] = True  # cycles (loops): may
+        self.memo[value] = self._compute(value)
+        return self.memo[value]
+
+    def _compute(self, value: str) -> bool:  # noqa: C901 - one dispatch over op kinds
+        d, f = self.degrees, self.degrees.facts
+        if not d.has(value) or d.of(value) == 0:
+            return not self._zero(value)
+        if value in d.bindings or value in f.entry_args:
+            return False
+        if value in f.region_arg:
+            owner, _, k = f.region_arg[value]
+            if owner.name == "sdy.manual_computation":
+                return self.may_have_constant(owner.operands[k])
+            return self._carried(owner, k) if owner.name == "stablehlo.while" else True
+        if value in f.func_of_arg:
+            callers = f.callers.get(value, [])
+            return not callers or any(self.may_have_constant(call.operands[k]) for call, k in callers)
+        if value not in f.defs:
+            return True
+        op, idx = f.defs[value]
+        n = op.name
+        if n == "stablehlo.iota":
+            return False  # positions: rule b's, not Newton's
+        if n == "stablehlo.compare":
+            # A data predicate: rule k's. Its sum is a type count k_t, which rule k's
+            # argument bounds with the counts (degree D + T d), not a size value.
+            return False
+        if n in DEGREE_ADDING:
+            return all(self.may_have_constant(o) for o in op.operands)
+        if n == "stablehlo.divide":
+            return self.may_have_constant(op.operands[0])
+        if n == "stablehlo.select":
+            if d.of(op.operands[0]):
+                # A data predicate along the family chooses: rule k's sum (its constant
+                # parts per type are the type counts k_t, which rule k bounds).
+                return False
+            return any(self.may_have_constant(o) for o in op.operands[1:] if not self._infinite(o))
+        if n in PIECEWISE:
+            # max(x, -inf) is x: the reduction's identity is no piece that can win.
+            return any(self.may_have_constant(o) for o in op.operands if not self._infinite(o))
+        if n in ("stablehlo.gather", "stablehlo.dynamic_slice", "stablehlo.pad", "stablehlo.dynamic_update_slice"):
+            moved = moved_operands(op)
+            if n != "stablehlo.pad" and any(d.of(o) for k, o in enumerate(op.operands) if k not in moved):
+                # Rows picked at data indices along the family (emb[ids_t]): a lookup, an
+                # atom of the index as the verifier reads it (rule "indexed by data").
+                return False
+            return any(self.may_have_constant(op.operands[k]) for k in moved)
+        if n in _ADDITIVE:
+            return any(self.may_have_constant(o) for o in op.operands)
+        if n == "stablehlo.reduce" and op.regions and len(op.regions[0].ops) == 1:
+            # A sum (or max, min) of values with none, from 0 (or its identity), has none.
+            body = op.regions[0].ops[0].name
+            half = len(op.operands) // 2
+            inits_ok = all(self._zero(i) if body == "stablehlo.add" else self._infinite(i) or self._zero(i)
+                           for i in op.operands[half:])
+            if body in ("stablehlo.add", "stablehlo.maximum", "stablehlo.minimum") and inits_ok:
+                return any(self.may_have_constant(o) for o in op.operands[:half])
+            return True
+        if n in _ATOMS:
+            return any(self._constant_function(o) for o in op.operands)
+        if n == "stablehlo.while":
+            return self._carried(op, idx)
+        if n == "sdy.manual_computation" and op.regions:
+            return self.may_have_constant(op.regions[0].returns[idx])
+        if n == "func.call" and op.attrs.get("callee", "") in f.module.funcs:
+            return self.may_have_constant(f.module.funcs[op.attrs["callee"]].body.returns[idx])
+        return True
+
+    def _carried(self, loop: Op, k: int) -> bool:
+        """A loop's carried value k: none on every trip when none in its start and none in
+        what the body returns from carried values with none (induction over the trips).
+        Assumed none while the body is read; where that fails, the answer is "may" and
+        what was read under the assumption is read again."""
+        key = (id(loop), k)
+        if key in self.loops:
+            return self.loops[key]
+        self.loops[key] = False
+        body = loop.regions[1]
+        found = self.may_have_constant(loop.operands[k]) or \
+            (k < len(body.returns) and self.may_have_constant(body.returns[k]))
+        if found:
+            self.loops[key] = True
+            self.memo.clear()
+        return found
+
+    def _zero(self, value: str, depth: int = 0) -> bool:
+        """The constant 0, through broadcasts, converts, reshapes and the arguments of a
+        function every call passes 0 (jnp.where's private function gets its 0.0 so)."""
+        f = self.degrees.facts
+        v = value
+        while v in f.defs and f.defs[v][0].name in ("stablehlo.broadcast_in_dim", "stablehlo.convert",
+                                                    "stablehlo.reshape"):
+            v = f.defs[v][0].operands[0]
+        if v in f.func_of_arg and depth < 8:
+            callers = f.callers.get(v, [])
+            return bool(callers) and all(self._zero(call.operands[k], depth + 1) for call, k in callers)
+        op = f.defs.get(v)
+        return op is not None and op[0].name == "stablehlo.constant" and splat(op[0]) == 0
+
+    def _infinite(self, value: str) -> bool:
+        """An infinite or NaN constant: a fill or an identity, no real constant term (a sum
+        that takes it is that value at every size)."""
+        f = self.degrees.facts
+        v = value
+        while v in f.defs and f.defs[v][0].name in ("stablehlo.broadcast_in_dim", "stablehlo.convert"):
+            v = f.defs[v][0].operands[0]
+        op = f.defs.get(v)
+        c = splat(op[0]) if op is not None and op[0].name == "stablehlo.constant" else None
+        return isinstance(c, float) and not math.isfinite(c)
+
+    def _constant_function(self, value: str) -> bool:
+        """Whether `value` may be the same at every position though it has a degree: a
+        product with the constant 0 on the way (x * 0), seen through additive ops."""
+        d, f = self.degrees, self.degrees.facts
+        seen: set[str] = set()
+        stack = [value]
+        while stack:
+            v = stack.pop()
+            if v in seen or v not in f.defs or not d.has(v) or d.of(v) == 0:
+                continue
+            seen.add(v)
+            op, _ = f.defs[v]
+            if op.name in DEGREE_ADDING and any(self._zero(o) for o in op.operands):
+                return True
+            if op.name in DEGREE_ADDING or op.name in _ADDITIVE or op.name == "stablehlo.divide":
+                stack.extend(op.operands)
+        return False
+
+
+__all__ = ["CONSTANT_TERMS", "ConstantTerms"]
