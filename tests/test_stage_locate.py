@@ -118,3 +118,5 @@ def test_an_unconfirmed_witness_names_the_trip_and_line(monkeypatch: pytest.Monk
     assert json.loads(to_json(v))["counterexample"]["first_divergence"]["stage"] == "the loop's body, trip 2 of 3"
     text = to_text(v)
     assert SEEDED in text and "trip 2 of 3" in text
+    # The one-line reason (what `tv-mlir verify` prints first, and a CI log keeps) too.
+    assert SEEDED in v.reason and "trip 2 of 3" in v.reason, v.reason

@@ -92,9 +92,21 @@ def retry(verdict: Verdict, originals: tuple[Module, Module], options: Options, 
     verdict.reason = (f"a counterexample at the shrunk sizes {shown}: {why}; "
                       f"{c.what or f'output {c.output}'} at shrunk index {c.shrunk_index}: {a} {c.ref_value}, "
                       f"{b} {c.other_value}"
-                      + (f"; retried {tried}" if tried else ""))
+                      + (f"; retried {tried}" if tried else "")
+                      + _located(c.first_divergence))
     verdict.retries = retries
     return verdict
+
+
+def _located(fd: dict[str, Any] | None) -> str:
+    """Where the shrunk runs first differ, for the one-line reason of an unconfirmed
+    witness (a user who reads only that line learns the op and the source line to look at,
+    as a confirmed one's report gives them)."""
+    if not fd or fd.get("moved") or not fd.get("loc"):
+        return ""
+    what = f"{fd['op']} at {fd['loc']}" if fd.get("op") else f"a stage starting at {fd['loc']}"
+    stage = f", {fd['stage']}" if fd.get("stage") else ""
+    return f"; the shrunk runs first differ at {what}{stage}"
 
 
 def confirm_divergence(c: Counterexample, e: Any, small_ref: Module, ref: Module, other: Module,
