@@ -37,6 +37,7 @@ from tv_mlir.options import Options
 from tv_mlir.passes.normalize import cse
 from tv_mlir.progress import progress
 from tv_mlir.prove.fingerprints import random_inputs
+from tv_mlir.stages import lift as lift_runs
 from tv_mlir.stages import lineage, reuse
 from tv_mlir.stages.bar import StageBar
 from tv_mlir.stages.cache import ProofCache, cache_key
@@ -189,6 +190,15 @@ def _prove_cut(ref: Module, other: Module, options: Options, sizes: Mapping[int,
     dominant = _dominant(stages)
     if tentative and dominant:
         return None
+    if not tentative and cut.outputs_agree and lift_runs.SCALED_RUNS and cut.input_sets:
+        # The unit-scale runs agree; a bug that only small values show (a clip by norm, an
+        # eps) is caught here, before any stage or whole proof: a few runs of both programs,
+        # when they are cheap (`lift.EARLY_SCALED_ELEMENTS`; else at a failed stage's lift).
+        runs = len(lift_runs.SCALE_POWERS) * len(cut.input_sets[lineage.RUNS])
+        if runs * max(_elements(ref), _elements(other)) <= lift_runs.EARLY_SCALED_ELEMENTS:
+            scaled = _lift_scaled(ref, other, options, cut, t0)
+            if scaled is not None:
+                return scaled
     if (len(stages) < MIN_STAGES or dominant) and not any(s.loop for s in stages):
         why = cut.why or f"{len(stages)} stage(s): proved whole"
         if dominant and len(stages) >= MIN_STAGES:
@@ -401,6 +411,8 @@ def _lift(ref: Module, other: Module, options: Options, cut: Cut, failed: StageR
     sets = cut.input_sets[1:] + cut.input_sets[:1]
     c = numeric_witness(ref, other, sets, cut.names, options.max_unroll, MAX_RUN_ELEMENTS, cut.bounds)
     if c is None:
+        if cut.outputs_agree and lift_runs.SCALED_RUNS and not cut.scaled_tried:
+            return _lift_scaled(ref, other, options, cut, time.perf_counter(), failed, summary)
         return None
     where = f" at {failed.locs[0]}" if failed.locs else ""
     c.first_divergence = failed.first_divergence or {
@@ -411,6 +423,40 @@ def _lift(ref: Module, other: Module, options: Options, cut: Cut, failed: StageR
               f"XLA); the first stage {role} is {failed.name}{where}")
     v = Verdict("not-equivalent", reason, counterexample=c,
                 outputs=[OutputResult(c.output, "not-equivalent", detail="a random run differs", what=c.what)],
+                stats={"pipeline": options.pipeline})
+    v.stages = summary
+    v.inputs = options.inputs
+    return v
+
+
+def _lift_scaled(ref: Module, other: Module, options: Options, cut: Cut, t0: float,
+                 failed: StageRecord | None = None, summary: dict[str, Any] | None = None) -> Verdict | None:
+    """A difference on the lineage's random-normal runs with their floats scaled by 2^-k
+    (`lift.scaled_runs`), lifted as `_lift` does (minimised, confirmed on XLA) when one
+    shows; None otherwise. Before the stages no stage is named (the lineage saw the
+    programs agree, so the cut says nothing of where they part); after, `failed` is."""
+    cut.scaled_tried = True
+    runs = lift_runs.scaled_runs(cut.input_sets[lineage.RUNS], cut.bounds)
+    t = time.perf_counter()
+    c = numeric_witness(ref, other, [r.arrays for r in runs], cut.names, options.max_unroll, MAX_RUN_ELEMENTS,
+                        cut.bounds, found_by=[r.found_by for r in runs])
+    progress(options, f"{len(runs)} scaled random runs: {'a difference' if c else 'agree'} "
+                      f"({time.perf_counter() - t:.1f} s)")
+    if c is None:
+        return None
+    if summary is None:
+        summary = {"used": True, "count": len(cut.stages), "proved": 0, "reused": 0, "cached": 0,
+                   "time_s": round(time.perf_counter() - t0, 3), "list": []}
+    summary.update(lifted=True, scaled=c.found_by)
+    where = "so no stage is named"
+    if failed is not None:
+        c.first_divergence = failed.first_divergence or {
+            "op": None, "loc": failed.locs[0] if failed.locs else "", "program": other.source, "stage": failed.name}
+        where = f"the first stage that fails is {failed.name}" + (f" at {failed.locs[0]}" if failed.locs else "")
+    reason = (f"output {c.output} differs at index {c.index} (found on a {c.found_by}, its float inputs times "
+              f"that power of two, minimised and replayed on XLA); the unit-scale random runs agree, {where}")
+    v = Verdict("not-equivalent", reason, counterexample=c,
+                outputs=[OutputResult(c.output, "not-equivalent", detail="a scaled random run differs", what=c.what)],
                 stats={"pipeline": options.pipeline})
     v.stages = summary
     v.inputs = options.inputs
@@ -436,6 +482,7 @@ class Cut:
     keep: Callable[[], None] | None = None  # keeps a reused lineage once its stages proved
     proved: dict[str, dict] | None = None  # stage proofs of this verify by `memo_key` (`reuse.Memory.proved`)
     by_layout: int = 0  # prologue values held by their arguments' layouts, not proved (stages/prologue.py)
+    scaled_tried: bool = False  # the scaled random runs were compared (`_lift_scaled`): not again
 
 
 def too_large_to_cut(ref: Module, other: Module) -> bool:
