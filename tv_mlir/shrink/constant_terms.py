@@ -24,7 +24,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from tv_mlir.ir import Op
 from tv_mlir.semantics.ops import DEGREE_ADDING, DEGREE_PRESERVING, TRANSCENDENTAL_OPS
 from tv_mlir.shrink.degree import PIECEWISE, Degrees
 from tv_mlir.shrink.facts import moved_operands, splat
@@ -43,20 +42,61 @@ _ATOMS = TRANSCENDENTAL_OPS
 
 @dataclass
 class ConstantTerms:
+    """`may_have_constant` over one family, memoised. Computed without recursion (a 126-layer
+    stack is a chain of ~12,000 values): a value whose operands are not known yet pushes
+    them and is computed again. A value read while it is being computed (a loop's carried
+    value, through its body) is read as "none" (induction over the trips); where it turns
+    out "may", it is forced to "may" and everything is computed again (only ever more
+    values forced, so this ends)."""
+
     degrees: Degrees
     memo: dict[str, bool] = field(default_factory=dict)
-    loops: dict[tuple[int, int], bool] = field(default_factory=dict)  # (while, k) -> may
+    forced: set[str] = field(default_factory=set)  # read as "none" while open, found "may"
+    _open: set[str] = field(default_factory=set)
+    _missing: list[str] = field(default_factory=list)
+    _assumed: set[str] = field(default_factory=set)
 
     def may_have_constant(self, value: str) -> bool:
         if value in self.memo:
             return self.memo[value]
-        arg = self.degrees.facts.region_arg.get(value)
-        if arg is not None and arg[0].name == "stablehlo.while" and self.degrees.has(value) \
-                and self.degrees.of(value):
-            return self._carried(arg[0], arg[2])  # its own induction, not the cycle guard
-        self.memo[value] = True  # cycles (loops): may
-        self.memo[value] = self._compute(value)
+        while True:
+            self._assumed = set()
+            found = self._run(value)
+            wrong = {v for v in self._assumed if self.memo.get(v) and v not in self.forced}
+            if not wrong:
+                return found
+            self.forced |= wrong
+            self.memo.clear()
+
+    def _run(self, value: str) -> bool:
+        stack = [value]
+        while stack:
+            v = stack[-1]
+            if v in self.memo:
+                stack.pop()
+                self._open.discard(v)
+                continue
+            self._open.add(v)
+            self._missing = []
+            found = self._compute(v)
+            missing = [m for m in self._missing if m not in self.memo and m not in self._open]
+            if missing:
+                stack.extend(dict.fromkeys(missing))
+                continue
+            self.memo[v] = found
+            stack.pop()
+            self._open.discard(v)
         return self.memo[value]
+
+    def _get(self, value: str) -> bool:
+        """An operand's answer: known, assumed (being computed: a cycle), or missing."""
+        if value in self.memo:
+            return self.memo[value]
+        if value in self._open:
+            self._assumed.add(value)
+            return value in self.forced
+        self._missing.append(value)
+        return False
 
     def _compute(self, value: str) -> bool:  # noqa: C901 - one dispatch over op kinds
         d, f = self.degrees, self.degrees.facts
@@ -67,11 +107,15 @@ class ConstantTerms:
         if value in f.region_arg:
             owner, _, k = f.region_arg[value]
             if owner.name == "sdy.manual_computation":
-                return self.may_have_constant(owner.operands[k])
-            return self._carried(owner, k) if owner.name == "stablehlo.while" else True
+                return self._get(owner.operands[k])
+            if owner.name == "stablehlo.while":
+                # Carried: its start, and what the body returns from it (induction).
+                loop = owner.regions[1]
+                return self._get(owner.operands[k]) or (k < len(loop.returns) and self._get(loop.returns[k]))
+            return True
         if value in f.func_of_arg:
             callers = f.callers.get(value, [])
-            return not callers or any(self.may_have_constant(call.operands[k]) for call, k in callers)
+            return not callers or any(self._get(call.operands[k]) for call, k in callers)
         if value not in f.defs:
             return True
         op, idx = f.defs[value]
@@ -83,62 +127,47 @@ class ConstantTerms:
             # argument bounds with the counts (degree D + T d), not a size value.
             return False
         if n in DEGREE_ADDING:
-            return all(self.may_have_constant(o) for o in op.operands)
+            return all(self._get(o) for o in op.operands)
         if n == "stablehlo.divide":
-            return self.may_have_constant(op.operands[0])
+            return self._get(op.operands[0])
         if n == "stablehlo.select":
             if d.of(op.operands[0]):
                 # A data predicate along the family chooses: rule k's sum (its constant
                 # parts per type are the type counts k_t, which rule k bounds).
                 return False
-            return any(self.may_have_constant(o) for o in op.operands[1:] if not self._infinite(o))
+            return any(self._get(o) for o in op.operands[1:] if not self._infinite(o))
         if n in PIECEWISE:
             # max(x, -inf) is x: the reduction's identity is no piece that can win.
-            return any(self.may_have_constant(o) for o in op.operands if not self._infinite(o))
+            return any(self._get(o) for o in op.operands if not self._infinite(o))
         if n in ("stablehlo.gather", "stablehlo.dynamic_slice", "stablehlo.pad", "stablehlo.dynamic_update_slice"):
             moved = moved_operands(op)
             if n != "stablehlo.pad" and any(d.of(o) for k, o in enumerate(op.operands) if k not in moved):
                 # Rows picked at data indices along the family (emb[ids_t]): a lookup, an
                 # atom of the index as the verifier reads it (rule "indexed by data").
                 return False
-            return any(self.may_have_constant(op.operands[k]) for k in moved)
+            return any(self._get(op.operands[k]) for k in moved)
         if n in _ADDITIVE:
-            return any(self.may_have_constant(o) for o in op.operands)
+            return any(self._get(o) for o in op.operands)
         if n == "stablehlo.reduce" and op.regions and len(op.regions[0].ops) == 1:
             # A sum (or max, min) of values with none, from 0 (or its identity), has none.
-            body = op.regions[0].ops[0].name
+            reducer = op.regions[0].ops[0].name
             half = len(op.operands) // 2
-            inits_ok = all(self._zero(i) if body == "stablehlo.add" else self._infinite(i) or self._zero(i)
+            inits_ok = all(self._zero(i) if reducer == "stablehlo.add" else self._infinite(i) or self._zero(i)
                            for i in op.operands[half:])
-            if body in ("stablehlo.add", "stablehlo.maximum", "stablehlo.minimum") and inits_ok:
-                return any(self.may_have_constant(o) for o in op.operands[:half])
+            if reducer in ("stablehlo.add", "stablehlo.maximum", "stablehlo.minimum") and inits_ok:
+                return any(self._get(o) for o in op.operands[:half])
             return True
         if n in _ATOMS:
             return any(self._constant_function(o) for o in op.operands)
-        if n == "stablehlo.while":
-            return self._carried(op, idx)
+        if n == "stablehlo.while" and len(op.regions) == 2:
+            loop = op.regions[1]
+            return self._get(op.operands[idx]) or (idx < len(loop.returns) and self._get(loop.returns[idx]))
         if n == "sdy.manual_computation" and op.regions:
-            return self.may_have_constant(op.regions[0].returns[idx])
+            return self._get(op.regions[0].returns[idx])
         if n == "func.call" and op.attrs.get("callee", "") in f.module.funcs:
-            return self.may_have_constant(f.module.funcs[op.attrs["callee"]].body.returns[idx])
+            return self._get(f.module.funcs[op.attrs["callee"]].body.returns[idx])
         return True
 
-    def _carried(self, loop: Op, k: int) -> bool:
-        """A loop's carried value k: none on every trip when none in its start and none in
-        what the body returns from carried values with none (induction over the trips).
-        Assumed none while the body is read; where that fails, the answer is "may" and
-        what was read under the assumption is read again."""
-        key = (id(loop), k)
-        if key in self.loops:
-            return self.loops[key]
-        self.loops[key] = False
-        body = loop.regions[1]
-        found = self.may_have_constant(loop.operands[k]) or \
-            (k < len(body.returns) and self.may_have_constant(body.returns[k]))
-        if found:
-            self.loops[key] = True
-            self.memo.clear()
-        return found
 
     def _zero(self, value: str, depth: int = 0) -> bool:
         """The constant 0, through broadcasts, converts, reshapes and the arguments of a
