@@ -54,11 +54,10 @@ class _Cycle:
 
 
 def test_nested_blocks_keep_the_outer_freeze_and_free_their_cycles() -> None:
-    """Only the outermost block freezes what lived before it and unfreezes it at its end:
-    an inner block (a verify's staged proof, a stage's proof) that unfroze everything made
-    the outer block's collection walk the whole process heap (three walks per verify, most
-    of a small pair's time in a test process). Each block's collection still frees the
-    cycles made inside it."""
+    """Only the outermost block unfreezes, at its end: an inner block (a verify's staged
+    proof, a stage's proof) that unfroze everything made the outer block's collection walk
+    the whole process heap (three walks per verify, most of a small pair's time in a test
+    process). Each block's collection still frees the cycles made inside it."""
     assert gc.get_freeze_count() == 0
     freed: list[str] = []
     with full_collections_at_end():
@@ -66,9 +65,9 @@ def test_nested_blocks_keep_the_outer_freeze_and_free_their_cycles() -> None:
         assert frozen > 0
         with full_collections_at_end():
             _Cycle(freed, "inner")
-            assert gc.get_freeze_count() == frozen
+            assert gc.get_freeze_count() >= frozen
         assert freed == ["inner"]
-        assert gc.get_freeze_count() == frozen  # the inner block left the freeze alone
+        assert gc.get_freeze_count() >= frozen  # the inner block unfroze nothing
         _Cycle(freed, "outer")
     assert freed == ["inner", "outer"]
     assert gc.get_freeze_count() == 0
@@ -161,3 +160,16 @@ def test_a_child_measures_its_own_peak_not_its_parents() -> None:
     code = "from tv_mlir.heap import peak_rss_mb; print(peak_rss_mb())"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert len(held) and float(out) < 200, out
+
+
+def test_an_inner_block_walks_only_what_it_made() -> None:
+    """A stage's proof inside a verify that holds large programs: its collection must not
+    walk them (116 stage proofs each walking the 405B programs doubled that verify's CPU).
+    gc's callback reports what each collection examined only by generation, so the test
+    counts the objects left unfrozen when the inner block starts: none of the outer ones."""
+    with full_collections_at_end():
+        held = [[i] for i in range(50_000)]  # the outer block's programs
+        with full_collections_at_end():
+            walked = {id(o) for o in gc.get_objects()}  # every generation; frozen ones are in none
+            assert not any(id(x) in walked for x in held)
+    del held

@@ -23,26 +23,24 @@ def full_collections_at_end() -> Iterator[None]:
     """No automatic full collection inside the block; one when it ends. The thresholds
     are put back as they were (a caller's own settings, an outer block's).
 
-    What lived before the outermost block (the programs, a test process's modules, an
-    outer stage runner's plan) is frozen for the block's collections, which walk only what
-    was made since. A nested block (a verify's staged proof, a stage's proof) and a caller
-    that froze objects itself leave the freeze to its owner: unfreezing here would hand
-    everything back to the outer block's collection. That was the cost in a process that
-    runs many small proofs: three walks of its whole heap per `verify` (the test suite,
-    a user's pytest module), 76% of a tiny pair's time in a process that imported jax."""
+    Every block freezes what lived before it, so its collection walks only what it made
+    (a stage's proof: not the 405B programs and plan its verify holds). Only the outermost
+    block unfreezes, at its end: an inner block that unfroze everything handed the outer
+    block's collection the whole process (three walks of every live object per `verify`
+    in a test process, most of a small pair's time). What an inner block froze stays
+    frozen until then, so a cycle the outer block dropped before an inner block began is
+    left to a later automatic collection. A caller's own freeze is never undone here."""
     old = gc.get_threshold()
     # Inside an outer block its third threshold is NEVER (O(1); counting the frozen
-    # objects walks them, ms per call in a large process). Only outside one is a freeze
-    # there the caller's own.
+    # objects walks them, ms per call in a large process).
     owner = old[2] != NEVER and gc.get_freeze_count() == 0
-    if owner:
-        gc.freeze()
+    gc.freeze()
     gc.set_threshold(old[0], old[1], NEVER)
     try:
         yield
     finally:
         gc.set_threshold(*old)
-        gc.collect()  # before the unfreeze: the block's objects only
+        gc.collect()  # before any unfreeze: the block's objects only
         if owner:
             gc.unfreeze()
 
