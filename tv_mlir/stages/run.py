@@ -56,7 +56,7 @@ from tv_mlir.stages.plan import Side, choose_cuts, largest, region_uses, schedul
 from tv_mlir.stages.pool import Executor, Job, run_jobs
 from tv_mlir.stages.prologue import by_layout
 from tv_mlir.stages.ranges import Ranges, value_ranges
-from tv_mlir.verdict import OutputResult, Verdict
+from tv_mlir.verdict import Counterexample, OutputResult, Verdict
 
 # A pair cut into fewer stages than this is proved whole: cutting costs a numeric run and
 # the lineage search, and buys nothing for one or two stages.
@@ -415,14 +415,24 @@ def _lift(ref: Module, other: Module, options: Options, cut: Cut, failed: StageR
             return _lift_scaled(ref, other, options, cut, time.perf_counter(), failed, summary)
         return None
     where = f" at {failed.locs[0]}" if failed.locs else ""
-    c.first_divergence = failed.first_divergence or {
-        "op": None, "loc": failed.locs[0] if failed.locs else "", "program": other.source, "stage": failed.name}
-    c.first_divergence = {**c.first_divergence, "stage": failed.name}
+    c.first_divergence = {**_stage_divergence(failed, other), "stage": failed.name}
     summary["lifted"] = True
     reason = (f"output {c.output} differs at index {c.index} (found on a random input, minimised and replayed on "
               f"XLA); the first stage {role} is {failed.name}{where}")
+    return _lifted_verdict(c, reason, "a random run differs", options, summary)
+
+
+def _stage_divergence(failed: StageRecord, other: Module) -> dict[str, Any]:
+    """A failed stage's own first divergence, else the stage itself at its first line."""
+    return failed.first_divergence or {
+        "op": None, "loc": failed.locs[0] if failed.locs else "", "program": other.source, "stage": failed.name}
+
+
+def _lifted_verdict(c: Counterexample, reason: str, detail: str, options: Options,
+                    summary: dict[str, Any]) -> Verdict:
+    """`not-equivalent` for a random run's difference lifted to program inputs."""
     v = Verdict("not-equivalent", reason, counterexample=c,
-                outputs=[OutputResult(c.output, "not-equivalent", detail="a random run differs", what=c.what)],
+                outputs=[OutputResult(c.output, "not-equivalent", detail=detail, what=c.what)],
                 stats={"pipeline": options.pipeline})
     v.stages = summary
     v.inputs = options.inputs
@@ -450,17 +460,11 @@ def _lift_scaled(ref: Module, other: Module, options: Options, cut: Cut, t0: flo
     summary.update(lifted=True, scaled=c.found_by)
     where = "so no stage is named"
     if failed is not None:
-        c.first_divergence = failed.first_divergence or {
-            "op": None, "loc": failed.locs[0] if failed.locs else "", "program": other.source, "stage": failed.name}
+        c.first_divergence = _stage_divergence(failed, other)
         where = f"the first stage that fails is {failed.name}" + (f" at {failed.locs[0]}" if failed.locs else "")
     reason = (f"output {c.output} differs at index {c.index} (found on a {c.found_by}, its float inputs times "
               f"that power of two, minimised and replayed on XLA); the unit-scale random runs agree, {where}")
-    v = Verdict("not-equivalent", reason, counterexample=c,
-                outputs=[OutputResult(c.output, "not-equivalent", detail="a scaled random run differs", what=c.what)],
-                stats={"pipeline": options.pipeline})
-    v.stages = summary
-    v.inputs = options.inputs
-    return v
+    return _lifted_verdict(c, reason, "a scaled random run differs", options, summary)
 
 
 @dataclass
