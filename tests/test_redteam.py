@@ -15,7 +15,7 @@ The holes this batch found were bug twins that shrinking's rules proved `equival
 variants were `equivalent` by default). All are closed (CLOSED, each with the rule and
 the plan-level test that holds it; the last two, special_ids and clamp_big, by rule a's
 implicit clamps and rule b's assumed ranges: tests/test_shrink_ranged.py). A new hole
-gets a test of its own that fails until its fix, not an xfail here."""
+gets a test of its own that fails until its fix lands (no expected-failure mark)."""
 from __future__ import annotations
 
 import json
