@@ -76,6 +76,45 @@ def test_needle_witness_is_unique_per_element() -> None:
     assert c2.unique is False  # any x works at y == 0
 
 
+def test_a_second_witness_next_to_the_first_needs_no_solver(monkeypatch) -> None:
+    # x / y * y against x differs for every x at y == 0: a point next to the witness shows
+    # it exactly, and the solver (up to 2 s a verdict) is not asked.
+    asked = []
+    monkeypatch.setattr(witness, "solve", type("Solve", (), {"satisfiable": staticmethod(
+        lambda *args, **kw: asked.append(1) or None)}))
+    c = tv_mlir.verify(TESTDATA / "pairs/div_mul.a.mlir", TESTDATA / "pairs/div_mul.b.mlir").counterexample
+    assert c.unique is False and not asked
+
+
+CAST_ABOVE = """  %c = stablehlo.constant dense<126> : tensor<i8>
+  %z = stablehlo.constant dense<0> : tensor<i8>
+  %p = stablehlo.compare GT, %x, %c, SIGNED : (tensor<i8>, tensor<i8>) -> tensor<i1>
+  %0 = stablehlo.select %p, %z, %x : tensor<i1>, tensor<i8>
+  return %0 : tensor<i8>"""
+HALF_OR_NEGATIVE = """  %c = stablehlo.constant dense<0.5> : tensor<f32>
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %p = stablehlo.compare EQ, %x, %c, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+  %n = stablehlo.compare LT, %x, %z, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+  %q = stablehlo.or %p, %n : tensor<i1>
+  %0 = stablehlo.select %q, %z, %x : tensor<i1>, tensor<f32>
+  return %0 : tensor<f32>"""
+
+
+@pytest.mark.parametrize("dtype,body,opts,needle", [
+    # In i8 only x == 127 differs; 128 would too, but is no i8: the point next to the
+    # witness steps down, not out of the type (stepping up says `unique is False`).
+    ("i8", CAST_ABOVE, {}, 127),
+    # A positive input (a stage's cut value): only 0.5 differs among positives; the
+    # negatives that do too are outside the domain (a step that may cross 0 says False).
+    ("f32", HALF_OR_NEGATIVE, {"positive_inputs": (0,)}, 0.5),
+])
+def test_a_point_next_to_the_witness_stays_in_the_inputs_domain(dtype: str, body: str, opts: dict,
+                                                                   needle: float) -> None:
+    x = mod(f"  return %x : tensor<{dtype}>", f"%x: tensor<{dtype}>", f"tensor<{dtype}>")
+    c = tv_mlir.verify(x, mod(body, f"%x: tensor<{dtype}>", f"tensor<{dtype}>"), **opts).counterexample
+    assert c.inputs["arg0"] == needle and c.unique is True
+
+
 def test_pythagoras_through_uninterpreted_sine_is_never_not_equivalent() -> None:
     # sin^2 + cos^2 = 1 only for the real functions: the solver's model is not
     # realisable, no nearby input reproduces it, so the verdict is unknown.

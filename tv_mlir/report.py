@@ -325,7 +325,7 @@ def to_text(v: Verdict) -> str:
         if c.unique is True:
             notes.append("the only witness the solver finds")
         elif c.unique is False:
-            notes.append("the solver finds other witnesses too")
+            notes.append("other inputs show it too")
         if c.found_by == "full-size check":
             notes.insert(0, "found by the full-size check: both original programs on XLA")
         elif c.embedded:

@@ -43,7 +43,9 @@ class Counterexample:
     confirmed: bool = False  # XLA reproduces the difference (not only our interpreter)
     minimized: bool = False  # inputs pushed to 0 / small integers, difference re-checked
     completed: bool = False  # found by searching near a model XLA did not reproduce
-    unique: bool | None = None  # the solver finds no other witness (None: not asked)
+    # True: the solver finds no other witness; False: another input shows the difference
+    # too (checked exactly, or a solver model); None: not asked, or the solver gave up.
+    unique: bool | None = None
     # The earliest op of the differing program whose value has no reference counterpart:
     # {"op", "loc", "value", "device"?}.
     first_divergence: dict[str, Any] | None = None

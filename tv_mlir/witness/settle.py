@@ -10,6 +10,7 @@ approximated op is involved, else on the float64 interpreter with the real funct
 finally on XLA."""
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ import numpy as np
 
 from tv_mlir.algebra import Kind, NumericAlgebra, Symbolic
 from tv_mlir.algebra import terms as T
+from tv_mlir.algebra.base import type_range
 from tv_mlir.assume import within
 from tv_mlir.errors import TvError
 from tv_mlir.execute.interp import Interpreter
@@ -29,6 +31,7 @@ from tv_mlir.options import Options
 from tv_mlir.prove import solve
 from tv_mlir.prove.cuts import CutStore
 from tv_mlir.prove.obligations import Obligation, build_obligations
+from tv_mlir.semantics.fixed_width import int_width
 from tv_mlir.semantics.ops import REDUCING_COLLECTIVES, TRANSCENDENTAL_OPS
 from tv_mlir.verdict import Counterexample, Replay
 from tv_mlir.witness.replay import py_value, values_differ, xla_replay
@@ -38,6 +41,7 @@ MIN_SECONDS = 5.0
 NEARBY_CANDIDATES = 24  # inputs tried around a witness that XLA does not reproduce
 UNIQUE_TIMEOUT_S = 2.0
 UNIQUE_MAX_CONE = 400  # larger cones are not expanded just to ask for a second witness
+UNIQUE_PROBES = 4  # points next to the witness checked exactly before the solver is asked
 # The words of an output's detail when its witness is `unknown` only because XLA failed on
 # the modules (regrow.xla_failed_on_shrunk reads them: XLA refuses some shrunk modules).
 XLA_FAILED = "XLA could not run it"
@@ -201,7 +205,7 @@ def settle(cex: Counterexample, w: Witness, thorough: bool = True) -> tuple[str,
     cex.confirmed = _xla_confirms(cex.replay)
     cex.first_divergence = first_divergence(w)
     if not uses_approximation and thorough:
-        cex.unique = unique(w, concrete_inputs(cex, w.types))
+        cex.unique = unique(w, concrete_inputs(cex, w.types), differs, start=arrays)
     if uses_approximation and not _reproduced(cex.replay):
         ops = ", ".join(sorted(w.alg.approximations))
         failed = next((r.error for r in cex.replay if r.backend == "xla" and r.error), "")
@@ -428,11 +432,27 @@ def _divergence(o: Any, source: str) -> dict[str, Any]:
     return out
 
 
-def unique(w: Witness, arrays: list[np.ndarray]) -> bool | None:
+def unique(w: Witness, arrays: list[np.ndarray],
+           differs: Callable[[list[np.ndarray]], Values | None] | None = None,
+           start: list[np.ndarray] | None = None) -> bool | None:
     """Whether the solver finds no other input on which the element differs (None: not
-    asked, the element's cone is large, or the solver gave up)."""
+    asked, the element's cone is large, or the solver gave up).
+
+    Another input where `differs` (the exact check, within --assume) shows the difference
+    answers False before the solver is asked: `start`, the witness before minimisation,
+    and a few points next to it (`_probes`). The solver's question over the same domain
+    cost up to its 2 s timeout per not-equivalent verdict, and most bug twins differ on
+    many inputs. The candidates are taken around `start`, not the minimised point: the
+    proof's witness lies in the inputs' domain (a solver model satisfies the domain
+    constraints, a random run draws within them), and minimisation may leave it (a
+    positive stage input pushed to 0), which a step from the minimised point would
+    inherit."""
     if len(w.cuts.cone([w.ref_element, w.other_element])) > UNIQUE_MAX_CONE:
         return None
+    if differs is not None and start is not None:
+        candidates = [start, *itertools.islice(_probes(w, start), UNIQUE_PROBES)]
+        if any(_another_point(w, c, arrays) and differs(c) is not None for c in candidates):
+            return False
     a, b = w.cuts.expand_element(w.ref_element), w.cuts.expand_element(w.other_element)
     eq = w.alg.element_equal(a, b, w.obligation.kind)
     others = [T.differs_from(sym[idx], val[idx], Kind.of(t))
@@ -440,6 +460,61 @@ def unique(w: Witness, arrays: list[np.ndarray]) -> bool | None:
     found = solve.satisfiable([*(T.formula(c) for c in w.constraints), T.negation(eq), T.any_of(others)],
                               UNIQUE_TIMEOUT_S)
     return None if found is None else not found
+
+
+def _free(sym: np.ndarray) -> np.ndarray:
+    """Which elements of a symbolic input are free constants (a stage input the reference
+    decides is a Python constant: it takes no other value, `T.differs_from`)."""
+    return np.array([bool(T.element_terms(x)) for x in sym.reshape(-1)], dtype=bool).reshape(sym.shape)
+
+
+def _another_point(w: Witness, a: list[np.ndarray], b: list[np.ndarray]) -> bool:
+    """Whether two input points differ at a free input element (the solver's `others`)."""
+    for sym, x, y in zip(w.inputs, a, b):
+        same = x == y
+        if x.dtype.kind == "f":
+            same |= np.isnan(x) & np.isnan(y)
+        if np.any(~same & _free(sym)):
+            return True
+    return False
+
+
+def _probes(w: Witness, arrays: list[np.ndarray]) -> Iterator[list[np.ndarray]]:
+    """Points next to `arrays` (a point of the inputs' domain), each with one free input
+    element moved one step that keeps it in the domain the solver's question has
+    (`Symbolic.inputs`): an integer within its type's range and --assume bounds, a finite
+    float doubled (0 to 1: the sign a stage input is known to have stays), a Boolean
+    negated."""
+    for k, (sym, t) in enumerate(zip(w.inputs, w.types)):
+        bounds = w.bounds[k] if k < len(w.bounds) else None
+        flat = arrays[k].reshape(-1)
+        for i in np.flatnonzero(_free(sym).reshape(-1)):
+            new = _step(flat[i], t, bounds)
+            if new is None:
+                continue
+            cand = list(arrays)
+            cand[k] = arrays[k].copy()
+            cand[k].reshape(-1)[i] = new
+            yield cand
+
+
+def _step(v: Any, t: TensorType, bounds: tuple[int, int] | None) -> Any:
+    kind = Kind.of(t)
+    if kind is Kind.BOOL:
+        return not bool(v)
+    if kind is Kind.FLOAT:
+        x = float(v)
+        if not np.isfinite(x):
+            return None  # an IEEE-class input: its class would change too
+        new = 2 * x if x != 0 else 1.0
+        return new if np.isfinite(new) else None
+    if t.dtype == "ui64":
+        return None  # held as its int64 bits: a step there is not a step of the value
+    lo, hi = type_range(int_width(t) or 64, not t.is_unsigned)
+    if bounds is not None:
+        lo, hi = max(lo, bounds[0]), min(hi, bounds[1])
+    x = int(v)
+    return x + 1 if x + 1 <= hi else x - 1 if x - 1 >= lo else None
 
 
 # ---------------------------------------------------------------------------
