@@ -298,3 +298,32 @@ def test_only_the_verdicts_counterexample_is_minimised(monkeypatch) -> None:
     assert v.verdict == "not-equivalent" and v.counterexample.minimized
     assert [o.verdict for o in v.outputs] == ["not-equivalent", "not-equivalent"]
     assert len(calls) == 1
+
+
+def test_replay_inputs_are_narrowed_to_the_entry_types_only() -> None:
+    # The witness goes to the XLA child at the program's own element types (half the bytes
+    # of float64 for an f32 program); an f64 or Boolean input keeps its type.
+    from tv_mlir.frontend.read import load_module_mlir
+    from tv_mlir.witness.replay import at_entry_dtypes
+
+    m = load_module_mlir(mod("  return %x : tensor<2xf32>",
+                             "%x: tensor<2xf32>, %i: tensor<2xi8>, %d: tensor<2xf64>, %b: tensor<2xi1>",
+                             "tensor<2xf32>"), "m")
+    got = at_entry_dtypes(m.module, [np.array([0.1, 2.0]), np.array([-1, 300]), np.array([0.1, 1.0]),
+                                     np.array([True, False])])
+    assert [a.dtype.name for a in got] == ["float32", "int8", "float64", "bool"]
+    assert got[0][0] == np.float32(0.1) and got[1][1] == np.int8(np.int64(300).astype(np.int8))
+
+
+def test_an_f64_needle_finer_than_f32_is_confirmed_at_f64() -> None:
+    # Only x == 1 + 2^-40 differs, which f32 rounds to 1: XLA sees the difference only
+    # when the f64 witness reaches it as f64 (narrowing every float input fails this).
+    sig = ("%x: tensor<f64>", "tensor<f64>")
+    needle = mod("""  %c = stablehlo.constant dense<1.0000000000009095> : tensor<f64>
+  %z = stablehlo.constant dense<0.0> : tensor<f64>
+  %p = stablehlo.compare EQ, %x, %c, FLOAT : (tensor<f64>, tensor<f64>) -> tensor<i1>
+  %0 = stablehlo.select %p, %z, %x : tensor<i1>, tensor<f64>
+  return %0 : tensor<f64>""", *sig)
+    v = tv_mlir.verify(mod("  return %x : tensor<f64>", *sig), needle)
+    c = v.counterexample
+    assert v.verdict == "not-equivalent" and c.confirmed and c.inputs["arg0"] == 1 + 2.0 ** -40, (v.reason, c)
