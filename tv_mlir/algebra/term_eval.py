@@ -3,12 +3,13 @@
 Reals are `Fraction`s, ints `int`s, Booleans `bool`s. Selects (ITE, BITE) evaluate only
 the branch their condition takes, so an undefined value (1/0) in the other branch does not
 matter, as it does not in SMT-LIB. Values the term language leaves open raise: INV of 0 and
-IDIV/IMOD by 0 `ZeroDivisionError`, uninterpreted functions `EvalError`. The walk is
-iterative: deep terms do not meet Python's recursion limit."""
+IDIV/IMOD by 0 `ZeroDivisionError`, uninterpreted functions `EvalError` unless the caller
+gives them an interpretation (`Funcs`). The walk is iterative: deep terms do not meet
+Python's recursion limit."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from fractions import Fraction
 
 from tv_mlir.algebra.term import (
@@ -39,6 +40,10 @@ from tv_mlir.algebra.term import (
 )
 
 Value = Fraction | int | bool
+# An interpretation of the uninterpreted functions: (term, its arguments' values) -> its
+# value, of the term's sort. It must be a function of (name, argument sorts, sort, argument
+# values), as z3's translation makes one function per (name, signature).
+Funcs = Callable[[Term, tuple[Value, ...]], Value]
 
 
 class EvalError(ValueError):
@@ -46,8 +51,9 @@ class EvalError(ValueError):
     variable the environment does not name)."""
 
 
-def evaluate(t: Term | bool, env: Mapping[str, Fraction | int | bool]) -> Value:
-    """The exact value of `t` with every variable named in `env`."""
+def evaluate(t: Term | bool, env: Mapping[str, Fraction | int | bool], funcs: Funcs | None = None) -> Value:
+    """The exact value of `t` with every variable named in `env` (and the uninterpreted
+    functions interpreted by `funcs`, when given)."""
     if isinstance(t, bool):
         return t
     memo: dict[int, Value] = {}
@@ -73,12 +79,13 @@ def evaluate(t: Term | bool, env: Mapping[str, Fraction | int | bool]) -> Value:
         if missing:
             stack.extend(missing)
             continue
-        memo[node.id] = _value(node, memo, env)
+        memo[node.id] = _value(node, memo, env, funcs)
         stack.pop()
     return memo[t.id]
 
 
-def _value(t: Term, memo: dict[int, Value], env: Mapping[str, Fraction | int | bool]) -> Value:
+def _value(t: Term, memo: dict[int, Value], env: Mapping[str, Fraction | int | bool],
+           funcs: Funcs | None = None) -> Value:
     k = t.kind
     args = [memo[a.id] for a in t.args]
     if k == POLY:
@@ -99,7 +106,9 @@ def _value(t: Term, memo: dict[int, Value], env: Mapping[str, Fraction | int | b
             return v
         return _of_sort(t.sort, Fraction(v))
     if k in (UF, BUF):
-        raise EvalError(f"uninterpreted function {t.data!r} has no value")
+        if funcs is None:
+            raise EvalError(f"uninterpreted function {t.data!r} has no value")
+        return funcs(t, tuple(args))
     if k == INV:
         x = Fraction(args[0])
         if x == 0:

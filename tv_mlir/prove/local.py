@@ -14,7 +14,7 @@ from tv_mlir.algebra import Kind, Symbolic
 from tv_mlir.algebra import terms as T
 from tv_mlir.algebra.checks import difference_is_zero, ite_difference_is_zero, lattice_equal, piecewise_equal
 from tv_mlir.algebra.piecewise import PiecewiseChecker
-from tv_mlir.prove import solve
+from tv_mlir.prove import falsify, solve
 from tv_mlir.prove.cuts import CutStore
 from tv_mlir.prove.instances import InstanceTable
 
@@ -153,7 +153,10 @@ class LocalProver:
             share = timeout_s / max(1, len(open_))
             if table is not None:
                 open_ = [(i, e) for i, e in open_ if not table.solver_failed(e, timeout_s, share)]
-            for i in solve.prove_batch([(i, T.formula(e)) for i, e in open_], timeout_s):
+            # A formula false at some point the solver also allows is one it cannot prove
+            # (`falsify`): only the others are asked. Noted as failed below, as the solver's.
+            asked = [(i, e) for i, e in open_ if not falsify.refuted(e)]
+            for i in solve.prove_batch([(i, T.formula(e)) for i, e in asked], timeout_s):
                 status[i] = "solver"
             if table is not None:
                 for i, e in open_:
