@@ -267,6 +267,19 @@ class TermStore:
         """The polynomial with these monomials and coefficients (read from `terms_of`)."""
         return self._poly(sort, terms)
 
+    def find_polynomial(self, sort: str, terms: dict[Monomial, Coeff]) -> Term | None:
+        """`polynomial(sort, terms)` when some term is that polynomial already, else None;
+        no new polynomial is made. For look-ups (`CutStore._sum_of_partials`) that mostly
+        miss: a polynomial made only to be looked up is never used again, and making it
+        (its atoms, its node) cost more than the look-up. The key is `_poly`'s normal
+        form, exp factors merged first (which may make exp atoms, as `_poly` does)."""
+        if self._exp_atoms and sort == REAL:
+            terms = self._exps(terms)
+        items = [(m, c) if type(c) is not Fraction or c.denominator != 1 else (m, c.numerator)
+                 for m, c in terms.items() if c]
+        items.sort()
+        return self._intern.get((POLY, sort, tuple(items)))
+
     def _atom_poly(self, atom: Term) -> Term:
         # By atom id first: an int key hashes much faster than the nested tuple of the
         # polynomial's interning key, and most calls find the polynomial made already.

@@ -175,8 +175,9 @@ class CutStore:
                 acc[dm] = dc * c if prev is None else prev + dc * c
         if not changed:
             return None
-        whole = t.store.polynomial(t.sort, acc)
-        return self._by_term.get(whole.id)
+        # A variable stands only for a term made already: look the sum up, make nothing.
+        whole = t.store.find_polynomial(t.sort, acc)
+        return None if whole is None else self._by_term.get(whole.id)
 
     def _class_of_partials(self, t: Term) -> Any | None:
         """The variable of the IEEE class a sum of partial sums has once the partials' own
