@@ -124,6 +124,17 @@ def test_the_bindings_kept_between_checks_are_those_built_afresh(monkeypatch) ->
     assert checked == [[(3,), (2,)]]
 
 
+def test_minimisation_keeps_a_positive_input_positive() -> None:
+    # x against x + 1 differs everywhere; with x known positive (a stage's cut value) the
+    # minimised witness is 1, not 0, which such an input never holds.
+    plus_one = mod("""  %c = stablehlo.constant dense<1.0> : tensor<f32>
+  %0 = stablehlo.add %x, %c : tensor<f32>
+  return %0 : tensor<f32>""", "%x: tensor<f32>", "tensor<f32>")
+    x = mod("  return %x : tensor<f32>", "%x: tensor<f32>", "tensor<f32>")
+    assert tv_mlir.verify(x, plus_one, positive_inputs=(0,)).counterexample.inputs["arg0"] == 1.0
+    assert tv_mlir.verify(x, plus_one, nonnegative_inputs=(0,)).counterexample.inputs["arg0"] == 0.0
+
+
 CAST_ABOVE = """  %c = stablehlo.constant dense<126> : tensor<i8>
   %z = stablehlo.constant dense<0> : tensor<i8>
   %p = stablehlo.compare GT, %x, %c, SIGNED : (tensor<i8>, tensor<i8>) -> tensor<i1>

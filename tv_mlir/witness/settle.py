@@ -234,7 +234,8 @@ def settle(cex: Counterexample, w: Witness, thorough: bool = True) -> tuple[str,
     check: Callable[[Witness, list[np.ndarray]], Values | None] = \
         numeric_difference if uses_approximation else exact_difference
     def differs(xs: list[np.ndarray]) -> Values | None:
-        return check(w, xs) if within(xs, w.bounds) else None  # a witness outside --assume is none
+        # A witness outside --assume, or outside a stage input's known sign, is none.
+        return check(w, xs) if within(xs, w.bounds) and signs_kept(xs, w.options) else None
     smaller, values = minimize(arrays, differs, w.types) if thorough else (arrays, None)
     if values is not None and smaller is not arrays:
         _adopt(cex, w, smaller, values)
@@ -262,6 +263,16 @@ def settle(cex: Counterexample, w: Witness, thorough: bool = True) -> tuple[str,
         return "unknown", (f"counterexample depends on approximated ops ({ops}) and XLA does not reproduce it "
                            "with the real functions within the f32 range")
     return "not-equivalent", f"differs at {list(cex.index)}"
+
+
+def signs_kept(arrays: list[np.ndarray], options: Options) -> bool:
+    """The inputs the proof takes as positive or non-negative (a stage's cut values,
+    `Options.positive_inputs` / `nonnegative_inputs`, as `driver._signs` reads them) are so
+    at `arrays`: minimisation pushes values to 0, which such an input never holds."""
+    return all(k >= len(arrays) or not arrays[k].size or bool(np.all(arrays[k] > 0))
+               for k in options.positive_inputs) and \
+        all(k >= len(arrays) or not arrays[k].size or bool(np.all(arrays[k] >= 0))
+            for k in options.nonnegative_inputs)
 
 
 def _adopt(cex: Counterexample, w: Witness, arrays: list[np.ndarray], values: Values) -> None:
