@@ -38,6 +38,20 @@ SCATTER_BATCHED = """module @m {
 }
 """
 
+# No scatter dims: the update is one window, placed by one index (the flax train step's
+# form, which the first version of the vectorised path failed on).
+SCATTER_ONE_WINDOW = """module @m {
+  func.func public @main(%x: tensor<4x3x2xf32>, %idx: tensor<1xi32>, %u: tensor<4x3xf32>) -> tensor<4x3x2xf32> {
+    %0 = "stablehlo.scatter"(%x, %idx, %u) <{indices_are_sorted = false, scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [0, 1], inserted_window_dims = [2], scatter_dims_to_operand_dims = [2], index_vector_dim = 0>, unique_indices = false}> ({
+    ^bb0(%p: tensor<f32>, %q: tensor<f32>):
+      %s = stablehlo.add %p, %q : tensor<f32>
+      stablehlo.return %s : tensor<f32>
+    }) : (tensor<4x3x2xf32>, tensor<1xi32>, tensor<4x3xf32>) -> tensor<4x3x2xf32>
+    return %0 : tensor<4x3x2xf32>
+  }
+}
+"""
+
 # Rows hit several times (the order of a float sum shows), one window sticking out (skipped
 # whole), one negative start (skipped).
 INDICES = np.array([[1, 2], [1, 2], [3, 1], [1, 2], [0, 0], [-1, 0]], dtype=np.int64)
@@ -110,5 +124,17 @@ def test_batched_form(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[int] = []
     fast = _run(SCATTER_BATCHED, [x, idx, u], True, monkeypatch, calls)
     slow = _run(SCATTER_BATCHED, [x, idx, u], False, monkeypatch, calls)
+    assert calls[0] is True
+    assert np.array_equal(_bits(fast), _bits(slow))
+
+
+@pytest.mark.parametrize("index", [0, 1, 2, -1])
+def test_one_window_without_scatter_dims(index: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(5)
+    x, u = rng.normal(size=(4, 3, 2)), rng.normal(size=(4, 3))
+    idx = np.array([index], dtype=np.int64)  # 2 and -1: the window leaves the operand, skipped
+    calls: list[int] = []
+    fast = _run(SCATTER_ONE_WINDOW, [x, idx, u], True, monkeypatch, calls)
+    slow = _run(SCATTER_ONE_WINDOW, [x, idx, u], False, monkeypatch, calls)
     assert calls[0] is True
     assert np.array_equal(_bits(fast), _bits(slow))

@@ -291,10 +291,14 @@ def _numeric_scatter(op: Op, results: list[np.ndarray], indices: np.ndarray, upd
         fits[sidx] = all(0 <= s <= n - w for s, n, w in zip(start, shape, full_window))
     grid = np.indices(upd.shape, dtype=np.int64)
     at_sidx = tuple(grid[d] for d in scatter_dims)
-    pos = np.moveaxis(starts[at_sidx], -1, 0)  # (operand dims,) + update shape
+    # (operand dims,) + update shape; broadcast, as an update without scatter dims (one
+    # window, the whole update) indexes `starts` with () and gets one start vector.
+    first = np.moveaxis(starts[at_sidx], -1, 0)
+    first = first.reshape(first.shape + (1,) * (1 + upd.ndim - first.ndim))
+    pos = np.broadcast_to(first, (len(shape),) + upd.shape).copy()
     for d_in, d_upd in zip(window_input_dims, dn.update_window_dims):
         pos[d_in] += grid[d_upd]
-    keep = fits[at_sidx]  # boolean masks read row-major: the general path's order
+    keep = np.broadcast_to(fits[at_sidx], upd.shape)  # boolean masks read row-major: the general path's order
     flat_pos = np.ravel_multi_index(tuple(p[keep] for p in pos), shape) if len(shape) else np.zeros(
         int(keep.sum()), dtype=np.int64)
     acc = out.reshape(-1)  # out is a fresh copy (C order): a view
