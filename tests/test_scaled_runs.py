@@ -119,3 +119,64 @@ def test_a_pair_too_large_for_the_early_runs_gets_them_at_its_failed_stage(monke
     assert c is not None and c.confirmed and c.found_by.startswith("random run scaled by 2^-")
     assert v.stages is not None and v.stages["scaled"] == c.found_by and v.stages["failed"]["verdict"] != "equivalent"
     assert f"the first stage that fails is {v.stages['failed']['name']}" in v.reason
+
+
+# A correct pair whose middle stage fails at free inputs (it takes p = x*x + 1 as any real,
+# and max(p, 0.5) is not p at p = 0) and is covered by widening (tests/test_stages.py).
+COVERED_REF = """
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %one = stablehlo.constant dense<1.0> : tensor<4xf32>
+  %half = stablehlo.constant dense<0.5> : tensor<4xf32>
+  %a = stablehlo.multiply %x, %x : tensor<4xf32>
+  %p = stablehlo.add %a, %one : tensor<4xf32>
+  %q = stablehlo.maximum %p, %half : tensor<4xf32>
+  %r = stablehlo.multiply %q, %x : tensor<4xf32>
+  %s = stablehlo.add %r, %x : tensor<4xf32>
+  %t = stablehlo.multiply %s, %s : tensor<4xf32>
+  return %t : tensor<4xf32>
+}
+"""
+COVERED_OTHER = """
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %one = stablehlo.constant dense<1.0> : tensor<4xf32>
+  %a = stablehlo.multiply %x, %x : tensor<4xf32>
+  %p = stablehlo.add %a, %one : tensor<4xf32>
+  %r = stablehlo.multiply %p, %x : tensor<4xf32>
+  %s = stablehlo.add %r, %x : tensor<4xf32>
+  %t = stablehlo.multiply %s, %s : tensor<4xf32>
+  return %t : tensor<4xf32>
+}
+"""
+
+
+def _count_scaled(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls: list[int] = []
+    real = lift.scaled_runs
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(lift, "scaled_runs", spy)
+    return calls
+
+
+def test_a_stage_widening_covers_runs_no_scaled_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the early runs' budget, a failed stage's scaled runs wait until widening has not
+    covered it: a covered stage leaves no bug to find, and on a large pair the 12 runs cost
+    more than the widening (the 405B scan's second witness: 35% of its CPU)."""
+    monkeypatch.setattr(lift, "EARLY_SCALED_ELEMENTS", 0)
+    calls = _count_scaled(monkeypatch)
+    v = verify(COVERED_REF, COVERED_OTHER, **QUICK)
+    assert v.verdict == "equivalent", v.reason
+    assert v.stages is not None and v.stages["covered"]["verdict"] == "not-equivalent"
+    assert not calls
+
+
+def test_a_stage_widening_does_not_cover_still_gets_the_scaled_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The clip pair's failed stage is a real difference: widening does not cover it, and
+    the scaled runs after it find the bug."""
+    monkeypatch.setattr(lift, "EARLY_SCALED_ELEMENTS", 0)
+    calls = _count_scaled(monkeypatch)
+    v = verify(REF, OTHER, **QUICK)
+    assert v.verdict == "not-equivalent", v.reason
+    assert calls and v.stages is not None and "covered" not in v.stages
