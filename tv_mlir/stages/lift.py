@@ -5,10 +5,11 @@ when a stage fails because of a real bug, the random runs usually show it alread
 output of the two programs differs on one of them, clearly past float rounding. That
 run's inputs are a witness at program inputs. It is minimised (fewest non-zero inputs,
 small integers) while the float64 interpreter, with the real functions for the
-approximated ops and within the f32 range, still shows the difference, and it counts only
-when XLA shows it too (on the programs given here: `verify` then carries a shrunk witness
-to the original sizes). A witness XLA does not show, or no differing run at all (a replica
-divergence, a bug the random inputs miss), leaves the pair to the whole proof.
+approximated ops and without float64 overflow (`witness/overflow.py`), still shows the
+difference, and it counts only when XLA shows it too (on the programs given here: `verify`
+then carries a shrunk witness to the original sizes). A witness XLA does not show, or no
+differing run at all (a replica divergence, a bug the random inputs miss), leaves the pair
+to the whole proof.
 
 Some bugs do not show at unit scale. `clip_by_global_norm(1.0)` rescales every gradient
 whose norm passes 1, and Adam divides by the root of the second moment, so a gradient
@@ -33,8 +34,9 @@ from tv_mlir.semantics.common import Budget
 from tv_mlir.semantics.ops import TRANSCENDENTAL_OPS
 from tv_mlir.verdict import Counterexample, Replay
 from tv_mlir.witness import fullsize
+from tv_mlir.witness.overflow import OutOfRange, OverflowGuard
 from tv_mlir.witness.replay import py_value, xla_replay
-from tv_mlir.witness.settle import OutOfRange, _range_guard, minimize, py_list
+from tv_mlir.witness.settle import minimize, py_list
 
 Element = tuple[int, tuple[int, ...]]  # (output, index)
 
@@ -55,16 +57,16 @@ EARLY_SCALED_ELEMENTS = 1_000_000
 
 def _outputs(module: Module, arrays: Sequence[np.ndarray], max_unroll: int, max_elements: int
              ) -> list[np.ndarray] | None:
-    """The outputs on the float64 interpreter within the f32 range, or None when the run
-    leaves it (an overflow is no difference of the real functions) or cannot be run."""
+    """The outputs on the float64 interpreter, or None when float64 overflows in the run (an
+    overflow is no difference of the real functions) or it cannot be run."""
     from tv_mlir.algebra import NumericAlgebra
     from tv_mlir.execute.interp import Interpreter
 
     budget = Budget(max_iterations=max_unroll, max_elements=max_elements, calls=[module.entry])
     try:
         with np.errstate(all="ignore"):
-            return Interpreter(module, NumericAlgebra(), max_unroll, observer=_range_guard,
-                               budget=budget).run(list(arrays))
+            return Interpreter(module, NumericAlgebra(), max_unroll,
+                               observer=OverflowGuard.of(module, arrays), budget=budget).run(list(arrays))
     except (TvError, OutOfRange):
         return None
 

@@ -32,13 +32,15 @@ from tv_mlir.prove import solve
 from tv_mlir.prove.cuts import CutStore
 from tv_mlir.prove.obligations import Obligation, build_obligations
 from tv_mlir.semantics.fixed_width import int_width
-from tv_mlir.semantics.ops import REDUCING_COLLECTIVES, TRANSCENDENTAL_OPS
+from tv_mlir.semantics.ops import REDUCING_COLLECTIVES
 from tv_mlir.verdict import Counterexample, Replay
+from tv_mlir.witness.overflow import OutOfRange, OverflowGuard
 from tv_mlir.witness.replay import py_value, values_differ, xla_replay
 
 MIN_CHECKS = 600  # difference checks spent on minimising one counterexample
 MIN_SECONDS = 5.0
-NEARBY_CANDIDATES = 24  # inputs tried around a witness that XLA does not reproduce
+NEARBY_CANDIDATES = 32  # inputs tried around a witness that XLA does not reproduce
+NEARBY_DENSE = 24  # of them: scaled, perturbed and dense random points; the rest sparse
 UNIQUE_TIMEOUT_S = 2.0
 UNIQUE_MAX_CONE = 400  # larger cones are not expanded just to ask for a second witness
 UNIQUE_PROBES = 4  # points next to the witness checked exactly before the solver is asked
@@ -164,18 +166,10 @@ def exact_difference(w: Witness, arrays: list[np.ndarray]) -> Values | None:
     return exact_values(w.cuts, w.alg, w.ref_element, w.other_element, w.obligation.kind, env)
 
 
-class OutOfRange(Exception):
-    """A value beyond the f32 range: float overflow, where neither f32 nor float64 is the
-    reals any more (softmax without its max shift: inf / inf is NaN on XLA)."""
-
-
-F32_MAX = float(np.finfo(np.float32).max)
-
-
 def numeric_difference(w: Witness, arrays: list[np.ndarray]) -> Values | None:
     """Both programs on our float64 interpreter (real functions for the approximated ops),
-    within the f32 range: a difference that needs an overflow is not a difference of the
-    real functions."""
+    without float64 overflow (`witness/overflow.py`): a difference that needs an overflow is
+    not a difference of the real functions."""
     try:
         t = numeric_obligation(w.ref, w.other, arrays, w.obligation, w.options, in_range=True)
     except (TvError, OutOfRange):
@@ -184,28 +178,13 @@ def numeric_difference(w: Witness, arrays: list[np.ndarray]) -> Values | None:
     return (py_value(r), py_value(o)) if values_differ(r, o) else None
 
 
-
-
-def _range_guard(op: Any, results: list[Any]) -> None:
-    """Finite values past the f32 maximum (f32 would overflow where float64 does not), and
-    infinities out of a transcendental function (float64 overflow itself) end the replay.
-    Infinities of constants and selects (attention masks) are fine."""
-    for r in results:
-        a = np.asarray(r)
-        if a.dtype.kind != "f" or not a.size:
-            continue
-        finite = a[np.isfinite(a)]
-        if finite.size and np.abs(finite).max() > F32_MAX:
-            raise OutOfRange(f"{op.name} at {op.loc} leaves the f32 range")
-        if op.name in TRANSCENDENTAL_OPS and np.isinf(a).any():
-            raise OutOfRange(f"{op.name} at {op.loc} overflows")
-
-
 def numeric_obligation(ref: Module, other: Module, arrays: list[np.ndarray], obligation: Obligation, options: Options,
                    in_range: bool = False) -> Obligation:
-    guard = _range_guard if in_range else None
-    ri = Interpreter(ref, NumericAlgebra(), options.max_unroll, observer=guard)
-    oi = Interpreter(other, NumericAlgebra(), options.max_unroll, observer=guard)
+    """`in_range`: each run ends (OutOfRange) where float64 overflows."""
+    ri = Interpreter(ref, NumericAlgebra(), options.max_unroll,
+                     observer=OverflowGuard.of(ref, arrays) if in_range else None)
+    oi = Interpreter(other, NumericAlgebra(), options.max_unroll,
+                     observer=OverflowGuard.of(other, arrays) if in_range else None)
     with np.errstate(all="ignore"):
         ro, oo = ri.run(arrays), oi.run(arrays)
     return build_obligations(ref, other, ro, oo, ri.replica_checks, oi.replica_checks)[obligation.position]
@@ -261,7 +240,7 @@ def settle(cex: Counterexample, w: Witness, thorough: bool = True) -> tuple[str,
         if failed:  # XLA did not run it: say why, not that it ran and agreed
             return "unknown", f"counterexample depends on approximated ops ({ops}) and {XLA_FAILED}: {failed}"
         return "unknown", (f"counterexample depends on approximated ops ({ops}) and XLA does not reproduce it "
-                           "with the real functions within the f32 range")
+                           "with the real functions without float64 overflow")
     return "not-equivalent", f"differs at {list(cex.index)}"
 
 
@@ -286,13 +265,14 @@ def _xla_confirms(replays_: list[Replay]) -> bool:
 
 def _reproduced(replays_: list[Replay]) -> bool:
     """A difference through approximated ops is real when XLA shows it and so do the real
-    functions on our interpreter without leaving the f32 range (XLA alone may show an
-    overflow: exp(100) is inf in f32)."""
+    functions on our float64 interpreter without float64 overflowing (XLA alone may show an
+    f32 overflow: exp(100) is inf in f32; float64 is the arbiter of the reals, past the f32
+    maximum too, `witness/overflow.py`)."""
     return _xla_confirms(replays_) and any(r.backend == "numeric" and r.confirmed for r in replays_)
 
 
 def replays(w: Witness, arrays: list[np.ndarray], in_range: bool = False) -> list[Replay]:
-    """Our float64 interpreter (within the f32 range when `in_range`), then XLA."""
+    """Our float64 interpreter (ended by float64 overflow when `in_range`), then XLA."""
     out = []
     try:
         t = numeric_obligation(w.ref, w.other, arrays, w.obligation, w.options, in_range=in_range)
@@ -370,8 +350,11 @@ def minimize(arrays: list[np.ndarray], differs: Callable[[list[np.ndarray]], Val
     return current, best
 
 
-def _nearby(arrays: list[np.ndarray], types: Sequence[TensorType], seed: int = 7) -> Iterator[list[np.ndarray]]:
-    """Inputs around a witness: scaled, perturbed, and small random integers."""
+def _nearby(arrays: list[np.ndarray], types: Sequence[TensorType], seed: int = 7,
+            at: tuple[int, ...] | None = None) -> Iterator[list[np.ndarray]]:
+    """Inputs around a witness: scaled, perturbed, small random integers, then sparse points
+    (`_sparse`; NEARBY_DENSE of the others first). `at`: the differing output element's
+    index, which the sparse points favour."""
     rng = np.random.default_rng(seed)
     floats = [Kind.of(t) is Kind.FLOAT for t in types]
     for scale in (0.5, 2.0, 0.1, 10.0):
@@ -379,20 +362,55 @@ def _nearby(arrays: list[np.ndarray], types: Sequence[TensorType], seed: int = 7
     for noise in (0.01, 0.1, 1.0):
         for _ in range(4):
             yield [a + np.round(rng.normal(scale=noise, size=a.shape), 3) if f else a for a, f in zip(arrays, floats)]
-    while True:
+    for _ in range(NEARBY_DENSE - 16):
         yield [rng.integers(-3, 4, size=a.shape).astype(np.float64) if f else a for a, f in zip(arrays, floats)]
+    yield from _sparse(arrays, floats, rng, at)
+
+
+def _sparse(arrays: list[np.ndarray], floats: list[bool], rng: np.random.Generator,
+            at: tuple[int, ...] | None) -> Iterator[list[np.ndarray]]:
+    """Float inputs zero but for two or three elements of small integers, one of them (when
+    an input has the differing output element's rank and holds its index `at`) at that
+    index. A difference that the real functions show only where float64 does not overflow
+    (Muon's Newton-Schulz iterations with a dropped all-reduce diverge at every dense
+    point: rows normalised per device have singular values past the quintic's basin) often
+    shows at a point with few non-zero inputs, which neither the dense candidates nor a
+    minimisation moving one step at a time from an overflowing point reach; the differing
+    element mostly needs its own row or position non-zero."""
+    sizes = [a.size if f else 0 for a, f in zip(arrays, floats)]
+    total = sum(sizes)
+    if not total:
+        return
+    starts = np.cumsum([0, *sizes])
+    aligned = [k for k, (a, f) in enumerate(zip(arrays, floats)) if f and at is not None and a.ndim == len(at)
+               and all(0 <= i < n for i, n in zip(at, a.shape))]
+    while True:
+        for count in (2, 3):
+            cand = [np.zeros(a.shape) if f else a for a, f in zip(arrays, floats)]
+            picks = [int(p) for p in rng.choice(total, size=min(count, total), replace=False)]
+            if aligned and at is not None:
+                k = aligned[int(rng.integers(len(aligned)))]
+                picks[0] = int(starts[k]) + int(np.ravel_multi_index(at, arrays[k].shape))
+            for pos in picks:
+                k = int(np.searchsorted(starts, pos, side="right")) - 1
+                cand[k].reshape(-1)[pos - starts[k]] = float(rng.choice([-3, -2, -1, 1, 2, 3]))
+            yield cand
 
 
 def _complete(cex: Counterexample, w: Witness, arrays: list[np.ndarray]) -> None:
     """The model's uninterpreted functions need not be exp or tanh: search inputs nearby for
     one where the real functions (our interpreter) and then XLA show the difference."""
-    for n, cand in enumerate(_nearby(arrays, w.types)):
+    at = w.obligation.global_index(w.index) if w.obligation.devices is None else None
+    for n, cand in enumerate(_nearby(arrays, w.types, at=at)):
         if n >= NEARBY_CANDIDATES:
             return
+        # A candidate outside --assume or a stage input's known sign is none (as in `settle`).
+        if not (within(cand, w.bounds) and signs_kept(cand, w.options)):
+            continue
         values = numeric_difference(w, cand)
         if values is None or not (w.ref.text and w.other.text):
             continue
-        # The interpreter already showed it (in range): only XLA is left to ask.
+        # The interpreter already showed it (no float64 overflow): only XLA is left to ask.
         got = [Replay("numeric", values[0], values[1], True),
                xla_replay(w.ref, w.other, cand, w.obligation.output, w.obligation.global_index(w.index),
                           w.obligation.side, w.obligation.devices, runner=w.runner)]
