@@ -149,34 +149,36 @@ func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
 """
 
 
-def _count_scaled(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+def _count_lifts(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """One entry per lift of random runs (unit-scale or scaled) the staged proof makes."""
     calls: list[int] = []
-    real = lift.scaled_runs
+    real = stages_run.numeric_witness
 
     def spy(*args: Any, **kwargs: Any) -> Any:
         calls.append(1)
         return real(*args, **kwargs)
-    monkeypatch.setattr(lift, "scaled_runs", spy)
+    monkeypatch.setattr(stages_run, "numeric_witness", spy)
     return calls
 
 
-def test_a_stage_widening_covers_runs_no_scaled_runs(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Past the early runs' budget, a failed stage's scaled runs wait until widening has not
-    covered it: a covered stage leaves no bug to find, and on a large pair the 12 runs cost
-    more than the widening (the 405B scan's second witness: 35% of its CPU)."""
+def test_a_stage_widening_covers_runs_no_lift(monkeypatch: pytest.MonkeyPatch) -> None:
+    """When the lineage's runs agree, a failed stage's lift (every random run, then the
+    scaled runs) waits until widening has not covered it: a covered stage leaves no bug to
+    find, and on a large pair the runs cost more than the widening (the 405B scan's second
+    witness: 64% of its CPU)."""
     monkeypatch.setattr(lift, "EARLY_SCALED_ELEMENTS", 0)
-    calls = _count_scaled(monkeypatch)
+    calls = _count_lifts(monkeypatch)
     v = verify(COVERED_REF, COVERED_OTHER, **QUICK)
     assert v.verdict == "equivalent", v.reason
     assert v.stages is not None and v.stages["covered"]["verdict"] == "not-equivalent"
     assert not calls
 
 
-def test_a_stage_widening_does_not_cover_still_gets_the_scaled_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_stage_widening_does_not_cover_is_still_lifted(monkeypatch: pytest.MonkeyPatch) -> None:
     """The clip pair's failed stage is a real difference: widening does not cover it, and
-    the scaled runs after it find the bug."""
+    the lift after it finds the bug on the scaled runs (unit-scale first, then scaled)."""
     monkeypatch.setattr(lift, "EARLY_SCALED_ELEMENTS", 0)
-    calls = _count_scaled(monkeypatch)
+    calls = _count_lifts(monkeypatch)
     v = verify(REF, OTHER, **QUICK)
     assert v.verdict == "not-equivalent", v.reason
-    assert calls and v.stages is not None and "covered" not in v.stages
+    assert len(calls) == 2 and v.stages is not None and "covered" not in v.stages

@@ -263,20 +263,24 @@ def _prove_cut(ref: Module, other: Module, options: Options, sizes: Mapping[int,
         failed = _diverging(cut, options, finite, signs, ranges, summary) or failed
     summary["failed"] = {"stage": failed.index, "name": failed.name, "verdict": failed.verdict,
                          "reason": failed.reason, "locs": failed.locs[:5]}
-    lifted = _lift(ref, other, options, cut, failed, summary, scaled=False)
-    if lifted is not None:
-        return lifted
+    # When the lineage's runs showed the outputs differ, the bug is lifted first. When they
+    # agreed, the lift (both programs on every random run, then on the scaled runs) waits
+    # until widening has not covered the failed stage: a stage that fails at free inputs is
+    # most often a correct pair's (its inputs taken as any reals), which widening proves in
+    # a fraction of what 20 runs of a large pair cost (the 405B scan's second witness: 64%
+    # of its CPU), and a covered stage leaves no bug to find.
+    lift_first = not cut.outputs_agree
+    if lift_first:
+        lifted = _lift(ref, other, options, cut, failed, summary)
+        if lifted is not None:
+            return lifted
     spans = _widen(cut, records, options, finite, signs, summary, ranges)
     if spans is not None:
         summary["time_s"] = round(time.perf_counter() - t0, 3)
         summary["covered"] = summary.pop("failed")
         return _equivalent(ref, records, {**results, **spans}, summary, options)
-    # The scaled runs only once widening has not covered the failed stage: a stage that
-    # fails at free inputs is most often a correct pair's (its inputs taken as any reals),
-    # which widening proves in a fraction of what 12 more runs of a large pair cost (the
-    # 405B scan's second witness: 35% of its CPU); a covered stage leaves no bug to find.
-    if cut.outputs_agree and lift_runs.SCALED_RUNS and not cut.scaled_tried and cut.input_sets:
-        lifted = _lift_scaled(ref, other, options, cut, time.perf_counter(), failed, summary)
+    if not lift_first:
+        lifted = _lift(ref, other, options, cut, failed, summary)
         if lifted is not None:
             return lifted
     progress(options, f"{failed.name} is {failed.verdict} ({failed.reason}); proving the pair whole")
@@ -410,16 +414,16 @@ def _first_failure(records: list[StageRecord]) -> StageRecord | None:
 
 
 def _lift(ref: Module, other: Module, options: Options, cut: Cut, failed: StageRecord,
-          summary: dict[str, Any], role: str = "that fails", scaled: bool = True) -> Verdict | None:
+          summary: dict[str, Any], role: str = "that fails") -> Verdict | None:
     """The failed stage's bug at program inputs from the random runs (stages/lift.py),
-    located by the stage's own proof; `scaled`: then, when they agree, the scaled runs."""
+    then, when they agree, from the scaled runs; located by the stage's own proof."""
     if not cut.input_sets:
         return None
     # The random-normal runs first: small integers tie more often.
     sets = cut.input_sets[1:] + cut.input_sets[:1]
     c = numeric_witness(ref, other, sets, cut.names, options.max_unroll, MAX_RUN_ELEMENTS, cut.bounds)
     if c is None:
-        if scaled and cut.outputs_agree and lift_runs.SCALED_RUNS and not cut.scaled_tried:
+        if cut.outputs_agree and lift_runs.SCALED_RUNS and not cut.scaled_tried:
             return _lift_scaled(ref, other, options, cut, time.perf_counter(), failed, summary)
         return None
     where = f" at {failed.locs[0]}" if failed.locs else ""
