@@ -19,7 +19,13 @@ from tv_mlir.prove.cuts import CutStore
 from tv_mlir.prove.instances import InstanceTable
 
 SWEEP_BLOWUP = 1000  # local proofs are small; a blow-up means the match is a coincidence
-UNFOLD_TERMS = 300_000  # new own terms one local proof may make
+# New own terms (nodes and monomials) one local proof's unfolding may make before it stops as
+# not proved. Measured (docs/architecture.md, "Round 7"): unfoldings that prove make at most
+# ~4,000 (llama_train_step's largest; the clients, flax and sweep tests far fewer), while a
+# pair the runs could not tell apart whose sides meet only at the inputs multiplies its whole
+# cone out (gemma_softcap_zloss's clamped partial gather: ~400 k terms and ~6.5 s CPU per
+# pair at the earlier 300 k). Stopping only leaves a pair unproved, never merges one.
+UNFOLD_TERMS = 40_000
 # Failed unfoldings in one group (see `prove_pairs`) before the group's other pairs are left
 # unproved: a partial sum that the random runs cannot tell from the full one (a scatter-add
 # over sparse token ids: each shard's rows match the reference's wherever the other shards'
