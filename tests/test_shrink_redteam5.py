@@ -149,9 +149,9 @@ def test_a_loosened_constant_term_rule_hides_the_bias(monkeypatch: pytest.Monkey
 
 # --- verdicts
 
-# count_tautology's bug twin is open (docs/shrinking.md, "Red-team batch 5"): rule k counts
-# `ids == ids` as a data predicate with both outcomes, and it is true everywhere.
-@pytest.mark.parametrize("pair", sorted(set(MANIFEST) - {"count_tautology"}))
+# count_tautology, open in batch 5, is closed by rule k's zero types (red-team batch 6,
+# tests/test_shrink_redteam6.py): `ids == ids` is decided, its count is the size.
+@pytest.mark.parametrize("pair", sorted(MANIFEST))
 def test_bug_twin_is_found_by_the_rules(pair: str) -> None:
     v = tv_mlir.verify(*_files(pair, "bug"), assume=_assume(pair), timeout_s=60, **RULES_OFF)
     assert_confirmed_at_original_sizes(v)

@@ -27,15 +27,28 @@ from dataclasses import dataclass, field
 from tv_mlir.semantics.ops import DEGREE_ADDING, DEGREE_PRESERVING, TRANSCENDENTAL_OPS
 from tv_mlir.shrink.degree import PIECEWISE, Degrees
 from tv_mlir.shrink.facts import moved_operands, splat
+from tv_mlir.shrink.zero_types import Normal, normal_form, read_compare
 
 # Off: only degree-0 summands count their class (the const_term hole).
 CONSTANT_TERMS = True
+# An atom of an argument whose affine normal form cancels to a constant (exp(x - x)) is
+# that constant at every position (`_cancels`). Off: only products with 0 were seen, and
+# sum(exp(x - x)) = n was a summand without constant term (red-team batch 6, exp_cancel).
+ATOM_CANCELS = True
 
 # Ops whose data operands are all of their operands and whose result has a constant term
 # only where one of them has (sums, differences, moves, copies, collectives).
 _ADDITIVE = (DEGREE_PRESERVING | PIECEWISE | {"stablehlo.select"}) - {"stablehlo.gather", "stablehlo.dynamic_slice",
                                                                      "stablehlo.dynamic_update_slice", "stablehlo.pad",
                                                                      "stablehlo.custom_call"}
+# A compare the verifier's normal form decides (zero_types.read_compare) is a constant, 1 or
+# 0, wherever it is read: a select by it takes that branch. Off: a compare had no constant
+# term and a select by a predicate varying along the family none either (red-team batch 6,
+# taut_positions: sum(where(iota >= 0, 1, 0)) is the size).
+DECIDED = True
+# Ops whose result is a truth value read by `_truth`.
+_BOOLEAN = frozenset({"stablehlo.compare", "stablehlo.not", "stablehlo.and", "stablehlo.or", "stablehlo.convert",
+                      "stablehlo.broadcast_in_dim", "stablehlo.reshape"})
 # Atoms the verifier treats as fresh variables per position (`exp(x)`).
 _ATOMS = TRANSCENDENTAL_OPS
 
@@ -50,11 +63,15 @@ class ConstantTerms:
     values forced, so this ends)."""
 
     degrees: Degrees
+    # Rule (k), zero types (zero_types.py): compare results read at one type, as their
+    # Boolean outcome there (true: the constant 1).
+    outcomes: dict[str, bool] = field(default_factory=dict)
     memo: dict[str, bool] = field(default_factory=dict)
     forced: set[str] = field(default_factory=set)  # read as "none" while open, found "may"
     _open: set[str] = field(default_factory=set)
     _missing: list[str] = field(default_factory=list)
     _assumed: set[str] = field(default_factory=set)
+    _fixed_memo: dict[str, bool] = field(default_factory=dict)
 
     def may_have_constant(self, value: str) -> bool:
         if value in self.memo:
@@ -120,6 +137,9 @@ class ConstantTerms:
             return True
         op, idx = f.defs[value]
         n = op.name
+        truth = self._truth(value) if value in self.outcomes or n in _BOOLEAN else None
+        if truth is not None:
+            return truth  # a predicate at a fixed type, or decided: the constant 1 or 0
         if n == "stablehlo.iota":
             return False  # positions: rule b's, not Newton's
         if n == "stablehlo.compare":
@@ -131,6 +151,9 @@ class ConstantTerms:
         if n == "stablehlo.divide":
             return self._get(op.operands[0])
         if n == "stablehlo.select":
+            chosen = self._truth(op.operands[0])
+            if chosen is not None:
+                return self._get(op.operands[1 if chosen else 2])
             if d.of(op.operands[0]):
                 # A data predicate along the family chooses: rule k's sum (its constant
                 # parts per type are the type counts k_t, which rule k bounds).
@@ -158,7 +181,7 @@ class ConstantTerms:
                 return any(self._get(o) for o in op.operands[:half])
             return True
         if n in _ATOMS:
-            return any(self._constant_function(o) for o in op.operands)
+            return any(self._fixed(o) for o in op.operands)
         if n == "stablehlo.while" and len(op.regions) == 2:
             loop = op.regions[1]
             return self._get(op.operands[idx]) or (idx < len(loop.returns) and self._get(loop.returns[idx]))
@@ -168,6 +191,38 @@ class ConstantTerms:
             return self._get(f.module.funcs[op.attrs["callee"]].body.returns[idx])
         return True
 
+
+    def _truth(self, value: str, depth: int = 0) -> bool | None:
+        """A Boolean value's outcome at the type `outcomes` fixes, through converts,
+        broadcasts, reshapes, not, and, or; None when it is not fixed."""
+        if value in self.outcomes:
+            return self.outcomes[value]
+        f = self.degrees.facts
+        if value in f.defs and f.defs[value][0].name == "stablehlo.compare" and DECIDED:
+            # A compare the verifier's normal form decides (x <= x, iota >= 0, exp(x) > 0)
+            # is that constant at every position, a data predicate or not.
+            op = f.defs[value][0]
+            return read_compare(self._normal_form(), op, self._normal_form().dtype(op.operands[0])).decided()
+        if value in f.func_of_arg and depth <= 16:
+            # jnp.where's private function takes the predicate as an argument: fixed when
+            # every call passes one fixed the same way.
+            ts = {self._truth(call.operands[k], depth + 1) for call, k in f.callers.get(value, [])}
+            return ts.pop() if len(ts) == 1 else None
+        d = f.defs.get(value)
+        if d is None or depth > 16:
+            return None
+        op = d[0]
+        if op.name in ("stablehlo.convert", "stablehlo.broadcast_in_dim", "stablehlo.reshape"):
+            return self._truth(op.operands[0], depth + 1)
+        if op.name == "stablehlo.not" and op.result_types and op.result_types[0].dtype == "i1":
+            t = self._truth(op.operands[0], depth + 1)
+            return None if t is None else not t
+        if op.name in ("stablehlo.and", "stablehlo.or") and op.result_types and op.result_types[0].dtype == "i1":
+            outs = [self._truth(o, depth + 1) for o in op.operands]
+            if op.name == "stablehlo.and":
+                return False if False in outs else (None if None in outs else True)
+            return True if True in outs else (None if None in outs else False)
+        return None
 
     def _zero(self, value: str, depth: int = 0) -> bool:
         """The constant 0, through broadcasts, converts, reshapes and the arguments of a
@@ -194,6 +249,55 @@ class ConstantTerms:
         c = splat(op[0]) if op is not None and op[0].name == "stablehlo.constant" else None
         return isinstance(c, float) and not math.isfinite(c)
 
+    def _fixed(self, value: str, depth: int = 0) -> bool:
+        """Whether an atom's argument may be the same at every position (so the atom is a
+        constant there, exp(x * 0), exp(x - x), exp(where(p, 0, x - x))): a product with
+        the constant 0, a difference whose normal form cancels (`_cancels`), a decided or
+        fixed predicate, a select by a fixed predicate of its chosen branch, a function's
+        return, an elementwise op of such values. Off `ATOM_CANCELS`: products with 0 only."""
+        if not ATOM_CANCELS:
+            return self._constant_function(value)
+        if value not in self._fixed_memo:
+            self._fixed_memo[value] = False  # a cycle (a loop's carried value): not fixed
+            self._fixed_memo[value] = self._fixed_value(value, depth)
+        return self._fixed_memo[value]
+
+    def _fixed_value(self, value: str, depth: int) -> bool:
+        d, f = self.degrees, self.degrees.facts
+        if depth > 32 or not d.has(value) or d.of(value) == 0:
+            return True  # constant along the family (or unknown: read as may)
+        if value in f.func_of_arg:
+            callers = f.callers.get(value, [])
+            return bool(callers) and all(self._fixed(call.operands[k], depth + 1) for call, k in callers)
+        if value not in f.defs:
+            return False
+        op, idx = f.defs[value]
+        n = op.name
+        if n in _BOOLEAN and self._truth(value) is not None or self._cancels(value):
+            return True
+        if n == "stablehlo.select":
+            chosen = self._truth(op.operands[0])
+            return chosen is not None and self._fixed(op.operands[1 if chosen else 2], depth + 1)
+        if n in DEGREE_ADDING and any(self._zero(o) for o in op.operands):
+            return True
+        if n == "func.call" and op.attrs.get("callee", "") in f.module.funcs:
+            return self._fixed(f.module.funcs[op.attrs["callee"]].body.returns[idx], depth + 1)
+        if n in DEGREE_ADDING or n in _ATOMS or n == "stablehlo.divide" or n in _ADDITIVE and not op.regions:
+            return all(self._fixed(o, depth + 1) for o in op.operands)
+        return False
+
+    def _cancels(self, value: str) -> bool:
+        """Whether `value`'s affine normal form has no atom: a difference that cancels
+        (x - x, (x + 1) - x) is the same at every position, though its degree is not 0,
+        and the verifier folds it so (exp(x - x) is 1). `ATOM_CANCELS` off: not read."""
+        if not ATOM_CANCELS:
+            return False
+        form = self._normal_form().form(value)
+        return form is not None and not form[0]
+
+    def _normal_form(self) -> Normal:
+        return normal_form(self.degrees.facts)
+
     def _constant_function(self, value: str) -> bool:
         """Whether `value` may be the same at every position though it has a degree: a
         product with the constant 0 on the way (x * 0), seen through additive ops."""
@@ -213,4 +317,4 @@ class ConstantTerms:
         return False
 
 
-__all__ = ["CONSTANT_TERMS", "ConstantTerms"]
+__all__ = ["ATOM_CANCELS", "CONSTANT_TERMS", "DECIDED", "ConstantTerms"]

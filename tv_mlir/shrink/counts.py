@@ -23,7 +23,9 @@ from dataclasses import dataclass, field
 
 from tv_mlir.ir import Block, ConvDims, Op
 from tv_mlir.semantics.ops import DEGREE_ADDING, DEGREE_PRESERVING, DOTS, TRANSCENDENTAL_OPS
-from tv_mlir.shrink.degree import PIECEWISE, UNBOUNDED
+from tv_mlir.shrink import zero_types
+from tv_mlir.shrink.degree import PIECEWISE, UNBOUNDED, Degrees
+from tv_mlir.shrink.degree import _Terms as SquareTerms
 from tv_mlir.shrink.dims import DimAnalysis
 from tv_mlir.shrink.facts import SPLAT_PRESERVING, ProgramFacts, passed_whole, splat
 from tv_mlir.shrink.lookups import IndexPredicates
@@ -85,14 +87,17 @@ class PredicatedSums:
 
 def count_bounds(fa: ProgramFacts, a: DimAnalysis, families: dict[int, set[int]], degree: dict[int, int],
                  out: Bounds, lookups: IndexPredicates | None = None,
-                 other_poles: dict[frozenset[int], int] | None = None) -> None:
+                 other_poles: dict[frozenset[int], int] | None = None, counted: set[int] | None = None) -> None:
     """Rule (k) for one program: per family whose sums read data predicates, the bound
     D + T d + threshold on every class summed over (or a pin), into `out`. `lookups`: the
     program's compares evaluated on the assumed input ranges (`lookups.index_predicates`).
     `other_poles`: per family, the pair's other programs' S (`count_poles`): the difference
     of two fractions p1 / q1 - p2 / q2 has the numerator p1 q2 - p2 q1, whose degree is at
-    most max(D1, D2) + S1 + S2."""
+    most max(D1, D2) + S1 + S2. `counted` receives the classes whose predicated sums have
+    no reachable zero type (`zero_type_counts`): their sums can add up to the size."""
     lookups = lookups if LOOKUPS and lookups is not None else IndexPredicates()
+    if counted is not None and zero_types.ZERO_TYPES:
+        counted |= zero_type_counts(fa, a, families, lookups)
     found = _predicated(fa, a, families, lookups)
     for fam, ps in found.items():
         if not ps.sums:
@@ -124,6 +129,48 @@ def count_bounds(fa: ProgramFacts, a: DimAnalysis, families: dict[int, set[int]]
                 if poles else ""
             out.at_least(c, bound, f"counts of {m} data predicate{'s' if m > 1 else ''}{kinds} summed at {where}: "
                                    f"{formula}{dens}")
+
+
+def zero_type_counts(fa: ProgramFacts, a: DimAnalysis, families: dict[int, set[int]],
+                     lookups: IndexPredicates) -> set[int]:
+    """Rule (k), zero types (zero_types.py): the classes summed over by predicated sums of
+    a family with no reachable type at which every such summand lacks a constant term.
+    There the counts can add up to the class's size (`sum(ids == ids)` is n), which the
+    count argument does not carry: such a class is counted (rule a orders n). Decided
+    compares are read too (their one outcome is a type restriction), so the walk takes
+    every data compare, the ones `lookups` decided included."""
+    every = IndexPredicates(gathers=lookups.gathers, outcomes=lookups.outcomes)
+    found = _predicated(fa, a, families, every)
+    out: set[int] = set()
+    if not found:
+        return out
+    normal = zero_types.normal_form(fa)
+    for fam, ps in found.items():
+        if not ps.sums or ps.tables or len(ps.predicates) > zero_types.MAX_ENUMERATED:
+            continue  # too many to enumerate: rule k pins past MAX_PREDICATES anyway
+        ops = [fa.defs[p][0] for p in sorted(ps.predicates) if p in fa.defs]
+        if len(ops) != len(ps.predicates) or any(op.name != "stablehlo.compare" for op in ops):
+            continue  # a scatter's one-hot: not read here (docs/shrinking.md, batch 6)
+        preds = []
+        for op in ops:
+            v = op.results[0]
+            if v in lookups.truths:
+                preds.append(zero_types.Predicate(v, "EQ", (), 0.0 if lookups.truths[v] else 1.0))
+            else:
+                preds.append(zero_types.read_compare(normal, op, normal.dtype(op.operands[0])))
+        ranged = {p: lookups.outcomes[p] for p in ps.predicates if p in lookups.outcomes}
+        sums = zero_types.summands(op for c_ops in ps.sums.values() for op in c_ops)
+        degrees = Degrees(fa, a, set(fam))
+        if not any(_zero_type(degrees, sums, u) for u in zero_types.reachable(preds, ranged, normal.inside)):
+            out.update(ps.sums)
+    return out
+
+
+def _zero_type(degrees: Degrees, sums: list[list[str]], outcomes: dict[str, bool]) -> bool:
+    """No summand has a constant term at this type (a product: unless every factor has)."""
+    # degree.py's reading (a square has its operand's constant term), with the outcomes fixed
+    terms = SquareTerms(degrees, outcomes=outcomes)
+    return not any(all(v == "?" or terms.may_have_constant(v) for v in group) for group in sums)
 
 
 def count_poles(fa: ProgramFacts, a: DimAnalysis, families: dict[int, set[int]],
@@ -613,4 +660,5 @@ def _piece(c: float | int | None) -> int:
 
 
 __all__ = ["ATOMS", "MAX_EXPONENT", "MAX_PREDICATES", "OFFSETS", "POLES", "RATIONAL", "SPLITS",
-           "count_bound", "count_bounds", "count_poles", "outer_degree"]
+           "count_bound", "count_bounds", "count_poles", "outer_degree",
+           "zero_type_counts"]

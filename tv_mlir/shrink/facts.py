@@ -34,6 +34,7 @@ class ProgramFacts:
     unreachable: set[str] = field(default_factory=set)  # values of functions nothing calls
     needed: set[str] = field(default_factory=set)  # values some entry result depends on (`needed_values`)
     _iota_only: set[str] | None = field(default=None, repr=False)  # `iota_only`, built on first use
+    _normal: object | None = field(default=None, repr=False)  # zero_types.normal_form, made on first use
 
     @classmethod
     def of(cls, program: str, module: Module) -> ProgramFacts:

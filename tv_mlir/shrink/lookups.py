@@ -56,6 +56,7 @@ class IndexPredicates:
     """What the evaluator decided for one program."""
 
     decided: set[str] = field(default_factory=set)  # compare results constant on the assumed range
+    truths: dict[str, bool] = field(default_factory=dict)  # decided compare -> its one outcome (zero_types.py)
     gathers: set[str] = field(default_factory=set)  # compare results that only guard lookups (`guarded_lookups`)
     outcomes: dict[str, tuple[int, np.ndarray]] = field(default_factory=dict)  # compare -> (input, [R, P])
 
@@ -93,6 +94,7 @@ def index_predicates(fa: ProgramFacts, ranges: Sequence[tuple[int, int] | None] 
         arr = v[1]
         if arr.min() == arr.max():
             out.decided.add(op.results[0])
+            out.truths[op.results[0]] = bool(arr.reshape(-1)[0])
         else:
             out.outcomes[op.results[0]] = (k, np.broadcast_to(arr, (arr.shape[0], max(arr.shape[1], ev.devices)))
                                            .astype(bool))

@@ -421,7 +421,7 @@ def _base(ref: Module, other: Module, analysis: DimAnalysis | None,
                 if j != i:
                     for fam, sj in pj.items():
                         others[fam] = others.get(fam, 0) + sj
-            count_bounds(fa, a, families, degree, counts, lk, others)
+            count_bounds(fa, a, families, degree, counts, lk, others, counted)
     for c, b in counts.mins.items():
         mins[c] = max(mins[c], b)
         note(c, "k", f"rule k: {counts.why[c]} (at least {b})")

@@ -51,6 +51,12 @@ TRIP_PREDICATES = True
 # only, and `k - i == 11` with k = sum(ones(H)) kept its group (red-team batch 5,
 # trip_count_sub and trip_choose: H shrank below 12 where the bug hid).
 MEMBER_DEFS = True
+# Region arguments are member definitions too (`MEMBER_DEFS`): a scalar integer argument of
+# a region other than a loop's (joined with what it carries) or a function's (joined with
+# its callers' operands) escapes. Off: a manual computation's argument was made by no op
+# the rule checked, and a count of H passed into a shard_map met the counter there
+# (red-team batch 6, trip_manual: H shrank below 12 where the bug hid).
+REGION_ARGS = True
 # Rule (a)'s order: a trip constant is no literal for the size values of other classes
 # (`trips_apart`); off, every size value keeps its order with it, as before.
 TRIP_ORDER = True
@@ -208,6 +214,15 @@ def index_groups(f: ProgramFacts) -> dict[str, frozenset[tuple[str, int]]]:
         for v in module.main.body.args:
             if v in ints:
                 g.escape(v)
+    if MEMBER_DEFS and REGION_ARGS:
+        # A region's argument is made by its op, from the op's operands (a manual
+        # computation's) or from elements it reduces, sorts or scatters: no member's sum,
+        # difference or choice, so it escapes (a count of H entering a shard_map).
+        for block, owner, _ in _blocks(module):
+            if owner is not None and owner.name != "stablehlo.while":
+                for v in block.args:
+                    if v in ints:
+                        g.escape(v)
     for block, owner, _ in _blocks(module):
         for op in block.ops:
             used = [v for v in op.operands if v in ints]
@@ -298,5 +313,5 @@ def trips_apart(occurrences: list[tuple[str, str]], classes: tuple[int, ...],
         all(key in trip_only and not trip_only[key] & set(classes) for key in occurrences)
 
 
-__all__ = ["MEMBER_DEFS", "TRIP_COUNTERS", "TRIP_ORDER", "TRIP_PREDICATES", "index_groups", "trip_constants",
-           "trips_apart"]
+__all__ = ["MEMBER_DEFS", "REGION_ARGS", "TRIP_COUNTERS", "TRIP_ORDER", "TRIP_PREDICATES", "index_groups",
+           "trip_constants", "trips_apart"]
