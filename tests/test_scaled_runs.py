@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from test_stages import UNREACHABLE_OTHER, UNREACHABLE_REF  # a stage widening covers
 
 from tv_mlir.api import prepare, verify
 from tv_mlir.execute.xla import XlaRunner
@@ -121,34 +122,6 @@ def test_a_pair_too_large_for_the_early_runs_gets_them_at_its_failed_stage(monke
     assert f"the first stage that fails is {v.stages['failed']['name']}" in v.reason
 
 
-# A correct pair whose middle stage fails at free inputs (it takes p = x*x + 1 as any real,
-# and max(p, 0.5) is not p at p = 0) and is covered by widening (tests/test_stages.py).
-COVERED_REF = """
-func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
-  %one = stablehlo.constant dense<1.0> : tensor<4xf32>
-  %half = stablehlo.constant dense<0.5> : tensor<4xf32>
-  %a = stablehlo.multiply %x, %x : tensor<4xf32>
-  %p = stablehlo.add %a, %one : tensor<4xf32>
-  %q = stablehlo.maximum %p, %half : tensor<4xf32>
-  %r = stablehlo.multiply %q, %x : tensor<4xf32>
-  %s = stablehlo.add %r, %x : tensor<4xf32>
-  %t = stablehlo.multiply %s, %s : tensor<4xf32>
-  return %t : tensor<4xf32>
-}
-"""
-COVERED_OTHER = """
-func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
-  %one = stablehlo.constant dense<1.0> : tensor<4xf32>
-  %a = stablehlo.multiply %x, %x : tensor<4xf32>
-  %p = stablehlo.add %a, %one : tensor<4xf32>
-  %r = stablehlo.multiply %p, %x : tensor<4xf32>
-  %s = stablehlo.add %r, %x : tensor<4xf32>
-  %t = stablehlo.multiply %s, %s : tensor<4xf32>
-  return %t : tensor<4xf32>
-}
-"""
-
-
 def _count_lifts(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """One entry per lift of random runs (unit-scale or scaled) the staged proof makes."""
     calls: list[int] = []
@@ -168,7 +141,7 @@ def test_a_stage_widening_covers_runs_no_lift(monkeypatch: pytest.MonkeyPatch) -
     witness: 64% of its CPU)."""
     monkeypatch.setattr(lift, "EARLY_SCALED_ELEMENTS", 0)
     calls = _count_lifts(monkeypatch)
-    v = verify(COVERED_REF, COVERED_OTHER, **QUICK)
+    v = verify(UNREACHABLE_REF, UNREACHABLE_OTHER, **QUICK)
     assert v.verdict == "equivalent", v.reason
     assert v.stages is not None and v.stages["covered"]["verdict"] == "not-equivalent"
     assert not calls
