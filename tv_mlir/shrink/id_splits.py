@@ -15,17 +15,37 @@ with every constant the form was made of. A form that meets any other op after a
 splits the ids at a place this walk does not compute, so the class is kept whole; so is a
 compare with one number no input decides that is no constant (`ids < max(iota(T)) + 1`:
 T, another class's size, or a literal the program computes).
-Constants of value 0 are no offsets (0 is 0 at every size)."""
+Constants of value 0 are no offsets (0 is 0 at every size).
+
+Ids moved by a device's offset (`local = ids - axis_index * vl`, an add or subtract of a
+number made of device ids and constants: the vocabulary-parallel lookup) are lost too, with
+the offset's constants among the split's: a compare of `local` with c splits every shard's
+block at its own place, so the class stays whole unless every constant moves with a size
+(`0 <= local < vl`, the shards' own mask, as before; ranged.py reads a lookup's offset table
+that the plan rewrites with its block as such a constant). `local + 1000 < 1100` kept nothing
+before (range_device: 512 words shrank to 8, where local < 100 always)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from tv_mlir.ir import Op
 from tv_mlir.semantics.ops import POSITION_FLOW, SPLAT_PRESERVING
-from tv_mlir.shrink.facts import ProgramFacts, index_sources, moved_operands, region_flow, splat
+from tv_mlir.shrink.facts import (
+    ProgramFacts,
+    arg_sources,
+    index_sources,
+    moved_operands,
+    only_device,
+    region_flow,
+    splat,
+)
 
 # Off: only positions.named_positions names ids (the range_offset hole).
 OFFSETS = True
+# Off: ids moved by a device's offset (`ids - tp * vl`, the vocabulary-parallel lookup) are
+# followed no further (the range_device hole: `local + 1000 < 1100` split each shard's
+# block at 100 where no rule saw it).
+DEVICE_OFFSETS = True
 
 _SPLITTING = frozenset({"stablehlo.compare", "stablehlo.maximum", "stablehlo.minimum", "stablehlo.clamp"})
 _SHIFTS = {"stablehlo.shift_left": 1, "stablehlo.shift_right_logical": -1, "stablehlo.shift_right_arithmetic": -1}
@@ -187,6 +207,17 @@ def _step(fa: ProgramFacts, op: Op, forms: dict[str, frozenset[Form]], classes: 
             # a split at a place that is no literal and may be another class's size.
             out.append(Split("", (), 0.0, cs, lost=True))
     made = _map(op, [forms.get(o, frozenset()) if ins[k] else None for k, o in enumerate(op.operands)], consts)
+    shift = _device_shift(fa, op, ins) if made is None else None
+    if shift is not None:
+        # ids - offset_d: on device d the ids moved by a number of the device (a shard's
+        # block start d * vl). A compare of it with c splits every block at its own place,
+        # d * vl + (c - b) / s: not one position of C, so its splits are lost ones (the
+        # class kept whole) unless every constant, the offset's among them, is rewritten
+        # with a size (`local < vl`: the blocks' own ends, the shards' rule).
+        made_lost = tuple(n for o in op.operands if o in classes for f in forms.get(o, ()) for n in f.constants)
+        for r in op.results:
+            carry(r, frozenset(), cs, made_lost + shift + (gone or ()))
+        return
     for r in op.results:
         if made is None:
             # Not affine in the id: a form with an offset is lost from here on.
@@ -195,6 +226,47 @@ def _step(fa: ProgramFacts, op: Op, forms: dict[str, frozenset[Form]], classes: 
                 carry(r, frozenset(), cs, offsets + (gone or ()))
         else:
             carry(r, made, cs, gone)
+
+
+def _device_shift(fa: ProgramFacts, op: Op, ins: list[bool]) -> tuple[str, ...] | None:
+    """For an add or subtract of the ids (in `ins`) and a number made of device ids and
+    constants only (a partition offset, through calls and loop arguments): the offset's
+    constants (of value other than 0, and not only mesh steps such as `pid / 1 % 4`);
+    None for any other op."""
+    if not DEVICE_OFFSETS or op.name not in ("stablehlo.add", "stablehlo.subtract") or len(op.operands) != 2 \
+            or ins[0] == ins[1]:
+        return None
+    other = op.operands[1 if ins[0] else 0]
+    sources = index_sources(fa, other, through_calls=True)
+    if "device" not in sources or not sources <= {"device", "constant"}:
+        return None
+    found: list[str] = []
+    todo, seen = [other], set()
+    while todo:
+        v = todo.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        if v in fa.func_of_arg or v in fa.region_arg:
+            came = arg_sources(fa, v)
+            todo.extend(came if isinstance(came, list) else [])
+            continue
+        d = fa.defs.get(v)
+        if d is None:
+            continue
+        callee = fa.module.funcs.get(d[0].attrs.get("callee", "")) if d[0].name == "func.call" else None
+        if callee is not None:
+            todo.append(callee.body.returns[d[1]])
+        elif d[0].name == "stablehlo.constant":
+            if splat(d[0]) != 0 and not only_device(fa, v):
+                found.append(v)
+        elif d[0].name in ("stablehlo.dynamic_slice", "stablehlo.gather"):
+            # table[coordinate(d)]: the entries are the offset; the index only picks one
+            # (a device's coordinate, made of device ids and constants, the same at every size).
+            todo.append(d[0].operands[0])
+        else:
+            todo.extend(d[0].operands)
+    return tuple(dict.fromkeys(found))
 
 
 def _fixed(fa: ProgramFacts, value: str) -> bool:
@@ -270,4 +342,4 @@ def _map(op: Op, fs: list[frozenset[Form] | None], consts: list[tuple[float, tup
     return None
 
 
-__all__ = ["OFFSETS", "Form", "IndexClamp", "Split", "Walk", "id_splits"]
+__all__ = ["DEVICE_OFFSETS", "OFFSETS", "Form", "IndexClamp", "Split", "Walk", "id_splits"]

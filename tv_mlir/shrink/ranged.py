@@ -114,6 +114,7 @@ def ranged_positions(fa: ProgramFacts, a: DimAnalysis,
             if 0 < u < a.classes[c].size:
                 out.append(RangedPosition(fa.program, constant, u, c, max(2 * u + 2, block_bound(a, c, u))))
     walk = id_splits(fa, seeds)
+    tables = _moving_tables(fa, a) if walk.splits else frozenset()
     for s in walk.splits:
         # Splits after offsets (`ids + 1000 < 1100` splits at 100, where named_positions
         # sees 1000 and 1100 only); a split the walk lost keeps the class whole.
@@ -121,7 +122,11 @@ def ranged_positions(fa: ProgramFacts, a: DimAnalysis,
             size = a.classes[c].size
             p = math.ceil(s.position - 1e-9)
             if s.lost:
-                out.append(RangedPosition(fa.program, s.constant, 0, c, size, s.others))
+                # An offset table the plan rewrites with its block's size moves with a size,
+                # as a tied constant does: `ids - table[d] < [V - 1]` is skipped as `ids -
+                # d * vl < vl` is (every constant moves), `ids - table[d] + 1000 < 1100` kept.
+                others = tuple(n for n in s.others if n not in tables)
+                out.append(RangedPosition(fa.program, s.constant, 0, c, size, others))
             elif 0 < p < size:
                 out.append(RangedPosition(fa.program, s.constant, p, c, max(2 * p + 2, block_bound(a, c, p)),
                                           s.others))
@@ -131,6 +136,24 @@ def ranged_positions(fa: ProgramFacts, a: DimAnalysis,
                 out.append(RangedPosition(fa.program, s.constant, p, c, 0, s.others))
     out.extend(_clamped(fa, a, walk))
     return list(dict.fromkeys(out))
+
+
+def _moving_tables(fa: ProgramFacts, a: DimAnalysis) -> frozenset[str]:
+    """The offset tables of vocabulary-parallel lookups that the plan rewrites with their
+    block's class (constants.LOOKUP_TABLES: every entry q * B, the table read one entry at a
+    time; `Sites.table_values`), but for tables two lookups read with different blocks
+    (`clashing_tables`, kept as they are)."""
+    from tv_mlir.shrink import constants  # constants reads this module's positions
+    if not (constants.OFFSET_TABLES and constants.LOOKUP_TABLES):
+        return frozenset()
+    found: dict[str, tuple[tuple[int, ...], int]] = {}
+    clashing: set[str] = set()
+    for op in fa.ops():
+        if op.name == "stablehlo.gather":
+            for (_, name), table in constants._lookup_tables(fa, a, op):
+                if found.setdefault(name, table) != table:
+                    clashing.add(name)
+    return frozenset(found) - clashing
 
 
 def _clamped(fa: ProgramFacts, a: DimAnalysis, walk: Walk) -> list[RangedPosition]:
