@@ -362,11 +362,11 @@ def write_twins(p: Pair, stem: str, specs: list, ran: bool) -> dict:
 
 
 
-def write_manifest(pairs: list[Pair], manifest: str, ok_tol: float = 1e-5) -> int:
+def write_manifest(pairs: list[Pair], manifest: str, ok_tol: float = 1e-5, assume: dict[str, Any] | None = None) -> int:
     """The pairs' twins written with `write_twins` and listed in OUT / manifest, each run on
-    XLA at its original sizes first where it fits RUN_LIMIT (the correct twin within
-    `ok_tol` of the reference, the bug twin apart from it): the main loop of the generators
-    in testdata/shrink_rules."""
+    XLA at its original sizes first where it fits RUN_LIMIT (the correct twin within `ok_tol`
+    of the reference, the bug twin apart from it), with `assume[name]` (or {}) as each entry's
+    --assume bounds when `assume` is given: the main loop of the generators in shrink_rules/."""
     entries = []
     for p in pairs:
         stem = f"{p.name}.{p.variant}"
@@ -378,6 +378,9 @@ def write_manifest(pairs: list[Pair], manifest: str, ok_tol: float = 1e-5) -> in
             assert bug_diff > 1e-3, f"{stem}: the bug twin does not differ from the reference ({bug_diff})"
             print(f"{stem}: ok {ok_diff:.2e}, bug {bug_diff:.2e}")
         entries.append(write_twins(p, stem, specs, ran))
+    if assume is not None:
+        for e in entries:
+            e["assume"] = assume.get(e["pair"], {})
     (OUT / manifest).write_text(json.dumps(entries, indent=1) + "\n")
     return 0
 
