@@ -470,3 +470,41 @@ def assert_confirmed_at_original_sizes(v: Any) -> None:
     assert v.verdict == "not-equivalent", v.reason
     c = v.counterexample
     assert c is not None and c.confirmed and c.confirmed_at == "original sizes", c
+
+
+class GeneratedPairs:
+    """A red-team batch's pairs as written by gen_shrink_rules.write_manifest (a folder of
+    testdata with its manifest.json): their files, their --assume bounds resolved to sizes,
+    and the shrink plan of one twin against the reference (the rules alone)."""
+
+    def __init__(self, folder: Path) -> None:
+        import json
+
+        self.folder = folder
+        self.manifest: dict[str, dict[str, Any]] = {
+            e["pair"]: e for e in json.loads((folder / "manifest.json").read_text())}
+
+    def files(self, pair: str, kind: str) -> tuple[str, str]:
+        e = self.manifest[pair]
+        return str(self.folder / e["files"]["ref"]), str(self.folder / e["files"][kind])
+
+    def assume(self, pair: str) -> dict[str, tuple[int, int]]:
+        e = self.manifest[pair]
+        return {k: (0, e["sizes"][v]) for k, v in e.get("assume", {}).items()}
+
+    def plan(self, pair: str, kind: str = "bug") -> Any:
+        from tv_mlir.api import prepare
+        from tv_mlir.assume import resolve
+        from tv_mlir.options import Options
+        from tv_mlir.shrink.pair import _raw
+        from tv_mlir.shrink.plan import plan
+
+        ref, other = self.files(pair, kind)
+        r, o = _raw(ref, prepare(ref, Options())).module, _raw(other, prepare(other, Options())).module
+        ranges = resolve([(k, lo, hi) for k, (lo, hi) in self.assume(pair).items()], r.input_names(),
+                         r.global_arg_types())
+        return plan(r, o, ranges=ranges or None)
+
+    def size(self, pair: str, where: str, kind: str = "bug") -> int:
+        """The verified size of the first class whose place starts with `where`."""
+        return next(e.verified for e in self.plan(pair, kind).entries if e.where.startswith(where))

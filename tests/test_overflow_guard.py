@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_witness import _witness_of  # the Witness the driver builds, settle stubbed
 
 import tv_mlir
 from conftest import TESTDATA
-from tv_mlir import driver
 from tv_mlir.algebra import NumericAlgebra
 from tv_mlir.execute.interp import Interpreter
 from tv_mlir.frontend.read import load_module
@@ -87,20 +87,6 @@ C30 = float(np.float32(1e30))  # the f32 literal's value
 def test_no_float64_overflow_runs_to_the_end(text: str, inputs: tuple, want: list[float]) -> None:
     got = guarded_run(text, *inputs)[0]
     np.testing.assert_allclose(got.astype(np.float64), want, rtol=1e-12)
-
-
-def _witness_of(monkeypatch: pytest.MonkeyPatch, a: object, b: object) -> witness.Witness:
-    """The Witness the driver builds for the first differing element (settle is stubbed)."""
-    seen = {}
-
-    def spy(cex: Counterexample, w: witness.Witness, thorough: bool = True) -> tuple[str, str]:
-        seen["w"] = w
-        return ("unknown", "spied")
-
-    monkeypatch.setattr(driver, "settle", spy)
-    tv_mlir.verify(a, b)
-    monkeypatch.undo()
-    return seen["w"]
 
 
 def _settle_at(w: witness.Witness, value: float, thorough: bool = True) -> str:

@@ -10,22 +10,17 @@ every bug twin's verdict with the full-size check and the second witness off is
 `equivalent`."""
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 
 import tv_mlir
-from tests.conftest import TESTDATA, assert_confirmed_at_original_sizes
-from tv_mlir.api import prepare
-from tv_mlir.assume import resolve
-from tv_mlir.options import Options
+from tests.conftest import TESTDATA, GeneratedPairs, assert_confirmed_at_original_sizes
 from tv_mlir.shrink import constant_terms, trips, zero_types
-from tv_mlir.shrink.pair import _raw
-from tv_mlir.shrink.plan import ShrinkPlan, plan
 
 D = TESTDATA / "redteam6"
-MANIFEST = {e["pair"]: e for e in json.loads((D / "manifest.json").read_text())}
+PAIRS = GeneratedPairs(D)
+MANIFEST = PAIRS.manifest
 RULES_OFF: dict[str, Any] = {"full_size_check": "off", "second_witness": False}
 # pair -> (the class the count runs over, the bug twin's literal: the count's value at
 # the size that class shrank to when rule k read the count as a free data predicate's)
@@ -37,25 +32,7 @@ DECIDED = {"taut_le": ("x dim 0", 4), "taut_shift": ("ids dim 0", 2), "taut_rang
 FOUND = {"taut_not_ne", "taut_iota", "const_lookup", "iota_sum"}
 
 
-def _assume(pair: str) -> dict[str, tuple[int, int]]:
-    e = MANIFEST[pair]
-    return {k: (0, e["sizes"][v]) for k, v in e["assume"].items()}
-
-
-def _files(pair: str, kind: str) -> tuple[str, str]:
-    e = MANIFEST[pair]
-    return str(D / e["files"]["ref"]), str(D / e["files"][kind])
-
-
-def _plan(pair: str, kind: str = "bug") -> ShrinkPlan:
-    ref, other = _files(pair, kind)
-    r, o = _raw(ref, prepare(ref, Options())).module, _raw(other, prepare(other, Options())).module
-    ranges = resolve([(k, lo, hi) for k, (lo, hi) in _assume(pair).items()], r.input_names(), r.global_arg_types())
-    return plan(r, o, ranges=ranges or None)
-
-
-def _size(pair: str, where: str, kind: str = "bug") -> int:
-    return next(e.verified for e in _plan(pair, kind).entries if e.where.startswith(where))
+_assume, _files, _plan, _size = PAIRS.assume, PAIRS.files, PAIRS.plan, PAIRS.size
 
 
 def test_manifest_lists_every_pair_ran_on_xla() -> None:

@@ -7,13 +7,12 @@ to where the bug hides), and by the verdicts: bug twins `not-equivalent` confirm
 original sizes with the rules alone, correct twins `equivalent` by default."""
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 
 import tv_mlir
-from tests.conftest import TESTDATA, assert_confirmed_at_original_sizes
+from tests.conftest import TESTDATA, GeneratedPairs, assert_confirmed_at_original_sizes
 from tv_mlir.api import prepare
 from tv_mlir.options import Options
 from tv_mlir.shrink import degree
@@ -22,15 +21,14 @@ from tv_mlir.shrink.pair import _raw
 from tv_mlir.shrink.plan import ClassEntry, plan
 
 D = TESTDATA / "squares"
-MANIFEST = {e["pair"]: e for e in json.loads((D / "manifest.json").read_text())}
+PAIRS = GeneratedPairs(D)
+MANIFEST = PAIRS.manifest
 RULES_OFF: dict[str, Any] = {"full_size_check": "off", "second_witness": False}
 # Rule a's note on a counted class (its size a value ordered with every literal).
 COUNTED = "its size values stay in order with every literal"
 
 
-def _files(pair: str, kind: str) -> tuple[str, str]:
-    e = MANIFEST[pair]
-    return str(D / e["files"]["ref"]), str(D / e["files"][kind])
+_files = PAIRS.files
 
 
 def _tokens(pair: str, kind: str = "bug") -> ClassEntry:
