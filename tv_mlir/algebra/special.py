@@ -8,9 +8,9 @@ arrays holding values of the op's type."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import ModuleType
 
 import numpy as np
-import scipy.special as sc  # type: ignore[import-untyped]  # scipy ships no stubs; jax depends on it
 
 from tv_mlir.algebra.prng import FUNCS as PRNG_FUNCS
 from tv_mlir.dtypes import Lazy, ml_dtype
@@ -23,25 +23,44 @@ FLOAT_BITS: Lazy[tuple[type, type]] = Lazy({
 })
 
 
+def _sc() -> ModuleType:
+    """scipy.special, imported when a special function is first evaluated: importing it
+    costs ~0.3 s CPU (numpy.testing, f2py, array-API shims), a fifth of the tool's start,
+    and only chlo's special functions need it (tests/test_import_cost.py)."""
+    import scipy.special  # type: ignore[import-untyped]  # scipy ships no stubs; jax depends on it
+
+    return scipy.special
+
+
+def erfc(x: np.ndarray) -> np.ndarray:
+    result: np.ndarray = _sc().erfc(x)  # scipy's own result, as before it was imported lazily
+    return result
+
+
+def erf_inv(x: np.ndarray) -> np.ndarray:
+    result: np.ndarray = _sc().erfinv(x)
+    return result
+
+
 def _nonpositive_integer(x: np.ndarray) -> np.ndarray:
     return (x <= 0) & (np.floor(x) == x)
 
 
 def lgamma(x: np.ndarray) -> np.ndarray:
     # log|gamma(x)|; XLA: +inf at -inf, where scipy says -inf.
-    return np.where(np.isneginf(x), np.inf, sc.gammaln(x))
+    return np.where(np.isneginf(x), np.inf, _sc().gammaln(x))
 
 
 def digamma(x: np.ndarray) -> np.ndarray:
     # XLA: NaN at the poles (0, -1, -2, ...); scipy says -inf at 0.
-    return np.where(_nonpositive_integer(x), np.nan, sc.psi(x))
+    return np.where(_nonpositive_integer(x), np.nan, _sc().psi(x))
 
 
 def zeta(s: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Hurwitz zeta(s, q) as XLA's chlo.zeta: at a pole q = 0, -1, ... the value is inf for
     s = 1 or an even s, NaN otherwise; q = +inf gives NaN."""
     s, q = np.broadcast_arrays(np.asarray(s, np.float64), np.asarray(q, np.float64))
-    r = sc.zeta(s, q)
+    r = _sc().zeta(s, q)
     even = (np.floor(s / 2) * 2 == s)
     r = np.where(_nonpositive_integer(q), np.where((s == 1) | even, np.inf, np.nan), r)
     return np.where(np.isposinf(q), np.nan, r)
@@ -53,7 +72,7 @@ def polygamma(n: np.ndarray, x: np.ndarray) -> np.ndarray:
     n, x = np.broadcast_arrays(np.asarray(n, np.float64), np.asarray(x, np.float64))
     integral = np.isfinite(n) & (np.floor(n) == n) & (n >= 0)
     safe_n = np.where(integral, n, 1.0)
-    higher = (-1.0) ** (safe_n + 1) * sc.gamma(safe_n + 1) * zeta(safe_n + 1, x)
+    higher = (-1.0) ** (safe_n + 1) * _sc().gamma(safe_n + 1) * zeta(safe_n + 1, x)
     return np.where(~integral, np.nan, np.where(n == 0, digamma(x), higher))
 
 
@@ -101,7 +120,7 @@ def unknown_value(*args: np.ndarray) -> np.ndarray:
 
 # name -> numeric function; the names and arities are `base.UNINTERPRETED`'s.
 FUNCS: dict[str, Callable[..., np.ndarray]] = {
-    "erfc": sc.erfc, "erf_inv": sc.erfinv, "lgamma": lgamma, "digamma": digamma,
+    "erfc": erfc, "erf_inv": erf_inv, "lgamma": lgamma, "digamma": digamma,
     "polygamma": polygamma, "zeta": zeta,
     **{f"next_after_{d}": next_after(d) for d in FLOAT_BITS},
     **{f"bits_of_{d}": bits_of(d) for d in FLOAT_BITS},
