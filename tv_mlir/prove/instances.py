@@ -58,6 +58,7 @@ MAX_SIGNATURES = 200_000  # signatures kept in all; past it nothing more is reco
 
 Canon = tuple[int, tuple[int, ...]]  # (shape number, the free constants' ids in order)
 _MISSING: Any = object()  # not in a memo (None is a value there: no signature)
+_UNIT_ATOM = ((((0, 1),), 1),)  # a polynomial `1 * atom` as `_Canon` writes it (atom at position 0)
 
 
 @dataclass
@@ -79,7 +80,8 @@ class _Canon:
     def of(self, root: Term) -> Canon | None:
         """The signature of a term that nothing is unfolded in (an integer definition)."""
         memo = self.memo
-        got = memo.get(root.id, _MISSING)
+        get = memo.get
+        got = get(root.id, _MISSING)
         if got is not _MISSING:
             return got
         combine, children = self._combine, self._children
@@ -94,7 +96,7 @@ class _Canon:
                 pop()
                 continue
             kids = t.args or children(t)
-            sigs = [memo.get(k.id, _MISSING) for k in kids]
+            sigs = [get(k.id, _MISSING) for k in kids]
             if _MISSING in sigs:  # the node again once its children are done
                 push([k for k, g in zip(kids, sigs) if g is _MISSING])
                 continue
@@ -132,7 +134,8 @@ class _Canon:
 
     def _combine(self, t: Term, kids: list[Canon | None]) -> Canon | None:
         kind = t.kind
-        if not kids:
+        n = len(kids)
+        if not n:
             if kind in (VAR, BVAR):
                 shape = self.leaf(t)
                 return None if shape is None else (shape, (t.id,))
@@ -141,7 +144,7 @@ class _Canon:
             wiring: Any = None
         elif None in kids:
             return None
-        elif len(kids) == 1:
+        elif n == 1:
             # One child: its list is the node's (a list never repeats a constant).
             shape, merged = kids[0]  # type: ignore[misc]
             if kind in (VAR, BVAR):  # a definition put in
@@ -150,8 +153,19 @@ class _Canon:
                 return None
             shapes, wiring = (shape,), None
         else:
-            lists = [k[1] for k in kids]  # type: ignore[index]
-            merged = tuple(chain.from_iterable(lists))
+            # Selects (three children) and products/comparisons (two) are most nodes: their
+            # lists joined by tuple concatenation, the general case through chain.
+            lists: Any
+            if n == 3:
+                (s0, l0), (s1, l1), (s2, l2) = kids  # type: ignore[misc]
+                merged, shapes, lists = l0 + l1 + l2, (s0, s1, s2), (l0, l1, l2)
+            elif n == 2:
+                (s0, l0), (s1, l1) = kids  # type: ignore[misc]
+                merged, shapes, lists = l0 + l1, (s0, s1), (l0, l1)
+            else:
+                lists = [k[1] for k in kids]  # type: ignore[index]
+                merged = tuple(chain.from_iterable(lists))
+                shapes = tuple([k[0] for k in kids])  # type: ignore[index]
             wiring = None
             if len(set(merged)) != len(merged):
                 # Positions in first-met order: a dict keeps insertion order, and setdefault
@@ -165,16 +179,19 @@ class _Canon:
             # None stands for that wiring; any other wiring repeats a constant.
             if len(merged) > LEAF_LIMIT:
                 return None
-            shapes = tuple([k[0] for k in kids])  # type: ignore[index]
+        data: Any = t.data
         if kind == POLY:
             args = t.args
             if len(args) == 1:  # every monomial is a power of the one atom
-                data: Any = tuple([(tuple([(0, e) for _, e in m]), c) for m, c in t.data])
+                if len(data) == 1 and data[0][1] == 1 and data[0][0][0][1] == 1:
+                    # 1 * atom (every select or free constant used as a value): the
+                    # general line's data, without building it per node.
+                    data = _UNIT_ATOM
+                else:
+                    data = tuple([(tuple([(0, e) for _, e in m]), c) for m, c in data])
             else:
                 at = {a.id: i for i, a in enumerate(args)}
-                data = tuple([(tuple([(at[x], e) for x, e in m]), c) for m, c in t.data])
-        else:
-            data = t.data
+                data = tuple([(tuple([(at[x], e) for x, e in m]), c) for m, c in data])
         return self._intern((kind, t.sort, data, shapes, wiring)), merged
 
 
