@@ -34,6 +34,7 @@ there the picked value is a function of the index. Calls are read through their 
 returns, and an argument every call site passes a constant has no source."""
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from tv_mlir.ir import Op
@@ -215,22 +216,92 @@ def _all_sources(fa: ProgramFacts, a: DimAnalysis, data_only: bool = False) -> d
     `Meets.data_only`."""
     entry = {v: k for k, v in enumerate(fa.module.main.body.args)}
     out: dict[str, frozenset[str]] = {v: frozenset({f"input {k}"}) for v, k in entry.items()}
+    if data_only:
+        ordered = _ordered(fa)
+        if ordered is None:  # a recursive call graph: the literals' sources, which hold every source these would
+            return _all_sources(fa, a)
+        for region_arg in fa.region_arg:
+            out[region_arg] = frozenset({ANY})
+        for item in ordered:
+            if isinstance(item, str):
+                _arg(fa, item, out, True)
+            else:
+                _op(fa, a, entry, item, out, True)
+        return out
     # Twice: a function's arguments take their call sites' sources, which a callee listed
     # before its caller sees only on the second pass (an argument not seen yet is ANY).
-    # Data only: a call's results take its callee's returns' sources, so a lookup written
-    # as a call (jnp.take's `_take`) is read as one; until no value changes, for calls
-    # that nest (bounded: the sources only ever hold the program's inputs, iotas and ids).
-    for k in range(_DATA_PASSES if data_only else 2):
-        before = dict(out)
-        _pass(fa, a, entry, out, data_only)
-        if data_only and k >= 1 and out == before:
-            return out
-    # Not settled (calls nested deeper than the passes): the literals' sources, which hold
-    # every source these would.
-    return _all_sources(fa, a) if data_only else out
+    for _ in range(2):
+        _pass(fa, a, entry, out)
+    return out
 
 
-_DATA_PASSES = 12  # data only: passes over the program before its sources must settle
+def _ordered(fa: ProgramFacts) -> list[Op | str] | None:
+    """Data only (docs/jax.md, "At Llama-3-8B widths", helper-54): every op of the program and
+    every called function's argument, each after what its sources are read from: an op after
+    its operands' definitions and, for a call, its callee's returns; an argument after its
+    call sites' operands. The sources are then one pass in this order, the one solution of
+    the equations `_pass` applies (the values depend on each other acyclically in a program
+    without recursion). `_pass` repeated until nothing changed found the same, but a call's
+    results read its callee's returns of the pass before, so it took a pass per call the data
+    flowed through, more as corrections of a first ANY travelled: the 8B backward needed 15
+    passes, a chain of 48 calls 69, and past 12 the sources fell back to the literals' (the
+    8B vocabulary kept 16000 words, 640 once settled). None: the calls recurse."""
+    defs = fa.defs
+    order: list[Op | str] = []
+    done: set[int | str] = set()  # ops by id, arguments by name
+    active: set[int | str] = set()
+
+    def needs(item: Op | str) -> list[Op | str]:
+        if isinstance(item, str):  # a called function's argument: its call sites' operands
+            return [defs[call.operands[i]][0] if call.operands[i] in defs else call.operands[i]
+                    for call, i in fa.callers.get(item, [])]
+        values = list(item.operands)
+        if item.name == "func.call":
+            callee = fa.module.funcs.get(item.attrs.get("callee", ""))
+            if callee is not None:
+                values += list(callee.body.returns)
+        return [defs[v][0] if v in defs else v for v in values]
+
+    def key(item: Op | str) -> int | str:
+        return item if isinstance(item, str) else id(item)
+
+    roots: list[Op | str] = [*fa.callers, *fa.ops()]
+    for root in roots:
+        if key(root) in done:
+            continue
+        stack: list[tuple[Op | str, Iterator[Op | str]]] = [(root, iter(needs(root)))]
+        active.add(key(root))
+        while stack:
+            item, pending = stack[-1]
+            nxt = next(pending, None)
+            if nxt is None:
+                stack.pop()
+                active.discard(key(item))
+                done.add(key(item))
+                order.append(item)
+                continue
+            k = key(nxt)
+            if k in done or (isinstance(nxt, str) and nxt not in fa.callers):
+                continue  # an entry or region argument, or one of a function no call reaches
+            if k in active:
+                return None
+            active.add(k)
+            stack.append((nxt, iter(needs(nxt))))
+    return order
+
+
+def _arg(fa: ProgramFacts, arg: str, out: dict[str, frozenset[str]], data_only: bool) -> None:
+    """A called function's argument: its call sites' sources."""
+    sites = fa.callers.get(arg, [])
+    got: frozenset[str] = frozenset()
+    for call, i in sites:
+        got |= out.get(call.operands[i], frozenset({ANY}))
+    # Data only: an argument every call site passes a constant is a constant (no
+    # source), not unknown.
+    out[arg] = got if data_only and sites and all(call.operands[i] in out for call, i in sites) \
+        else got or frozenset({ANY})
+
+
 # Per op: the operands that only pick elements of the others (indices, a predicate).
 _PICKING = {"stablehlo.gather": lambda n: {1}, "stablehlo.dynamic_slice": lambda n: set(range(1, n)),
             "stablehlo.dynamic_update_slice": lambda n: set(range(2, n)), "stablehlo.select": lambda n: {0}}
@@ -273,45 +344,46 @@ def _picked_data(fa: ProgramFacts, a: DimAnalysis, op: Op, out: dict[str, frozen
 
 def _pass(fa: ProgramFacts, a: DimAnalysis, entry: dict[str, int], out: dict[str, frozenset[str]],
           data_only: bool = False) -> None:
-    for arg, sites in fa.callers.items():
-        got: frozenset[str] = frozenset()
-        for call, i in sites:
-            got |= out.get(call.operands[i], frozenset({ANY}))
-        # Data only: an argument every call site passes a constant is a constant (no
-        # source), not unknown.
-        out[arg] = got if data_only and sites and all(call.operands[i] in out for call, i in sites) \
-            else got or frozenset({ANY})
+    for arg in fa.callers:
+        _arg(fa, arg, out, data_only)
     for op in fa.ops():
         for region in op.regions:
             for arg in region.args:
                 out.setdefault(arg, frozenset({ANY}))
-        if op.name == "stablehlo.iota":
-            d = int(op.attrs.get("iota_dimension", 0))
-            c = a.class_of.get((fa.program, op.results[0], d))
-            got = frozenset({f"iota {c}" if c is not None else ANY})
-        elif op.name in ("stablehlo.partition_id", "stablehlo.replica_id"):
-            got = frozenset({"device"})
-        elif op.name == "stablehlo.constant":
-            got = frozenset()
-        elif data_only and (picked := _picked_data(fa, a, op, out, entry)) is not None:
-            got = picked
-        else:
-            got = frozenset()
-            for o in op.operands:
-                got |= out.get(o, _arg_source(o, entry))
-            if op.regions and any(x.name in ("stablehlo.iota", "stablehlo.partition_id", "stablehlo.replica_id")
-                                  for region in op.regions for x in region.walk()):
-                got |= {ANY}
-            if op.name == "func.call":
-                fn = fa.module.funcs.get(op.attrs.get("callee", ""))
-                got = frozenset({ANY}) if fn is None else got | _made_inside(fa, fn.name, set())
-                if data_only and fn is not None and len(fn.body.returns) == len(op.results) and \
-                        all(r in out for r in fn.body.returns):
-                    for r, ret in zip(op.results, fn.body.returns):
-                        out[r] = out[ret]
-                    continue
-        for r in op.results:
-            out[r] = got
+        _op(fa, a, entry, op, out, data_only)
+
+
+def _op(fa: ProgramFacts, a: DimAnalysis, entry: dict[str, int], op: Op, out: dict[str, frozenset[str]],
+        data_only: bool) -> None:
+    """An op's results' sources from its operands' (and, data only, a call's from its callee's
+    returns)."""
+    if op.name == "stablehlo.iota":
+        d = int(op.attrs.get("iota_dimension", 0))
+        c = a.class_of.get((fa.program, op.results[0], d))
+        got = frozenset({f"iota {c}" if c is not None else ANY})
+    elif op.name in ("stablehlo.partition_id", "stablehlo.replica_id"):
+        got = frozenset({"device"})
+    elif op.name == "stablehlo.constant":
+        got = frozenset()
+    elif data_only and (picked := _picked_data(fa, a, op, out, entry)) is not None:
+        got = picked
+    else:
+        got = frozenset()
+        for o in op.operands:
+            got |= out.get(o, _arg_source(o, entry))
+        if op.regions and any(x.name in ("stablehlo.iota", "stablehlo.partition_id", "stablehlo.replica_id")
+                              for region in op.regions for x in region.walk()):
+            got |= {ANY}
+        if op.name == "func.call":
+            fn = fa.module.funcs.get(op.attrs.get("callee", ""))
+            got = frozenset({ANY}) if fn is None else got | _made_inside(fa, fn.name, set())
+            if data_only and fn is not None and len(fn.body.returns) == len(op.results) and \
+                    all(r in out for r in fn.body.returns):
+                for r, ret in zip(op.results, fn.body.returns):
+                    out[r] = out[ret]
+                return
+    for r in op.results:
+        out[r] = got
 
 
 def _made_inside(fa: ProgramFacts, name: str, seen: set[str]) -> frozenset[str]:
