@@ -29,7 +29,7 @@ import numpy as np
 import tv_mlir
 from tv_mlir.assume import resolve as resolve_bounds
 from tv_mlir.assume import signs as assume_signs
-from tv_mlir.driver import prove_pair
+from tv_mlir.driver import MAX_ELEMENTS, prove_pair
 from tv_mlir.errors import TvError
 from tv_mlir.heap import full_collections_at_end
 from tv_mlir.ir import Module, Op
@@ -80,6 +80,13 @@ DOMINANT_SHARE = 0.9
 # its own, smaller budget. The 126-layer fwd+bwd stack of testdata/depth has 73 M elements
 # in the reference and 114 M in the sharded program (per device, 8 devices): 8.4 GB at peak.
 MAX_CUT_ELEMENTS = 200_000_000
+# A stage's program is refused past this many tensor elements (the whole proof's budget).
+MAX_STAGE_ELEMENTS = MAX_ELEMENTS
+# A pair with an op over MAX_STAGE_ELEMENTS (`over_any_stage`) and a reference over this many
+# tensor elements is not cut: no stage can hold that op, and the lineage's runs of such a
+# pair cost a minute and GBs (helper-54; the 8B fwd+bwd at 1.4e8 elements: 65 s CPU, 6.5 GB).
+# Below it the runs are cheap and the lift's numeric search may still find a bug.
+REFUSE_ELEMENTS = 20_000_000
 # The elements one numeric run of a program may compute (the interpreter's budget for the
 # lineage's runs, the kept lineage's check and the lift's runs). It bounds time, not memory:
 # the lineage keeps the top-level values only (bounded by MAX_CUT_ELEMENTS above), and a loop
@@ -147,6 +154,14 @@ def _prove_staged(ref: Module, other: Module, options: Options, sizes: Mapping[i
                   memory: reuse.Memory | None) -> Verdict:
     memory = reuse.Memory() if memory is None else memory
     t0 = time.perf_counter()
+    over = over_any_stage(ref)
+    if over and _elements(ref) > REFUSE_ELEMENTS:
+        # Refused before the lineage's runs, which cost the 8B fwd+bwd 65 s CPU and 6.5 GB to
+        # end at the same `unknown` (docs/jax.md, "At Llama-3-8B widths"). Smaller pairs are
+        # still cut: their runs cost seconds, and the lift may find a bug on them.
+        whole = prove_pair(ref, other, options, sizes)
+        whole.stages = {"used": False, "reason": f"not cut: {over}"}
+        return whole
     cut = _safe_cut(ref, other, options, sizes, True, memory)
     if cut.reused:
         verdict = _prove_cut(ref, other, options, sizes, cut, t0, tentative=True)
@@ -505,6 +520,26 @@ def too_large_to_cut(ref: Module, other: Module) -> bool:
     """Whether `_cut` refuses the pair for its size (the other program as flattened)."""
     flat = flatten(other)
     return flat.ok and max(_elements(ref), _elements(flat.module)) > MAX_CUT_ELEMENTS
+
+
+def over_any_stage(ref: Module) -> str:
+    """Why no staged proof of the pair can be `equivalent` (else ""): an op of the reference
+    whose result alone is over the encoding's budget (`driver.MAX_ELEMENTS`, the tensor
+    elements of a stage's program, which counts its ops' results). Every op of the reference
+    is in one stage (or in the prologue), that stage is then refused as too large to encode,
+    so is every wider span of stages around it, and so is the whole proof; the lineage's
+    numeric runs (the largest cost of a cut) would only find that out. What the refusal
+    gives up is the lift's numeric search for a counterexample at the shrunk sizes (an
+    `unknown` either way when there is none). Decided from the reference alone: it is a
+    global program, one element per element (the other program is per device or flattened
+    over its devices)."""
+    for f in ref.funcs.values():
+        for op in f.body.walk():
+            for t in op.result_types:
+                if t.size > MAX_STAGE_ELEMENTS and op.name != "stablehlo.constant":
+                    return (f"{op.name} at {op.loc} has {t.size} tensor elements, over the "
+                            f"{MAX_STAGE_ELEMENTS} a stage may encode")
+    return ""
 
 
 def _elements(m: Module) -> int:
