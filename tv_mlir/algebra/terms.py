@@ -464,17 +464,27 @@ def number(v: Any) -> Any:
         k = v.store.constant(v)
         if k is None:
             raise ValueError(f"not a value: {v}")
-        return int(k) if k.denominator == 1 else float(k)
+        return _python_number(k)
     if z3.is_true(v) or z3.is_false(v):
         return bool(z3.is_true(v))
     if z3.is_int_value(v):
         return v.as_long()
     if z3.is_rational_value(v):
-        f = Fraction(v.numerator_as_long(), v.denominator_as_long())
-        return int(f) if f.denominator == 1 else float(f)
+        return _python_number(Fraction(v.numerator_as_long(), v.denominator_as_long()))
     if z3.is_algebraic_value(v):
         return float(Fraction(v.approx(30).as_fraction()))
     raise ValueError(f"not a value: {v}")
+
+
+def _python_number(f: Fraction) -> int | float:
+    """f as an int when integral, else a float; a real past float64's range (a solver's
+    model may pick one) as its nearest integer, which says as much of it."""
+    if f.denominator == 1:
+        return int(f)
+    try:
+        return float(f)
+    except OverflowError:
+        return round(f)
 
 
 def literal(v: Any) -> Any:
