@@ -15,16 +15,24 @@ along the family has none; a product has none when one factor has none; a sum, d
 select, max/min, move or copy has none when none of its data operands has one; a quotient
 when its numerator has none; an atom of an argument with no constant term (exp(x)) is the
 verifier's fresh variable and has none, but an atom of an argument that is constant as a
-function (exp(x * 0)) is the same at every position: its argument is checked for products
-with 0. A compare is rule k's data predicate (its sum is a type count, which rule k
-bounds). Anything not read here may have one (counted: a size value too many keeps a class
-larger, never hides a bug)."""
+function (exp(x * 0), exp(square(x * 0)), cos of a loop's carried x * 0) is the same at every
+position: its argument is read by `Same` (red-team batch 7). A compare is rule k's data
+predicate (its sum is a type count, which rule k bounds), unless its operands are the same at
+every position (then it is one outcome everywhere, a constant). Anything not read here may
+have one (counted: a size value too many keeps a class larger, never hides a bug)."""
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
 
-from tv_mlir.semantics.ops import DEGREE_ADDING, DEGREE_PRESERVING, TRANSCENDENTAL_OPS
+from tv_mlir.semantics.ops import (
+    BRANCHES,
+    DEGREE_ADDING,
+    DEGREE_PRESERVING,
+    NOOP_CUSTOM_CALLS,
+    SHARD_CALLS,
+    TRANSCENDENTAL_OPS,
+)
 from tv_mlir.shrink.degree import PIECEWISE, Degrees
 from tv_mlir.shrink.facts import moved_operands, splat
 from tv_mlir.shrink.zero_types import Normal, normal_form, read_compare
@@ -46,6 +54,26 @@ _ADDITIVE = (DEGREE_PRESERVING | PIECEWISE | {"stablehlo.select"}) - {"stablehlo
 # term and a select by a predicate varying along the family none either (red-team batch 6,
 # taut_positions: sum(where(iota >= 0, 1, 0)) is the size).
 DECIDED = True
+# An atom's argument, a compare's operands, a select's predicate and a lookup's indices are
+# read as the same number at every position when they are a function of constants only,
+# through any op (`Same`: elementwise ops, squares, moves, converts, reductions, loops,
+# calls, selects, products with 0, differences that cancel, decided predicates). Off: the
+# listed shapes of batch 6 only (`_fixed_value`: products with 0, cancels, selects by a
+# decided predicate, multiplies, atoms, additive ops), and `exp(square(x * 0))` was a fresh
+# variable (red-team batch 7, fixed_square).
+SAME_VALUES = True
+# A function argument read in the callee's own degrees (summand_degrees enters a call with
+# the call's argument degrees) has its callers' constant terms, and GSPMD's sharding custom
+# calls (a shard_map body's arguments come through them) move their operand's. Off: none
+# (red-team batch 7, call_const: sum(x + 1) inside a called function was p_1), and a
+# sharding custom call "may".
+CALLEE_ARGS = True
+# An atom's argument chosen position by position among values the same everywhere (a
+# select by positions) is a constant at each position (`Same.pieces`). Off: a select by a
+# varying predicate varies (red-team batch 7, fixed_positions).
+PIECES = True
+# custom_call targets that move their operand's values (no new numbers).
+_MOVING_CALLS = NOOP_CUSTOM_CALLS | SHARD_CALLS
 # Ops whose result is a truth value read by `_truth`.
 _BOOLEAN = frozenset({"stablehlo.compare", "stablehlo.not", "stablehlo.and", "stablehlo.or", "stablehlo.convert",
                       "stablehlo.broadcast_in_dim", "stablehlo.reshape"})
@@ -72,6 +100,7 @@ class ConstantTerms:
     _missing: list[str] = field(default_factory=list)
     _assumed: set[str] = field(default_factory=set)
     _fixed_memo: dict[str, bool] = field(default_factory=dict)
+    _same: dict[bool, Same] = field(default_factory=dict)
 
     def may_have_constant(self, value: str) -> bool:
         if value in self.memo:
@@ -119,8 +148,11 @@ class ConstantTerms:
         d, f = self.degrees, self.degrees.facts
         if not d.has(value) or d.of(value) == 0:
             return not self._zero(value)
-        if value in d.bindings or value in f.entry_args:
+        if value in f.entry_args or value in d.bindings and not CALLEE_ARGS:
             return False
+        # A called function's argument (in a callee's degrees, `bindings`, too) has a
+        # constant term when a caller passes one: sum(v) in a function called with x + 1 is
+        # p_1 + n (red-team batch 7, call_const). Read below with the function arguments.
         if value in f.region_arg:
             owner, _, k = f.region_arg[value]
             if owner.name == "sdy.manual_computation":
@@ -144,8 +176,10 @@ class ConstantTerms:
             return False  # positions: rule b's, not Newton's
         if n == "stablehlo.compare":
             # A data predicate: rule k's. Its sum is a type count k_t, which rule k's
-            # argument bounds with the counts (degree D + T d), not a size value.
-            return False
+            # argument bounds with the counts (degree D + T d), not a size value. A compare
+            # of values the same at every position (cos(x * 0) > 0.5) is no data predicate:
+            # one outcome everywhere, so its count is n or 0 (red-team batch 7, fixed_compare).
+            return SAME_VALUES and self.same(value)
         if n in DEGREE_ADDING:
             return all(self._get(o) for o in op.operands)
         if n == "stablehlo.divide":
@@ -154,9 +188,10 @@ class ConstantTerms:
             chosen = self._truth(op.operands[0])
             if chosen is not None:
                 return self._get(op.operands[1 if chosen else 2])
-            if d.of(op.operands[0]):
+            if d.of(op.operands[0]) and not (SAME_VALUES and self.same(op.operands[0])):
                 # A data predicate along the family chooses: rule k's sum (its constant
-                # parts per type are the type counts k_t, which rule k bounds).
+                # parts per type are the type counts k_t, which rule k bounds). One the same
+                # at every position chooses one branch everywhere, either of them.
                 return False
             return any(self._get(o) for o in op.operands[1:] if not self._infinite(o))
         if n in PIECEWISE:
@@ -164,9 +199,12 @@ class ConstantTerms:
             return any(self._get(o) for o in op.operands if not self._infinite(o))
         if n in ("stablehlo.gather", "stablehlo.dynamic_slice", "stablehlo.pad", "stablehlo.dynamic_update_slice"):
             moved = moved_operands(op)
-            if n != "stablehlo.pad" and any(d.of(o) for k, o in enumerate(op.operands) if k not in moved):
+            if n != "stablehlo.pad" and any(d.of(o) and not (SAME_VALUES and self.same(o))
+                                            for k, o in enumerate(op.operands) if k not in moved):
                 # Rows picked at data indices along the family (emb[ids_t]): a lookup, an
-                # atom of the index as the verifier reads it (rule "indexed by data").
+                # atom of the index as the verifier reads it (rule "indexed by data"). At
+                # indices the same at every position (emb[ids * 0]) one row everywhere: the
+                # table's constant term (red-team batch 7).
                 return False
             return any(self._get(op.operands[k]) for k in moved)
         if n in _ADDITIVE:
@@ -189,6 +227,10 @@ class ConstantTerms:
             return self._get(op.regions[0].returns[idx])
         if n == "func.call" and op.attrs.get("callee", "") in f.module.funcs:
             return self._get(f.module.funcs[op.attrs["callee"]].body.returns[idx])
+        if n == "stablehlo.custom_call" and op.attrs.get("call_target_name") in _MOVING_CALLS and CALLEE_ARGS:
+            # GSPMD's sharding annotations and shard/full reshapes move their operand: a
+            # shard_map body's arguments are the entry's inputs (CALLEE_ARGS reads them).
+            return any(self._get(o) for o in op.operands)
         return True
 
 
@@ -257,10 +299,19 @@ class ConstantTerms:
         return, an elementwise op of such values. Off `ATOM_CANCELS`: products with 0 only."""
         if not ATOM_CANCELS:
             return self._constant_function(value)
+        if SAME_VALUES:
+            return self.same(value, pieces=True)
         if value not in self._fixed_memo:
             self._fixed_memo[value] = False  # a cycle (a loop's carried value): not fixed
             self._fixed_memo[value] = self._fixed_value(value, depth)
         return self._fixed_memo[value]
+
+    def same(self, value: str, pieces: bool = False) -> bool:
+        """Whether `value` may be the same number at every position (`Same`); `pieces`:
+        or one of a few such numbers, chosen position by position (an atom's argument)."""
+        if pieces not in self._same:
+            self._same[pieces] = Same(self, pieces=pieces)
+        return self._same[pieces](value)
 
     def _fixed_value(self, value: str, depth: int) -> bool:
         d, f = self.degrees, self.degrees.facts
@@ -317,4 +368,130 @@ class ConstantTerms:
         return False
 
 
-__all__ = ["ATOM_CANCELS", "CONSTANT_TERMS", "DECIDED", "ConstantTerms"]
+@dataclass
+class Same:
+    """Whether a value may be the same number at every position of the family though its
+    degree is not 0 (x * 0, square(x * 0), cos(x * 0), x - x, a reduce of x * 0 over
+    another class, a loop that carries x * 0): the verifier folds such a value to one term,
+    so an atom of it is a constant there, not a fresh variable per position.
+
+    Positions enter a value only through the family's inputs and iotas along it, so the
+    reading is structural: a value of degree 0 is the same everywhere; an input or an iota
+    along the family is not; a product with the constant 0, a form whose affine normal
+    form has no atom (`_cancels`), a decided predicate, and a select by a decided predicate
+    of its chosen branch are; any other op is when all its operands are (an elementwise
+    op, a square, an atom, a move, a convert, a reduction or sort of such values, a lookup
+    at such indices, a branch whose operands and returns are), a loop's carried value when
+    its start and the body's return are (induction: a value read while open is assumed
+    the same), a call's result when the callee's return is with its arguments bound to the
+    operands' answers (`bound`; a function argument read outside a call: when any caller
+    passes such a value), a manual computation's when its body's return is.
+
+    Over-reading is the safe side (a value read as the same everywhere that is not only
+    counts its class, ConstantTerms' "may"), so every unknown is "the same". What this
+    misses is a cancellation the affine normal form does not see ((x + 1)^2 - x^2 - 2x:
+    docs/shrinking.md, "Red-team batch 7", what is still open). Computed without recursion
+    (a deep stack's chains), memoised per calling context."""
+
+    terms: ConstantTerms
+    # A select by a predicate that varies is read as its (finite) branches: the value is one
+    # of them at each position. For an atom's argument: exp(where(iota < 5, 0, x * 0)) is 1
+    # at every position, a constant term rule k never sees (no data predicate; red-team
+    # batch 7, fixed_positions). Not for a compare's operands or a select's predicate,
+    # where the choice itself is the data (rule k's).
+    pieces: bool = False
+    bound: dict[str, bool] = field(default_factory=dict)
+    calls: dict[tuple[str, tuple[bool, ...]], Same] = field(default_factory=dict)
+    depth: int = 0
+    memo: dict[str, bool] = field(default_factory=dict)
+    _open: set[str] = field(default_factory=set)
+    _missing: list[str] = field(default_factory=list)
+
+    def __call__(self, value: str) -> bool:
+        stack = [value]
+        while stack:
+            v = stack[-1]
+            if v in self.memo:
+                stack.pop()
+                self._open.discard(v)
+                continue
+            self._open.add(v)
+            self._missing = []
+            found = self._compute(v)
+            missing = [m for m in self._missing if m not in self.memo and m not in self._open]
+            if missing:
+                stack.extend(dict.fromkeys(missing))
+                continue
+            self.memo[v] = found
+            stack.pop()
+            self._open.discard(v)
+        return self.memo[value]
+
+    def _look(self, value: str) -> bool:
+        if value in self.memo:
+            return self.memo[value]
+        if value not in self._open:
+            self._missing.append(value)
+        return True  # open: the induction hypothesis; missing: computed again once known
+
+    def _all(self, values: list[str]) -> bool:
+        return all([self._look(v) for v in values])  # every operand looked at (a list, not a generator)
+
+    def _compute(self, value: str) -> bool:  # noqa: C901 - one dispatch over op kinds
+        t = self.terms
+        d, f = t.degrees, t.degrees.facts
+        if not d.has(value) or d.of(value) == 0:
+            return True
+        if value in self.bound:
+            return self.bound[value]
+        if value in f.entry_args:
+            return False
+        if value in f.region_arg:
+            owner, _, k = f.region_arg[value]
+            if owner.name == "sdy.manual_computation":
+                return self._look(owner.operands[k])
+            if owner.name == "stablehlo.while":
+                loop = owner.regions[1]
+                return self._all([owner.operands[k]] + ([loop.returns[k]] if k < len(loop.returns) else []))
+            return True  # a reducer's or comparator's argument: read with its op
+        if value in f.func_of_arg:
+            callers = f.callers.get(value, [])
+            return not callers or any([self._look(call.operands[k]) for call, k in callers])
+        if value not in f.defs:
+            return True
+        op, idx = f.defs[value]
+        n = op.name
+        if (n in _BOOLEAN or value in t.outcomes) and t._truth(value) is not None:
+            return True
+        if n == "stablehlo.iota":
+            return False  # positions along the family
+        if n in DEGREE_ADDING and any(t._zero(o) for o in op.operands):
+            return True
+        if t._cancels(value):
+            return True
+        if n == "stablehlo.select":
+            chosen = t._truth(op.operands[0])
+            if chosen is not None:
+                return self._look(op.operands[1 if chosen else 2])
+            if self.pieces and PIECES:
+                return self._all([o for o in op.operands[1:] if not t._infinite(o)])
+        if n == "stablehlo.while" and len(op.regions) == 2:
+            loop = op.regions[1]
+            return self._all([op.operands[idx]] + ([loop.returns[idx]] if idx < len(loop.returns) else []))
+        if n == "sdy.manual_computation" and op.regions:
+            return self._look(op.regions[0].returns[idx])
+        if n == "func.call" and op.attrs.get("callee", "") in f.module.funcs:
+            args = tuple(self._all([o]) for o in op.operands)
+            if self._missing or self.depth >= 16:
+                return True
+            fn = f.module.funcs[op.attrs["callee"]]
+            key = (fn.name, args)
+            if key not in self.calls:
+                self.calls[key] = Same(t, self.pieces, dict(zip(fn.body.args, args)), self.calls, self.depth + 1)
+            return self.calls[key](fn.body.returns[idx])
+        if n in BRANCHES:
+            return self._all(list(op.operands) + [r.returns[idx] for r in op.regions if idx < len(r.returns)])
+        return self._all(list(op.operands))
+
+
+__all__ = ["ATOM_CANCELS", "CALLEE_ARGS", "CONSTANT_TERMS", "DECIDED", "PIECES", "SAME_VALUES", "ConstantTerms", "Same"]

@@ -42,6 +42,15 @@ from tv_mlir.shrink.facts import ProgramFacts, splat
 # Off: rule (k) takes every type as reachable and every sum of predicates as free of n
 # (the count_tautology hole).
 ZERO_TYPES = True
+# A commutative op's operands are numbered as a set: x * y and y * x are one atom, as the
+# verifier's normal form has them (x * y - y * x cancels). Off: by position, and
+# exp(x * y - y * x) was a fresh variable per position (red-team batch 7, fixed_commute).
+COMMUTATIVE_KEYS = True
+_COMMUTATIVE = frozenset({"stablehlo.add", "stablehlo.multiply", "stablehlo.maximum", "stablehlo.minimum",
+                          "stablehlo.and", "stablehlo.or", "stablehlo.xor"})
+# An op's operands are numbered by their affine forms (`Normal._operand_key`): exp(x + y * 0)
+# is exp(x). Off: by their own ops, and exp(x) - exp(x + y * 0) did not cancel.
+CANONICAL_ARGS = True
 # More predicates than this in one family: no enumeration (rule k pins past 4 data ones).
 MAX_ENUMERATED = 10
 
@@ -113,10 +122,32 @@ class Normal:
                 continue
             op, idx = d
             attrs = tuple(sorted((n, _attr(x)) for n, x in op.attrs.items()))
-            operands = tuple(self.keys[o] for o in op.operands)
+            operands = tuple(self._operand_key(o) for o in op.operands)
+            if op.name in _COMMUTATIVE and COMMUTATIVE_KEYS:
+                operands = tuple(sorted(operands))  # y * x is x * y (red-team batch 7, fixed_commute)
             self.keys[u] = self._intern((op.name, idx, attrs, operands,
                                          tuple((t.shape, t.dtype) for t in op.result_types)), operands)
         return self.keys[v]
+
+    def _operand_key(self, o: str) -> int:
+        """An operand's number as an op's argument: its affine form's when that is not the
+        operand itself (x + y * 0 is x, exp(x + y * 0) is exp(x): the verifier's terms are
+        functions of their normalised arguments), else its key. Off `CANONICAL_ARGS`: its key
+        (red-team batch 7, fixed_congruent and taut_congruent)."""
+        k = self.keys[o]
+        if not CANONICAL_ARGS:
+            return k
+        f = self.form(o)
+        if f is None or f == ({k: 1.0}, 0.0):
+            return k
+        atoms, c = f
+        if len(atoms) == 1 and c == 0.0 and next(iter(atoms.values())) == 1.0:
+            (a,) = atoms
+            v = self.atom_values.get(a)
+            if isinstance(a, int) and v is not None and self.dtype(v) == self.dtype(o):
+                return a
+        items = tuple(sorted(atoms.items()))
+        return self._intern(("affine", items, c, self.dtype(o)), tuple(a for a, _ in items))
 
     def _intern(self, shape: tuple, operands: tuple) -> int:
         if shape not in self.ids:
@@ -524,5 +555,5 @@ def summands(sums: Iterable[Op]) -> list[list[str]]:
     return out
 
 
-__all__ = ["MAX_ENUMERATED", "MAX_LAYOUT", "ZERO_TYPES", "Domain", "Normal", "Predicate", "normal_form",
-           "read_compare", "reachable", "summands", "value_types"]
+__all__ = ["CANONICAL_ARGS", "COMMUTATIVE_KEYS", "MAX_ENUMERATED", "MAX_LAYOUT", "ZERO_TYPES", "Domain", "Normal",
+           "Predicate", "normal_form", "read_compare", "reachable", "summands", "value_types"]
