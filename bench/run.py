@@ -31,7 +31,7 @@ def rows() -> list[tuple[str, Path, Path, str]]:
 def main() -> int:
     timeout = float(os.environ.get("BENCH_TIMEOUT", "60"))
     sections = os.environ.get("BENCH_SECTIONS",
-                              "big,sharded,realistic,patterns,core,depth,cores,flax8b,clients").split(",")
+                              "big,sharded,realistic,patterns,core,depth,cores,flax8b,flaxstep,clients").split(",")
     if "big" in sections:
         big(timeout)
     if "sharded" in sections:
@@ -48,6 +48,8 @@ def main() -> int:
         cores(timeout)
     if "flax8b" in sections:
         flax8b(timeout)
+    if "flaxstep" in sections:
+        flaxstep(timeout)
     if "clients" in sections:
         clients(timeout)
     return 0
@@ -305,6 +307,29 @@ def flax8b(timeout: float) -> None:
             kept = ", ".join(sorted({str(k[0]) for k in m["kept"]}, key=int))
             print(f"{m['pair']:<24} {m['verdict']:<15} {m['export_s']:>8.1f} {m['verify_s']:>8.1f} "
                   f"{m['max_rss_mb']:>7}  {len(m['kept'])}: sizes {kept}")
+    print()
+
+
+def flaxstep(timeout: float) -> None:
+    """Issue 14's measure: the flax train step at the issue's tiny dims (1 and 2 decoder
+    layers, adamw, partitioned 2x4) through tv_mlir.jax.check, one process per row
+    (`gen_flax.py --measure-step LAYERS`: tokens, targets, count and Adam's nu assumed, no
+    proof cache). CPU s is check's own, export and verify (this process and its children);
+    targets 15 s (1 layer) and 20 s (2 layers)."""
+    print(f"{'step':<22} {'verdict':<15} {'cpu s':>6} {'export':>6} {'verify':>6} {'wall s':>6} {'rss MB':>7}  plan")
+    for layers in (1, 2):
+        try:
+            p = subprocess.run([sys.executable, str(ROOT / "testdata/gen_flax.py"), "--measure-step", str(layers)],
+                               capture_output=True, text=True, timeout=max(600.0, 10 * timeout), cwd=ROOT)
+            m = json.loads(p.stdout.strip().splitlines()[-1]) if p.returncode == 0 and p.stdout.strip() else None
+        except subprocess.TimeoutExpired:
+            m = None
+        if m is None:
+            print(f"{'step L' + str(layers):<22} no verdict")
+            continue
+        plan = f"{len(m['stages'])} stages" if m["stages"] else "whole"
+        print(f"{m['pair']:<22} {m['verdict']:<15} {m['cpu_s']:>6.1f} {m['export_cpu_s']:>6.1f} "
+              f"{m['verify_cpu_s']:>6.1f} {m['wall_s']:>6.1f} {m['max_rss_mb']:>7}  {plan}")
     print()
 
 
