@@ -119,6 +119,13 @@ RANGE_MONOMIALS = 4  # definitions this short are bounded at their cut (most are
 SELECT_CLASSES = True  # a select's branch classes decided by its condition (the switch tests flip)
 CLASS_DEFS = "class_defs"  # store cache: an IEEE class cut variable's atom id -> its definition
 CLASS_DEPTH = 4  # class cut variables read through, nested, to decide a select's class
+# Nodes one `_cls_where` may visit before it leaves the class as it is. A reduce-max over a
+# row whose classes depend on the inputs (cosine similarities: x * rsqrt(sum x^2) is NaN at
+# x = 0) narrows each running max's class under each step's comparison, and the class it
+# walks is the whole chain so far read through its cut variables: the work grew ~1.4x per
+# element (16 per row: no verdict in 100 s). The narrowing only sharpens a class; leaving
+# it is the select's class over both branches, which is what it is without the condition.
+CLASS_WHERE_NODES = 400
 
 
 SUM_CLASSES = "sum_classes"  # store cache: a sum's class term id -> (its operand class terms, literal classes)
@@ -562,10 +569,14 @@ class FastAlgebra:
             d = conditions[seen.id]
             cond = s.not_(d) if cond.kind == "not" else d  # type: ignore[assignment]
         t: Term = k
+        visited = 0
         for _ in range(CLASS_DEPTH + 1):
             decided: dict[int, Term | bool] = {}
             cuts: dict[int, Term | bool] = {}
             for q in s.walk([t]):
+                visited += 1
+                if visited > CLASS_WHERE_NODES:
+                    return k
                 if q.kind == "cmp" and q.id not in decided:
                     v = _decides(cond, when, q)
                     if v is not None:
