@@ -78,6 +78,12 @@ def _call_sum(v: jax.Array) -> jax.Array:
     return jnp.sum(v)
 
 
+@jax.jit
+def _call_id(v: jax.Array) -> jax.Array:
+    """v, through a function of its own (a func.call whose result is its argument)."""
+    return v
+
+
 def pairs() -> list[Pair]:
     t, hd = 16, 4
     x0 = lambda x: x[:, 0]  # noqa: E731 - one token's first feature
@@ -116,6 +122,14 @@ def pairs() -> list[Pair]:
         _counted("taut_congruent", t, hd, lambda x, ids: jnp.sum((jnp.exp(x0(x)) > 1.0).astype(F32))
                  + jnp.sum((jnp.exp(x0(x) + x[:, 1] * 0.0) <= 1.0).astype(F32)), 1.0, 8,
                  "count(exp(x) > 1) + count(exp(x + y * 0) <= 1) (one atom: T) as 8"),
+        _counted("taut_select_same", t, hd, lambda x, ids: jnp.sum(
+            (jnp.where(x0(x) > 0, x[:, 1] * 0.0 + 2.0, 2.0) > 1.0).astype(F32)), 1.0, 8,
+                 "a count of where(x > 0, y * 0 + 2, 2) > 1 (2 at both outcomes: true everywhere) as 8"),
+        _counted("taut_call", t, hd, lambda x, ids: jnp.sum((x0(x) > 0).astype(F32))
+                 + jnp.sum((_call_id(x0(x)) <= 0).astype(F32)), 1.0, 8,
+                 "count(x > 0) + count(id(x) <= 0), id a called function (T) as 8"),
+        _counted("fixed_max_self", t, hd, lambda x, ids: jnp.sum(jnp.exp(jnp.maximum(x0(x), x0(x)) - x0(x))), 1.0, 2,
+                 "a sum of exp(max(x, x) - x) (1 at every token) as 2"),
         _counted("count_scaled", t, hd, lambda x, ids: jnp.sum(x0(x) * 0.0 + 0.75), 0.75, 2,
                  "a sum of 0.75 over the tokens (3 T / 4) written as 1.5"),
         _counted("fixed_poly", t, hd, lambda x, ids: jnp.sum(jnp.exp(

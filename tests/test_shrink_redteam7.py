@@ -36,8 +36,9 @@ OPEN = ("count_scaled",)
 NOT_FOLDED = ("fixed_poly",)
 
 # The other holes, each closed by its own switch: the bug's literal when not 2.
-OTHERS = ("fixed_commute", "call_const", "fixed_positions", "fixed_congruent", "taut_congruent")
-LITERALS = {"fixed_positions": 16, "taut_congruent": 8}
+OTHERS = ("fixed_commute", "call_const", "fixed_positions", "fixed_congruent", "taut_congruent", "taut_call",
+          "taut_select_same", "fixed_max_self")
+LITERALS = {"fixed_positions": 16, "taut_congruent": 8, "taut_call": 8, "taut_select_same": 8}
 ORIGINAL = {"fixed_positions": 64}
 
 _assume, _files, _size = PAIRS.assume, PAIRS.files, PAIRS.size
@@ -129,7 +130,10 @@ def test_a_callee_argument_has_its_callers_constant_terms(monkeypatch: pytest.Mo
 
 def test_a_select_by_positions_of_values_the_same_everywhere(monkeypatch: pytest.MonkeyPatch) -> None:
     # exp(where(iota < 5, 0, x * 0)) is 1 at every token; no data predicate (rule k does
-    # not see it). Off (a select by a varying predicate varies), T shrinks to the literal.
+    # not see it). Off (a select by a varying predicate varies), T shrinks to the literal;
+    # its branches are also alike (0 and x * 0: zero_types.CHOICES_ALIKE), off as well.
+    monkeypatch.setattr(zero_types, "CHOICES_ALIKE", False)
+    assert _size("fixed_positions", TOKENS) > 16  # pieces alone
     monkeypatch.setattr(constant_terms, "PIECES", False)
     assert _size("fixed_positions", TOKENS) == 16
 
@@ -146,6 +150,7 @@ def test_a_loosened_piecewise_reading_takes_constants_only(monkeypatch: pytest.M
             return all(not self.terms.degrees.of(o) for o in d[0].operands[1:])
         return real(self, value)
     monkeypatch.setattr(constant_terms.Same, "_compute", loose)
+    monkeypatch.setattr(zero_types, "CHOICES_ALIKE", False)
     assert _size("fixed_positions", TOKENS) == 16
 
 
@@ -169,6 +174,51 @@ def test_a_loosened_canonical_number_folds_constants_only(monkeypatch: pytest.Mo
     monkeypatch.setattr(zero_types.Normal, "_operand_key", loose)
     assert _size("fixed_congruent", TOKENS) == LITERAL
     assert _size("taut_congruent", TOKENS) == 8
+
+
+def test_a_call_is_read_through_its_callee(monkeypatch: pytest.MonkeyPatch) -> None:
+    # count(x > 0) + count(id(x) <= 0), id a called function: its result read as an opaque
+    # atom, independent of x, gave the false-false type; it is x. Off, T shrinks to 8.
+    assert _size("taut_call", TOKENS) > 8
+    monkeypatch.setattr(zero_types, "CALL_FORMS", False)
+    assert _size("taut_call", TOKENS) == 8
+
+
+def test_a_loosened_call_reading_keeps_arguments_opaque(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The callee's return followed, but its arguments read as atoms of their own (not the
+    # caller's operands): id(x) is the argument's atom, and the hole is back.
+    real = zero_types.Normal._form
+
+    def loose(self: Any, v: str, depth: int) -> Any:
+        return self._atom(v) if v in self.facts.func_of_arg else real(self, v, depth)
+    monkeypatch.setattr(zero_types.Normal, "_form", loose)
+    assert _size("taut_call", TOKENS) == 8
+
+
+def test_a_select_of_branches_alike_is_that_branch(monkeypatch: pytest.MonkeyPatch) -> None:
+    # where(x > 0, y * 0 + 2, 2) > 1 is true everywhere (2 at both outcomes); read as a
+    # data predicate it had a false type. Off, T shrinks to 8; loosened (branches alike
+    # only when numbered alike, not by their forms), too.
+    assert _size("taut_select_same", TOKENS) > 8
+    monkeypatch.setattr(zero_types, "CHOICES_ALIKE", False)
+    assert _size("taut_select_same", TOKENS) == 8
+    monkeypatch.setattr(zero_types, "CHOICES_ALIKE", True)
+    real = zero_types.Normal._form
+
+    def loose(self: Any, v: str, depth: int) -> Any:
+        d = self.facts.defs.get(v)
+        if d is not None and d[0].name == "stablehlo.select" and self.key(d[0].operands[1]) != self.key(
+                d[0].operands[2]):
+            return self._atom(v)
+        return real(self, v, depth)
+    monkeypatch.setattr(zero_types.Normal, "_form", loose)
+    assert _size("taut_select_same", TOKENS) == 8
+
+
+def test_a_max_of_one_value_is_that_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    # exp(max(x, x) - x) is 1 (the verifier folds max(x, x) to x); off, a fresh variable.
+    monkeypatch.setattr(zero_types, "CHOICES_ALIKE", False)
+    assert _size("fixed_max_self", TOKENS) == LITERAL
 
 
 # --- open holes (expected failures: the plan keeps the tokens at the bug's literal)

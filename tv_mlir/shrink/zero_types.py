@@ -51,6 +51,15 @@ _COMMUTATIVE = frozenset({"stablehlo.add", "stablehlo.multiply", "stablehlo.maxi
 # An op's operands are numbered by their affine forms (`Normal._operand_key`): exp(x + y * 0)
 # is exp(x). Off: by their own ops, and exp(x) - exp(x + y * 0) did not cancel.
 CANONICAL_ARGS = True
+# Forms follow a call into its callee, and a function argument with one caller is its
+# caller's operand (`Normal._form`). Off: a call's result is an opaque atom, independent of
+# its arguments (red-team batch 7, taut_call: count(x > 0) + count(id(x) <= 0)).
+CALL_FORMS = True
+# A select of two branches with one form, or a max, min or clamp of operands with one form,
+# is that form. Off: an atom (red-team batch 7, taut_select_same: where(x > 0, 2, 2) > 1 read
+# as a data predicate; fixed_max_self: exp(max(x, x) - x) a fresh variable).
+CHOICES_ALIKE = True
+_CHOICES = frozenset({"stablehlo.select", "stablehlo.maximum", "stablehlo.minimum", "stablehlo.clamp"})
 # More predicates than this in one family: no enumeration (rule k pins past 4 data ones).
 MAX_ENUMERATED = 10
 
@@ -200,12 +209,33 @@ class Normal:
         self.atom_values.setdefault(k, v)
         return {k: 1.0}, 0.0
 
-    def _form(self, v: str, depth: int) -> Affine | None:
+    def _form(self, v: str, depth: int) -> Affine | None:  # noqa: C901 - one dispatch over op kinds
         d = self.facts.defs.get(v)
-        if d is None or depth > 64:
+        if depth > 64:
+            return self._atom(v)
+        if d is None:
+            callers = self.facts.callers.get(v, [])
+            if CALL_FORMS and v in self.facts.func_of_arg and len(callers) == 1:
+                # A function argument with one caller is that caller's operand (rule s
+                # gives every further call site its own copy).
+                call, k = callers[0]
+                return self.form(call.operands[k], depth + 1)
             return self._atom(v)
         op = d[0]
         n = op.name
+        if n == "func.call" and CALL_FORMS:
+            fn = self.facts.module.funcs.get(op.attrs.get("callee", ""))
+            if fn is not None and all(len(self.facts.callers.get(a, [])) == 1 for a in fn.body.args):
+                # Its callee's return, read with the arguments as this call's operands
+                # (jnp.where's `_where`): exact, since every argument has this one caller.
+                return self.form(fn.body.returns[d[1]], depth + 1)
+        if n in _CHOICES and CHOICES_ALIKE:
+            # where(p, a, a), max(a, a), min(a, a), clamp(a, a, a) are a (the verifier folds
+            # them so).
+            first = 1 if n == "stablehlo.select" else 0
+            forms = [self.form(o, depth + 1) for o in op.operands[first:]]
+            if forms[0] is not None and all(f == forms[0] for f in forms[1:]):
+                return forms[0]
         if n == "stablehlo.constant":
             c = splat(op)
             return ({}, float(c)) if c is not None and math.isfinite(float(c)) else None
@@ -555,5 +585,6 @@ def summands(sums: Iterable[Op]) -> list[list[str]]:
     return out
 
 
-__all__ = ["CANONICAL_ARGS", "COMMUTATIVE_KEYS", "MAX_ENUMERATED", "MAX_LAYOUT", "ZERO_TYPES", "Domain", "Normal",
-           "Predicate", "normal_form", "read_compare", "reachable", "summands", "value_types"]
+__all__ = ["CALL_FORMS", "CANONICAL_ARGS", "COMMUTATIVE_KEYS", "MAX_ENUMERATED", "MAX_LAYOUT", "CHOICES_ALIKE",
+           "ZERO_TYPES", "Domain", "Normal", "Predicate", "normal_form", "read_compare", "reachable", "summands",
+           "value_types"]
