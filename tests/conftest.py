@@ -463,6 +463,15 @@ def client_generator(name: str) -> Any:
     return importlib.import_module(name)
 
 
+def check_client(gen: Any, name: str, form: str = "partitioned") -> Any:
+    """Program `name` of client generator `gen` through `tv_mlir.jax.check` as a user calls
+    it: its shardings, reference and options (`--assume`s), the proof cache off."""
+    p = gen.PROGRAMS[name]()
+    tj = client_generator("gen_clients").tj
+    return tj.check(p.fn, *p.args, in_shardings=p.in_shardings, out_shardings=p.out_shardings,
+                    reference=p.reference, form=form, cache=False, **p.options)
+
+
 
 def assert_confirmed_at_original_sizes(v: Any) -> None:
     """A bug twin's verdict: not-equivalent, with a counterexample XLA showed at the

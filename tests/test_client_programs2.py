@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import TESTDATA, client_generator
+from conftest import TESTDATA, check_client, client_generator
 from tv_mlir.testing import assert_equivalent, assert_not_equivalent
 
 CLIENTS = TESTDATA / "clients"
@@ -34,9 +34,7 @@ SLOW = pytest.mark.slow
 ])
 def test_client_through_check(gen2, name: str) -> None:
     name, _, form = name.partition(".")
-    p = gen2.PROGRAMS[name]()
-    v = gen2.g.tj.check(p.fn, *p.args, in_shardings=p.in_shardings, out_shardings=p.out_shardings,
-                        reference=p.reference, form=form or "partitioned", cache=False, **p.options)
+    v = check_client(gen2, name, form or "partitioned")
     assert v.verdict == "equivalent", v.reason
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import TESTDATA, client_generator
+from conftest import TESTDATA, check_client, client_generator
 from tv_mlir.testing import assert_equivalent, assert_not_equivalent
 
 CLIENTS = TESTDATA / "clients"
@@ -23,9 +23,7 @@ def gen3():
 
 @pytest.mark.parametrize("name", ["moe_ep_a2a", "megatron_sp_wsc", "vit_wsc"])
 def test_client_through_check(gen3, name: str) -> None:
-    p = gen3.PROGRAMS[name]()
-    v = gen3.g.tj.check(p.fn, *p.args, in_shardings=p.in_shardings, out_shardings=p.out_shardings,
-                        reference=p.reference, form="partitioned", cache=False, **p.options)
+    v = check_client(gen3, name)
     assert v.verdict == "equivalent", v.reason
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import TESTDATA, client_generator
+from conftest import TESTDATA, check_client, client_generator
 from tv_mlir.testing import assert_equivalent, assert_not_equivalent
 
 CLIENTS = TESTDATA / "clients"
@@ -21,20 +21,14 @@ def gen4():
     return client_generator("gen_clients4")  # skips without jax, flax and optax
 
 
-def _check(gen4, name: str):
-    p = gen4.PROGRAMS[name]()
-    return gen4.g.tj.check(p.fn, *p.args, in_shardings=p.in_shardings, out_shardings=p.out_shardings,
-                           reference=p.reference, form="partitioned", cache=False, **p.options)
-
-
 @pytest.mark.parametrize("name", ["ulysses_a2a", "mla_attention", "muon_ns5", "zero_by_hand"])
 def test_client_through_check(gen4, name: str) -> None:
-    v = _check(gen4, name)
+    v = check_client(gen4, name)
     assert v.verdict == "equivalent", v.reason
 
 
 def test_a_loss_averaged_over_one_axis_of_two_is_caught(gen4) -> None:
-    v = _check(gen4, "zero_by_hand_bug")
+    v = check_client(gen4, "zero_by_hand_bug")
     assert v.verdict == "not-equivalent", v.reason
     assert v.counterexample is not None
     assert any(r.confirmed for r in v.counterexample.replay if "xla" in r.backend)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import client_generator
+from conftest import check_client, client_generator
 
 
 @pytest.fixture(scope="module")
@@ -16,21 +16,15 @@ def gen5():
     return client_generator("gen_clients5")  # skips without jax, flax and optax
 
 
-def _check(gen5, name: str):
-    p = gen5.PROGRAMS[name]()
-    return gen5.g.tj.check(p.fn, *p.args, in_shardings=p.in_shardings, out_shardings=p.out_shardings,
-                           reference=p.reference, form="partitioned", cache=False, **p.options)
-
-
 @pytest.mark.parametrize("name", ["vocab_ce", "linear_scan_sp", "dpo_loss", "clip_eps"])
 def test_client_through_check(gen5, name: str) -> None:
-    v = _check(gen5, name)
+    v = check_client(gen5, name)
     assert v.verdict == "equivalent", v.reason
 
 
 @pytest.mark.parametrize("name", ["vocab_ce_bug", "linear_scan_sp_bug"])
 def test_a_hand_written_bug_is_caught(gen5, name: str) -> None:
-    v = _check(gen5, name)
+    v = check_client(gen5, name)
     assert v.verdict == "not-equivalent", v.reason
     assert v.counterexample is not None
     assert any(r.confirmed for r in v.counterexample.replay if "xla" in r.backend)
