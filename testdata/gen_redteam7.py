@@ -3,16 +3,20 @@ batch 7"), first against Newton's constant terms of values that are the same num
 every position though they have a degree (the open end of "Squares": exp(square(x * 0))),
 then against the rules the last two stops added.
 
-Most pairs are `sum(x, 0) * count` (as in gen_redteam6.py) with a count over the tokens
-that is c * T at every input, written through a value that is the same at every position:
+Every pair is `sum(x, 0) * count` (as in gen_redteam6.py) with a count over the tokens that
+is c * T at every input, written through a value that is the same at every position:
 - `fixed_*`: a sum over the tokens of f(g(x * 0)) with g a square, cos, tanh, logistic,
-  rsqrt, a convert, a reduce of a fixed value broadcast back, a select by a predicate of a
-  fixed value, a compare of a fixed value, a product written in the other order
-  (x * y - y * x), a loop that carries a fixed value, and (open) a square written out,
-  exp((x + 1)^2 - x^2 - 2 x - 1);
+  rsqrt, a convert, a reduce of a fixed value, a select by a predicate of a fixed value, a
+  compare of a fixed value, a loop that carries a fixed value; a product written in the
+  other order (x * y - y * x), an atom of an argument that folds (exp(x) - exp(x + y * 0)),
+  max(x, x) - x, a select by positions of two values alike (where(iota < 5, 0, x * 0));
+  and (not folded by the verifier either) a square written out, (x + 1)^2 - x^2 - 2 x - 1;
+- `taut_*` (rule k's zero types): count(exp(x) > 1) + count(exp(x + y * 0) <= 1),
+  count(x > 0) + count(id(x) <= 0) with id a called function, count(where(x > 0, y * 0 + 2,
+  2) > 1);
 - `call_const`: sum(x + 1) inside a called function (its argument's constant term);
 - `count_scaled`: a sum of 0.75 over the tokens against the bug's 1.5 (rule a's count is
-  0.75 n, not n: constants.order, another room's; the test is an expected failure);
+  0.75 n, not n: constants.order, another room's; the test is an expected failure).
 The correct twin counts with a sum of ones times the constant (a count of a constant, rule
 a's size value); the bug twin writes the count at the size its class shrank to when the
 summand was read as a fresh variable with no constant term.
