@@ -3,7 +3,7 @@ batch 7"), first against Newton's constant terms of values that are the same num
 every position though they have a degree (the open end of "Squares": exp(square(x * 0))),
 then against the rules the last two stops added.
 
-Every pair is `sum(x, 0) * count` (as in gen_redteam6.py) with a count over the tokens that
+Every pair but the last is `sum(x, 0) * count` (as in gen_redteam6.py) with a count over the tokens that
 is c * T at every input, written through a value that is the same at every position:
 - `fixed_*`: a sum over the tokens of f(g(x * 0)) with g a square, cos, tanh, logistic,
   rsqrt, a convert, a reduce of a fixed value, a select by a predicate of a fixed value, a
@@ -17,6 +17,9 @@ is c * T at every input, written through a value that is the same at every posit
 - `call_const`: sum(x + 1) inside a called function (its argument's constant term);
 - `count_scaled`: a sum of 0.75 over the tokens against the bug's 1.5 (rule a's count is
   0.75 n, not n: constants.order, another room's; the test is an expected failure).
+- `range_device_scalar` (rule b through a device's offset; open, an expected failure): no
+  count; gen_device_offsets.py's range_device with the bug's mask written
+  `local + 1000 < 1100 + tp * 0` (the split's number computed from a device id).
 The correct twin counts with a sum of ones times the constant (a count of a constant, rule
 a's size value); the bug twin writes the count at the size its class shrank to when the
 summand was read as a fresh variable with no constant term.
@@ -40,8 +43,9 @@ import gen_shrink_rules  # noqa: E402
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-from gen_shrink_rules import I32, Arg, Pair, write_manifest  # noqa: E402
+from gen_shrink_rules import I32, MESH_TP, TP, Arg, Pair, _smap, write_manifest  # noqa: E402
 from jax import lax  # noqa: E402
+from jax.sharding import PartitionSpec as P  # noqa: E402
 
 F32 = jnp.float32
 OUT = Path(__file__).resolve().parent / "redteam7"
@@ -74,6 +78,35 @@ def _loop_fixed(x0: jax.Array) -> jax.Array:
     """exp of a value a fori_loop carries: it starts at x * 0 and adds x * 0 each trip."""
     z = lax.fori_loop(0, 3, lambda i, c: c + x0 * 0.0, x0 * 0.0)
     return jnp.sum(jnp.exp(z))
+
+
+def range_device_scalar(t: int, v: int, hd: int, u: int, off: int) -> Pair:
+    """Rule b through a device's offset (id_splits.DEVICE_OFFSETS), the split's constant
+    written as a number made of device ids and constants (`1100 + tp * 0`), no literal: the
+    bug drops the rows at local positions u.. of every shard (range_device's bug)."""
+    vl = v // TP
+
+    def ref(emb, ids):
+        return jnp.sum(jnp.take(emb, ids, axis=0), axis=0)
+
+    def body(bug: bool):
+        def f(emb, ids):
+            tp = lax.axis_index("tp")
+            local = ids - tp * vl
+            ok = (local >= 0) & (local < vl)
+            if bug:
+                ok = ok & (local + off < off + u + tp * 0)
+            rows = jnp.take(emb, jnp.clip(local, 0, vl - 1), axis=0)
+            return lax.psum(jnp.sum(jnp.where(ok[:, None], rows, 0.0), axis=0), "tp")
+        return f
+
+    def sharded(bug: bool):
+        return _smap(MESH_TP, body(bug), (P("tp", None), P(None)), P(None))
+
+    ASSUME["range_device_scalar"] = {"arg1": "vocab"}
+    return Pair("range_device_scalar", "b", "small", {"tokens": t, "vocab": v, "hidden": hd, "special": u},
+                [Arg((v, hd)), Arg((t,), I32, v)], ref, sharded(False), sharded(True),
+                f"rows at local positions {u} to {vl - 1} of every shard masked (local + {off} < {off + u} + tp * 0)")
 
 
 @jax.jit
@@ -141,6 +174,7 @@ def pairs() -> list[Pair]:
                  "a sum of exp((x + 1)^2 - x^2 - 2 x - 1) (1 at every token) as 2"),
         _counted("call_const", t, hd, lambda x, ids: _call_sum(x0(x) + 1.0) - jnp.sum(x0(x)), 1.0, 2,
                  "sum(x + 1) - sum(x) with the first sum in a called function, as 2"),
+        range_device_scalar(16, 512, 4, 100, 1000),
     ]
     return out
 

@@ -29,8 +29,9 @@ LITERAL = 2  # every bug twin writes the count at 2 tokens
 SAME = ("fixed_square", "fixed_reduce", "fixed_loop", "fixed_rsqrt")
 # Pairs the rules found before (variants of the same reading, kept so they stay found).
 FOUND = ("fixed_cos", "fixed_tanh", "fixed_logistic", "fixed_convert", "fixed_select", "fixed_compare")
-# Open: count_scaled (rule a, constants.order: another room's file).
-OPEN = ("count_scaled",)
+# Open: count_scaled (rule a, constants.order: another room's file), range_device_scalar
+# (rule b, id_splits: a split at a computed device number, not closed this stop).
+OPEN = ("count_scaled", "range_device_scalar")
 # A square written out inside exp: Same's affine normal form does not cancel it, nor does
 # the verifier (both twins' verdicts are `unknown` at 2 tokens): no wrong verdict either way.
 NOT_FOLDED = ("fixed_poly",)
@@ -221,7 +222,25 @@ def test_a_max_of_one_value_is_that_value(monkeypatch: pytest.MonkeyPatch) -> No
     assert _size("fixed_max_self", TOKENS) == LITERAL
 
 
-# --- open holes (expected failures: the plan keeps the tokens at the bug's literal)
+# --- open holes (expected failures: the plan keeps a class at the size where the bug hides)
+
+VOCAB = "emb dim 0"
+
+
+@pytest.mark.xfail(strict=True, reason="rule b: a compare of ids moved by a device's offset with a number computed "
+                                       "from constants and device ids (local + 1000 < 1100 + tp * 0) records no "
+                                       "split; read as lost it also kept the 8B forward's 32000 words (the fix "
+                                       "needs the lookup's moving offset tables told apart): docs/shrinking.md, "
+                                       "Red-team batch 7")
+def test_a_split_at_a_computed_device_number_keeps_the_vocabulary() -> None:
+    assert _size("range_device_scalar", VOCAB) == 512
+
+
+def test_the_device_number_pair_s_correct_twin_shrinks() -> None:
+    # The correct twin (no such mask) shrinks, 512 -> 8 words; the bug differs on XLA at
+    # 512 (the generator asserts it); its rules-only verdict is the open hole above.
+    assert _size("range_device_scalar", VOCAB, "ok") < 512
+
 
 @pytest.mark.xfail(strict=True, reason="rule a orders a count n, but the program's number is 0.75 n: the bug's "
                                        "1.5 (no integer literal) meets 0.75 n at n = 2 (constants.order, another "
