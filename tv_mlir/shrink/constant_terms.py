@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from tv_mlir.semantics.ops import (
     BRANCHES,
@@ -81,6 +82,39 @@ _BOOLEAN = frozenset({"stablehlo.compare", "stablehlo.not", "stablehlo.and", "st
 _ATOMS = TRANSCENDENTAL_OPS
 
 
+class _Worklist(Protocol):
+    memo: dict[str, bool]
+    _open: set[str]
+    _missing: list[str]
+
+    def _compute(self, value: str) -> bool: ...
+
+
+def _settle(a: _Worklist, value: str) -> bool:
+    """a's answer for value, computed without recursion (programs nest deeper than Python's
+    stack): a value whose compute named operands not yet known (`_missing`) waits on the
+    stack under them and is computed again once they are; one already open (a cycle) is
+    read by the analysis' own assumption."""
+    stack = [value]
+    while stack:
+        v = stack[-1]
+        if v in a.memo:
+            stack.pop()
+            a._open.discard(v)
+            continue
+        a._open.add(v)
+        a._missing = []
+        found = a._compute(v)
+        missing = [m for m in a._missing if m not in a.memo and m not in a._open]
+        if missing:
+            stack.extend(dict.fromkeys(missing))
+            continue
+        a.memo[v] = found
+        stack.pop()
+        a._open.discard(v)
+    return a.memo[value]
+
+
 @dataclass
 class ConstantTerms:
     """`may_have_constant` over one family, memoised. Computed without recursion (a 126-layer
@@ -115,24 +149,7 @@ class ConstantTerms:
             self.memo.clear()
 
     def _run(self, value: str) -> bool:
-        stack = [value]
-        while stack:
-            v = stack[-1]
-            if v in self.memo:
-                stack.pop()
-                self._open.discard(v)
-                continue
-            self._open.add(v)
-            self._missing = []
-            found = self._compute(v)
-            missing = [m for m in self._missing if m not in self.memo and m not in self._open]
-            if missing:
-                stack.extend(dict.fromkeys(missing))
-                continue
-            self.memo[v] = found
-            stack.pop()
-            self._open.discard(v)
-        return self.memo[value]
+        return _settle(self, value)
 
     def _get(self, value: str) -> bool:
         """An operand's answer: known, assumed (being computed: a cycle), or missing."""
@@ -408,24 +425,7 @@ class Same:
     _missing: list[str] = field(default_factory=list)
 
     def __call__(self, value: str) -> bool:
-        stack = [value]
-        while stack:
-            v = stack[-1]
-            if v in self.memo:
-                stack.pop()
-                self._open.discard(v)
-                continue
-            self._open.add(v)
-            self._missing = []
-            found = self._compute(v)
-            missing = [m for m in self._missing if m not in self.memo and m not in self._open]
-            if missing:
-                stack.extend(dict.fromkeys(missing))
-                continue
-            self.memo[v] = found
-            stack.pop()
-            self._open.discard(v)
-        return self.memo[value]
+        return _settle(self, value)
 
     def _look(self, value: str) -> bool:
         if value in self.memo:
