@@ -65,7 +65,7 @@ demo: $(STAMP) bytecode
 
 # Everything, as CI runs it (about 9 minutes on two cores).
 test: $(STAMP) bytecode
-	$(PY) -m pytest -q -n $(TEST_JOBS) tests
+	$(PY) -m pytest -q -n $(TEST_JOBS) --durations=25 tests
 
 # The quick loop: skips tests marked slow (tests/conftest.py says which); under 2 minutes.
 test-fast: $(STAMP) bytecode
