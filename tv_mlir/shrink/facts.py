@@ -29,6 +29,7 @@ class ProgramFacts:
     uses: dict[str, list[Op]] = field(default_factory=dict)
     region_arg: dict[str, tuple[Op, int, int]] = field(default_factory=dict)  # arg -> (owner, region, index)
     callers: dict[str, list[tuple[Op, int]]] = field(default_factory=dict)  # func arg -> (call, index)
+    calls: dict[str, list[Op]] = field(default_factory=dict)  # callee name -> its calls, in `ops()` order
     func_of_arg: dict[str, str] = field(default_factory=dict)
     entry_args: set[str] = field(default_factory=set)
     unreachable: set[str] = field(default_factory=set)  # values of functions nothing calls
@@ -67,6 +68,7 @@ class ProgramFacts:
                     for v in region.returns:
                         f.uses.setdefault(v, []).append(op)
                 if op.name == "func.call":
+                    f.calls.setdefault(op.attrs.get("callee", ""), []).append(op)
                     callee = module.funcs.get(op.attrs.get("callee", ""))
                     if callee is not None:
                         for k, a in enumerate(callee.body.args):
