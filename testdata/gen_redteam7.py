@@ -43,7 +43,7 @@ import gen_shrink_rules  # noqa: E402
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-from gen_shrink_rules import I32, MESH_TP, TP, Arg, Pair, _smap, write_manifest  # noqa: E402
+from gen_shrink_rules import I32, MESH_TP, TP, Arg, Pair, _smap  # noqa: E402
 from jax import lax  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
@@ -180,11 +180,7 @@ def pairs() -> list[Pair]:
 
 
 def main() -> int:
-    jax.config.update("jax_enable_x64", False)
-    OUT.mkdir(exist_ok=True)
-    gen_shrink_rules.OUT = OUT  # write_twins and write_manifest write there
-    write_manifest(pairs(), "manifest.json", ok_tol=1e-4, assume=ASSUME)
-    return 0
+    return gen_shrink_rules.write_batch(OUT, pairs(), ASSUME)
 
 
 if __name__ == "__main__":

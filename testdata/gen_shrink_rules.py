@@ -362,6 +362,17 @@ def write_twins(p: Pair, stem: str, specs: list, ran: bool) -> dict:
 
 
 
+def write_batch(out: Path, pairs: list[Pair], assume: dict[str, Any]) -> int:
+    """A red-team generator's main: its pairs' twins and manifest written into `out` (f32,
+    XLA-checked as write_manifest says)."""
+    global OUT
+    jax.config.update("jax_enable_x64", False)
+    out.mkdir(exist_ok=True)
+    OUT = out  # write_twins and write_manifest write there
+    write_manifest(pairs, "manifest.json", ok_tol=1e-4, assume=assume)
+    return 0
+
+
 def write_manifest(pairs: list[Pair], manifest: str, ok_tol: float = 1e-5, assume: dict[str, Any] | None = None) -> int:
     """The pairs' twins written with `write_twins` and listed in OUT / manifest, each run on
     XLA at its original sizes first where it fits RUN_LIMIT (the correct twin within `ok_tol`

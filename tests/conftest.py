@@ -481,6 +481,11 @@ def assert_confirmed_at_original_sizes(v: Any) -> None:
     assert c is not None and c.confirmed and c.confirmed_at == "original sizes", c
 
 
+# A verification on the shrink rules alone: no numeric check at the original sizes and no
+# second witness, either of which would catch a hole a rule leaves at these sizes.
+RULES_OFF: dict[str, Any] = {"full_size_check": "off", "second_witness": False}
+
+
 class GeneratedPairs:
     """A red-team batch's pairs as written by gen_shrink_rules.write_manifest (a folder of
     testdata with its manifest.json): their files, their --assume bounds resolved to sizes,
@@ -513,6 +518,15 @@ class GeneratedPairs:
         ranges = resolve([(k, lo, hi) for k, (lo, hi) in self.assume(pair).items()], r.input_names(),
                          r.global_arg_types())
         return plan(r, o, ranges=ranges or None)
+
+    def verify(self, pair: str, kind: str, rules_only: bool = False) -> Any:
+        """The twin `kind` against the reference with the pair's --assume bounds; rules_only:
+        no numeric check at the original sizes and no second witness (RULES_OFF), so a shrunk
+        verdict rests on the shrink rules alone."""
+        import tv_mlir
+
+        return tv_mlir.verify(*self.files(pair, kind), assume=self.assume(pair), timeout_s=60,
+                              **(RULES_OFF if rules_only else {}))
 
     def size(self, pair: str, where: str, kind: str = "bug") -> int:
         """The verified size of the first class whose place starts with `where`."""

@@ -13,14 +13,12 @@ from typing import Any
 
 import pytest
 
-import tv_mlir
 from tests.conftest import TESTDATA, GeneratedPairs, assert_confirmed_at_original_sizes
 from tv_mlir.shrink import constant_terms, id_splits, ranged, trips
 
 D = TESTDATA / "redteam5"
 PAIRS = GeneratedPairs(D)
 MANIFEST = PAIRS.manifest
-RULES_OFF: dict[str, Any] = {"full_size_check": "off", "second_witness": False}
 
 
 _assume, _files, _plan, _size = PAIRS.assume, PAIRS.files, PAIRS.plan, PAIRS.size
@@ -130,11 +128,11 @@ def test_a_loosened_constant_term_rule_hides_the_bias(monkeypatch: pytest.Monkey
 # tests/test_shrink_redteam6.py): `ids == ids` is decided, its count is the size.
 @pytest.mark.parametrize("pair", sorted(MANIFEST))
 def test_bug_twin_is_found_by_the_rules(pair: str) -> None:
-    v = tv_mlir.verify(*_files(pair, "bug"), assume=_assume(pair), timeout_s=60, **RULES_OFF)
+    v = PAIRS.verify(pair, "bug", rules_only=True)
     assert_confirmed_at_original_sizes(v)
 
 
 @pytest.mark.parametrize("pair", sorted(MANIFEST))
 def test_correct_twin_is_equivalent(pair: str) -> None:
-    v = tv_mlir.verify(*_files(pair, "ok"), assume=_assume(pair), timeout_s=60)
+    v = PAIRS.verify(pair, "ok")
     assert v.verdict == "equivalent", v.reason

@@ -14,14 +14,12 @@ from typing import Any
 
 import pytest
 
-import tv_mlir
 from tests.conftest import TESTDATA, GeneratedPairs, assert_confirmed_at_original_sizes
 from tv_mlir.shrink import constant_terms, trips, zero_types
 
 D = TESTDATA / "redteam6"
 PAIRS = GeneratedPairs(D)
 MANIFEST = PAIRS.manifest
-RULES_OFF: dict[str, Any] = {"full_size_check": "off", "second_witness": False}
 # pair -> (the class the count runs over, the bug twin's literal: the count's value at
 # the size that class shrank to when rule k read the count as a free data predicate's)
 DECIDED = {"taut_le": ("x dim 0", 4), "taut_shift": ("ids dim 0", 2), "taut_range": ("ids dim 0", 2),
@@ -222,11 +220,11 @@ def test_a_loosened_fixed_argument_ignores_the_select(monkeypatch: pytest.Monkey
 
 @pytest.mark.parametrize("pair", sorted(MANIFEST))
 def test_bug_twin_is_found_by_the_rules(pair: str) -> None:
-    v = tv_mlir.verify(*_files(pair, "bug"), assume=_assume(pair), timeout_s=60, **RULES_OFF)
+    v = PAIRS.verify(pair, "bug", rules_only=True)
     assert_confirmed_at_original_sizes(v)
 
 
 @pytest.mark.parametrize("pair", sorted(MANIFEST))
 def test_correct_twin_is_equivalent(pair: str) -> None:
-    v = tv_mlir.verify(*_files(pair, "ok"), assume=_assume(pair), timeout_s=60)
+    v = PAIRS.verify(pair, "ok")
     assert v.verdict == "equivalent", v.reason
