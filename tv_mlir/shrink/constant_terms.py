@@ -23,6 +23,7 @@ have one (counted: a size value too many keeps a class larger, never hides a bug
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -494,4 +495,155 @@ class Same:
         return self._all(list(op.operands))
 
 
-__all__ = ["ATOM_CANCELS", "CALLEE_ARGS", "CONSTANT_TERMS", "DECIDED", "PIECES", "SAME_VALUES", "ConstantTerms", "Same"]
+# Numbers an atom of a known constant is (the scale of `sum(exp(x * 0 + 0.5))` is e^0.5).
+_NUMERIC: dict[str, Callable[[float], float]] = {
+    "stablehlo.exponential": math.exp, "stablehlo.cosine": math.cos, "stablehlo.sine": math.sin,
+    "stablehlo.tanh": math.tanh, "stablehlo.logistic": lambda x: 1.0 / (1.0 + math.exp(-x)),
+    "stablehlo.log": math.log, "stablehlo.sqrt": math.sqrt, "stablehlo.rsqrt": lambda x: 1.0 / math.sqrt(x),
+    "stablehlo.exponential_minus_one": math.expm1, "stablehlo.log_plus_one": math.log1p,
+    "chlo.erf": math.erf, "chlo.tan": math.tan}
+# Ops that move or copy values: a scale passes through.
+_SCALE_MOVES = frozenset({"stablehlo.reshape", "stablehlo.transpose", "stablehlo.broadcast_in_dim",
+                          "stablehlo.slice", "stablehlo.concatenate", "stablehlo.pad", "stablehlo.gather",
+                          "stablehlo.dynamic_slice", "stablehlo.dynamic_update_slice", "stablehlo.reduce_precision",
+                          "stablehlo.all_gather", "stablehlo.all_to_all", "stablehlo.collective_permute",
+                          "stablehlo.collective_broadcast", "stablehlo.optimization_barrier", "mhlo.copy",
+                          "sdy.sharding_constraint", "sdy.reshard", "stablehlo.real", "stablehlo.maximum",
+                          "stablehlo.minimum", "stablehlo.clamp", "stablehlo.abs", "stablehlo.select"})
+# More candidates than this: unknown (the class is pinned).
+MAX_SCALES = 32
+Scale = frozenset[float] | None
+
+
+@dataclass
+class Scales:
+    """Rule (a), scaled counts (docs/shrinking.md, "Red-team batch 8"): the numbers a sum's
+    count may be a multiple of. A counted class's number in the program is c x n, c the
+    summand's constant term (`sum(0.75 + x * 0)` is 0.75 n), so rule a orders n with every
+    literal divided by c, not with the literal itself: at n' = 2, 0.75 n' is the bug's
+    1.5. `of(v)`: a superset of the coefficients of v's constant term as a polynomial in
+    the family's elements whose own coefficients are numbers or symbols (inputs not along
+    the family, atoms of them): a constant k is {k}; a symbol is {1} (its coefficient); a
+    sum's are its operands' and their pairwise sums (the constant monomials add), a
+    product's the pairwise products, a quotient's the pairwise quotients, a choice's (a
+    select, max, min, clamp) or a move's its operands', a compare's 1; an atom of a
+    constant is that number (and 1, as the symbol it is otherwise). A value with no
+    constant term (`ConstantTerms`) has none. Anything else, or too many, is unknown
+    (None: the caller pins)."""
+
+    terms: ConstantTerms
+    # Rule k's counted sums (a count at a type, `sum(where(x > 0, 0.75, 0))` +
+    # `sum(where(x <= 0, 0.75, 0))` is 0.75 n): a select by a data predicate is read as its
+    # branches and a compare as 1, where Newton's reading gives them no constant term.
+    typed: bool = False
+    memo: dict[str, Scale] = field(default_factory=dict)
+
+    def of(self, value: str, depth: int = 0) -> Scale:
+        if value not in self.memo:
+            self.memo[value] = None  # a cycle (a loop's carried value): unknown
+            found = self._compute(value, depth)
+            self.memo[value] = found if found is None or len(found) <= MAX_SCALES else None
+        return self.memo[value]
+
+    def _compute(self, value: str, depth: int) -> Scale:  # noqa: C901 - one dispatch over op kinds
+        t = self.terms
+        d, f = t.degrees, t.degrees.facts
+        varies = d.has(value) and d.of(value) > 0
+        typed = self.typed and value in f.defs and f.defs[value][0].name in ("stablehlo.select", "stablehlo.compare")
+        if varies and not typed and not t.may_have_constant(value):
+            return frozenset()
+        if depth > 64:
+            return None
+        if value in f.entry_args:
+            return frozenset() if varies else frozenset({1.0})  # a symbol (along the family: none)
+        if value in f.func_of_arg:
+            callers = f.callers.get(value, [])
+            return self._union([call.operands[k] for call, k in callers], depth) if callers else None
+        if value not in f.defs:
+            # An input not along the family is a symbol; a carried value or a region's
+            # argument along it is not read here.
+            return None if varies or value in f.region_arg else frozenset({1.0})
+        op, idx = f.defs[value]
+        n = op.name
+        if n == "stablehlo.constant":
+            k = splat(op)
+            return None if k is None else frozenset({float(k)} if k else ())
+        if n in ("stablehlo.compare", "stablehlo.and", "stablehlo.or", "stablehlo.not", "stablehlo.iota"):
+            return frozenset({1.0})
+        if n in ("stablehlo.partition_id", "stablehlo.replica_id"):
+            # A device's number: any of the mesh's (0 adds nothing).
+            count = f.module.num_partitions if n == "stablehlo.partition_id" else f.module.num_replicas
+            return frozenset(float(k) for k in range(1, count)) if count <= MAX_SCALES else None
+        if n == "chlo.square":
+            inner = self.of(op.operands[0], depth + 1)
+            return self._pairs(inner, inner, lambda x, y: x * y)
+        if n in ("stablehlo.remainder",) and len(op.operands) == 2:
+            return self._pairs(self.of(op.operands[0], depth + 1), self.of(op.operands[1], depth + 1),
+                               lambda x, y: math.fmod(x, y) if y else math.nan)
+        if n == "stablehlo.select":
+            chosen = t._truth(op.operands[0])
+            if chosen is not None:
+                return self.of(op.operands[1 if chosen else 2], depth + 1)
+            return self._union(list(op.operands[1:]), depth)
+        if n in _SCALE_MOVES:
+            return self._union(list(op.operands), depth)
+        if n == "stablehlo.negate":
+            return self._pairs(frozenset({-1.0}), self.of(op.operands[0], depth + 1), lambda x, y: x * y)
+        if n == "stablehlo.convert":
+            inner = self.of(op.operands[0], depth + 1)
+            dtype = op.result_types[0].dtype if op.result_types else ""
+            if inner is None or dtype.startswith(("f", "bf")):
+                return inner
+            return inner | {float(math.trunc(x)) for x in inner if math.isfinite(x)}
+        if n in ("stablehlo.add", "stablehlo.subtract"):
+            a, b = self.of(op.operands[0], depth + 1), self.of(op.operands[1], depth + 1)
+            sign = 1.0 if n == "stablehlo.add" else -1.0
+            if a is None or b is None:
+                return None
+            return a | {sign * y for y in b} | {x + sign * y for x in a for y in b}
+        if n == "stablehlo.multiply":
+            return self._pairs(self.of(op.operands[0], depth + 1), self.of(op.operands[1], depth + 1),
+                               lambda x, y: x * y)
+        if n == "stablehlo.divide":
+            q = self._pairs(self.of(op.operands[0], depth + 1), self.of(op.operands[1], depth + 1),
+                            lambda x, y: x / y if y else math.nan)
+            dtype = op.result_types[0].dtype if op.result_types else ""
+            # An integer quotient truncates (mesh coordinates: pid / 1 % 4).
+            return q if q is None or dtype.startswith(("f", "bf")) else q | {float(math.trunc(x)) for x in q}
+        if n in _NUMERIC:
+            inner = self.of(op.operands[0], depth + 1)
+            if inner is None:
+                return None
+            out = {1.0}
+            for x in inner:
+                try:
+                    out.add(float(_NUMERIC[n](x)))
+                except (ValueError, OverflowError, ZeroDivisionError):
+                    continue
+            return frozenset(out)
+        if n == "func.call" and op.attrs.get("callee", "") in f.module.funcs:
+            return self.of(f.module.funcs[op.attrs["callee"]].body.returns[idx], depth + 1)
+        if n == "stablehlo.custom_call" and op.attrs.get("call_target_name") in _MOVING_CALLS:
+            return self._union(list(op.operands), depth)
+        if n == "sdy.manual_computation" and op.regions:
+            return self.of(op.regions[0].returns[idx], depth + 1)
+        return None
+
+    def _union(self, values: list[str], depth: int) -> Scale:
+        out: set[float] = set()
+        for v in values:
+            s = self.of(v, depth + 1)
+            if s is None:
+                return None
+            out |= s
+        return frozenset(out)
+
+    @staticmethod
+    def _pairs(a: Scale, b: Scale, fn: Callable[[float, float], float]) -> Scale:
+        if a is None or b is None or len(a) * len(b) > MAX_SCALES * MAX_SCALES:
+            return None
+        return frozenset(x for x in (fn(p, q) for p in a for q in b) if math.isfinite(x) and x != 0)
+
+
+__all__ = ["ATOM_CANCELS", "CALLEE_ARGS", "CONSTANT_TERMS", "DECIDED", "MAX_SCALES", "PIECES", "SAME_VALUES",
+           "ConstantTerms", "Same", "Scales"]

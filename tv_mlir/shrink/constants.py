@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tv_mlir.ir import Op
-from tv_mlir.semantics.ops import DYNAMIC_SLICES
+from tv_mlir.semantics.ops import DOTS, DYNAMIC_SLICES
 from tv_mlir.shrink.clamps import Clamp, implicit_clamps
+from tv_mlir.shrink.constant_terms import Scale, Scales
 from tv_mlir.shrink.dims import DimAnalysis
 from tv_mlir.shrink.facts import (
     Constant,
@@ -35,6 +36,7 @@ from tv_mlir.shrink.positions import NamedPosition, named_positions
 from tv_mlir.shrink.ranged import RangedPosition, ranged_positions
 from tv_mlir.shrink.scatters import data_scatter
 from tv_mlir.shrink.trips import trips_apart
+from tv_mlir.shrink.unionfind import UnionFind
 
 _TIE_MIN = 8  # constants below this are too common to be read as sizes
 # Rule (a): a literal within this many of a size value is a "size - k" (tied, or the class
@@ -111,6 +113,12 @@ PAIR_MEETING = True
 # a literal the size values keep their order with: a local vocabulary of 16 rewritten to 8
 # would meet the bug's `>> 3` or `& 7`. Off: only k or 2^k - 1 itself is a literal.
 BIT_OPS = True
+# Rule (a), scaled counts (docs/shrinking.md, "Red-team batch 8"): a counted class's number
+# is c x n for its sums' constant terms c, so n is ordered with every literal divided by
+# each c (`CountScales`); a c not known as a number pins the class. Off: n is ordered with
+# the integer literals only, and `sum(0.75 + x * 0)` at 2 tokens met the bug's 1.5
+# (red-team batch 7, count_scaled).
+SCALED_COUNTS = True
 _SHIFTS = frozenset({"stablehlo.shift_right_logical", "stablehlo.shift_right_arithmetic", "stablehlo.shift_left"})
 
 
@@ -165,6 +173,8 @@ class Sites:
     # Rule (b), assumed ranges (ranged.py): constants that name a position of a class whose
     # size an input's assumed range ends at, with the bound each asks.
     ranged: list[RangedPosition] = field(default_factory=list)
+    # Rule (a), scaled counts: the constant terms of every sum over a class (lazily).
+    scales: CountScales | None = None
 
     def table_values(self, sizes: list[int], original: list[int]) -> dict[tuple[str, str], tuple[int, ...]]:
         """The rewritten offset tables of the classes that shrink."""
@@ -174,7 +184,7 @@ class Sites:
 
 def sites(a: DimAnalysis, facts: list[ProgramFacts],
           ranges: Sequence[tuple[int, int] | None] | None = None) -> Sites:
-    out = Sites()
+    out = Sites(scales=CountScales(a, facts))
     for fa in facts:
         out.meets[fa.program] = Meets(fa, a)
         out.data_meets[fa.program] = Meets(fa, a, data_only=True)
@@ -251,6 +261,90 @@ def sites(a: DimAnalysis, facts: list[ProgramFacts],
                                   for name in block_offset_constants(fa, op.operands[1])]
                         out.offsets.append((c, f"scatter at {op.loc} (constant indices)", set(), consts))
     return out
+
+
+@dataclass
+class CountScales:
+    """Rule (a), scaled counts: per class, the numbers its count is a multiple of in either
+    program (`constant_terms.Scales` of every summand of a sum over it, a dot's as the
+    product of its two sides'), or None when one is not known as a number. Read lazily:
+    only counted classes that shrink are asked, each once."""
+
+    a: DimAnalysis
+    facts: list[ProgramFacts]
+    memo: dict[int, Scale] = field(default_factory=dict)
+    _readers: dict[tuple[str, frozenset[int], bool], Scales] = field(default_factory=dict)
+    _family: dict[int, frozenset[int]] = field(default_factory=dict)
+
+    def of(self, c: int) -> Scale:
+        if c not in self.memo:
+            self.memo[c] = self._compute(c)
+        return self.memo[c]
+
+    def _compute(self, c: int) -> Scale:
+        out: set[float] = set()
+        typed: set[float] = set()
+        for fa in self.facts:
+            for op in fa.ops():
+                for summands in self._summands(fa, op, c):
+                    for wanted, into in ((False, out), (True, typed)):
+                        s = self._product([self._reader(fa, c, wanted).of(v) for v in summands])
+                        if s is None:
+                            return None
+                        into |= s
+        # Rule k's counts at a type where no summand of Newton's reading had one.
+        return frozenset(out | typed)
+
+    def _summands(self, fa: ProgramFacts, op: Op, c: int) -> list[list[str]]:
+        key = (fa.program, op.operands[0]) if op.operands else None
+        if key is None or key not in self.a.types:
+            return []
+        if op.name == "stablehlo.reduce" and op.regions and len(op.regions[0].ops) == 1 \
+                and op.regions[0].ops[0].name == "stablehlo.add":
+            half = len(op.operands) // 2
+            return [[v] for v in op.operands[:half]
+                    if any(self.a.class_of[(fa.program, v, d)] == c for d in op.attrs.get("dimensions", ()))]
+        if op.name in DOTS and len(op.operands) == 2:
+            dn = op.attrs.get("dot_dimension_numbers")
+            lt = self.a.types[key]
+            dims = list(dn.lhs_contracting) if dn else [len(lt.shape) - 1]
+            if any(self.a.class_of[(fa.program, op.operands[0], d)] == c for d in dims):
+                return [list(op.operands)]
+        return []
+
+    @staticmethod
+    def _product(scales: list[Scale]) -> Scale:
+        out: frozenset[float] | None = frozenset({1.0})
+        for s in scales:
+            out = Scales._pairs(out, s, lambda x, y: x * y)
+        return out
+
+    def _reader(self, fa: ProgramFacts, c: int, typed: bool) -> Scales:
+        from tv_mlir.shrink.degree import Degrees, _Terms, _warm_order  # degree reads constant_terms
+        if not self._family:
+            self._family = self._families()
+        family = self._family[c]
+        key = (fa.program, family, typed)
+        if key not in self._readers:
+            d = Degrees(fa, self.a, set(family))
+            order = _warm_order(fa.module.main.body)
+            values = {v for k in family for p, v, _ in self.a.classes[k].members if p == fa.program and v in order}
+            for v in sorted(values, key=order.__getitem__):
+                d.of(v)  # in program order: no deep recursion (degree.summand_degrees' root)
+            self._readers[key] = Scales(_Terms(d), typed=typed)
+        return self._readers[key]
+
+    def _families(self) -> dict[int, frozenset[int]]:
+        """Classes tied by scale, product and offset relations (plan.py's families: what a
+        degree reaches)."""
+        n = len(self.a.classes)
+        uf = UnionFind.of(range(n), [(y, x) for x, y in [(g, loc) for g, loc, _ in self.a.scales]
+                                     + [(p, q) for p, fs in self.a.products for q in fs]
+                                     + [(b, d) for d, b, _ in self.a.offsets]])
+        sets: dict[int, set[int]] = {}
+        for k in range(n):
+            sets.setdefault(uf.find(k), set()).add(k)
+        return {k: frozenset(sets[uf.find(k)]) for k in range(n)}
 
 
 def _shape(a: DimAnalysis, program: str, value: str) -> tuple[int, ...]:
@@ -666,6 +760,8 @@ def order(a: DimAnalysis, where: Sites, sizes: list[int], constants: list[Consta
                         out.bounds[c] = max(out.bounds.get(c, 0), int(u) + 1 + below)
                 else:
                     out.grow.add(min(classes, key=lambda c: sizes[c]))
+    if SCALED_COUNTS and where.scales is not None:
+        _scaled_counts(a, where, sizes, counted, tied, out, trip_only)
     met = _met_positions(a, where, sizes, tied, tied_classes) if POSITION_SIZES else []
     # A class's size met by positions is compared where the constant that met them reaches.
     compared = list(zip(values, keys)) + [(m[:5], m[5]) for m in met]
@@ -681,6 +777,41 @@ def order(a: DimAnalysis, where: Sites, sizes: list[int], constants: list[Consta
 
 
 _Key = tuple[str, str] | tuple[str, Clamp]
+
+
+def _scaled_counts(a: DimAnalysis, where: Sites, sizes: list[int], counted: set[int],
+                   tied: dict[tuple[str, str], float | int], out: Order,
+                   trip_only: dict[tuple[str, str], frozenset[int]] | None) -> None:
+    """Rule (a), scaled counts: a counted class's number is c x n for each constant term c
+    of its sums (`CountScales`), so for every literal v (any finite one: c n meets 1.5 at
+    n = 2 for c = 0.75, and n meets 15.5 between 15 and 16) n keeps its order with u = v / c:
+    u equal to n or within NEAR below it pins, u below n bounds n' past u. With c = 1 and
+    integer literals this is the order above; a c not known as a number pins. Constants
+    rewritten with a size (`tied`) are size values, not literals."""
+    assert where.scales is not None
+    occurrences: dict[float, list[tuple[str, str]]] = {}
+    for program, name, v in where.literals:
+        if (program, name) not in tied:
+            occurrences.setdefault(v, []).append((program, name))
+    values = sorted(occurrences)
+    for c in sorted(counted):
+        o, n = a.classes[c].size, sizes[c]
+        if n >= o:
+            continue
+        scales = where.scales.of(c)
+        if scales is None:
+            out.pins.setdefault(c, "a count of it scaled by a constant term not known as a number (rule a)")
+            continue
+        for s in sorted({abs(x) for x in scales} | {1.0}):
+            for v in values:
+                if trip_only is not None and trips_apart(occurrences[v], (c,), trip_only):
+                    continue  # only trip counts and slice starts of other classes read it
+                u = v / s
+                if abs(u - o) <= 1e-9 * o or 0 < o - u <= NEAR:
+                    out.pins.setdefault(c, f"a count of it times {_fmt(s)} meets the literal {_fmt(v)} at "
+                                           f"{'its size' if abs(u - o) <= 1e-9 * o else f'size - {_fmt(o - u)}'}")
+                elif u < o and n <= u:
+                    out.bounds[c] = max(out.bounds.get(c, 0), math.floor(u) + 1)
 
 
 def _reach(where: Sites, at: _Key, data_only: bool = False) -> Reach:

@@ -46,6 +46,10 @@ OFFSETS = True
 # followed no further (the range_device hole: `local + 1000 < 1100` split each shard's
 # block at 100 where no rule saw it).
 DEVICE_OFFSETS = True
+# Off: a compare of ids with a number computed from device ids and constants (`local + 1000
+# < 1100 + tp * 0`) records no split (red-team batch 7, range_device_scalar: 512 words
+# shrank to 8, where local < 100 always).
+DEVICE_NUMBERS = True
 
 _SPLITTING = frozenset({"stablehlo.compare", "stablehlo.maximum", "stablehlo.minimum", "stablehlo.clamp"})
 _SHIFTS = {"stablehlo.shift_left": 1, "stablehlo.shift_right_logical": -1, "stablehlo.shift_right_arithmetic": -1}
@@ -206,6 +210,18 @@ def _step(fa: ProgramFacts, op: Op, forms: dict[str, frozenset[Form]], classes: 
             # Compared with a value no input decides (max(iota(T)) + 1, a device's offset):
             # a split at a place that is no literal and may be another class's size.
             out.append(Split("", (), 0.0, cs, lost=True))
+        if DEVICE_NUMBERS:
+            for k, o in enumerate(op.operands):
+                number = _number_constants(fa, o) if not ins[k] and consts[k] is None else None
+                if number is not None:
+                    # Compared with a number made of device ids and constants (`1100 + tp *
+                    # 0`, a shard's own bound `tp * 0 + vl`): a split at a place the walk
+                    # does not compute, where the ids' forms and that number's constants
+                    # put it. Lost (the class kept whole) unless every one of those
+                    # constants moves with a size, as a device's offset's do.
+                    moved_by = tuple(n for j, x in enumerate(op.operands) if ins[j]
+                                     for n in lost.get(x, ()) + tuple(c for f in forms.get(x, ()) for c in f.constants))
+                    out.append(Split("", tuple(dict.fromkeys(moved_by + number)), 0.0, cs, lost=True))
     made = _map(op, [forms.get(o, frozenset()) if ins[k] else None for k, o in enumerate(op.operands)], consts)
     shift = _device_shift(fa, op, ins) if made is None else None
     if shift is not None:
@@ -236,9 +252,24 @@ def _device_shift(fa: ProgramFacts, op: Op, ins: list[bool]) -> tuple[str, ...] 
     if not DEVICE_OFFSETS or op.name not in ("stablehlo.add", "stablehlo.subtract") or len(op.operands) != 2 \
             or ins[0] == ins[1]:
         return None
-    other = op.operands[1 if ins[0] else 0]
+    return _device_number(fa, op.operands[1 if ins[0] else 0])
+
+
+def _number_constants(fa: ProgramFacts, value: str) -> tuple[str, ...] | None:
+    """For a number a compare splits ids at that is computed from constants and device ids
+    only (`1100 + tp * 0`, `add(1000, 100)`): the constants it is made of; None for a plain
+    constant (`_constant` reads it) or anything else."""
+    if _constant(fa, value) is not None:
+        return None
+    return _device_number(fa, value, device=False)
+
+
+def _device_number(fa: ProgramFacts, other: str, device: bool = True) -> tuple[str, ...] | None:
+    """For a number made of device ids (at least one, with `device`) and constants only
+    (through calls and loop arguments): its constants (of value other than 0, and not only
+    mesh steps such as `pid / 1 % 4`); None for anything else."""
     sources = index_sources(fa, other, through_calls=True)
-    if "device" not in sources or not sources <= {"device", "constant"}:
+    if (device and "device" not in sources) or not sources or not sources <= {"device", "constant"}:
         return None
     found: list[str] = []
     todo, seen = [other], set()
@@ -342,4 +373,4 @@ def _map(op: Op, fs: list[frozenset[Form] | None], consts: list[tuple[float, tup
     return None
 
 
-__all__ = ["DEVICE_OFFSETS", "OFFSETS", "Form", "IndexClamp", "Split", "Walk", "id_splits"]
+__all__ = ["DEVICE_NUMBERS", "DEVICE_OFFSETS", "OFFSETS", "Form", "IndexClamp", "Split", "Walk", "id_splits"]
