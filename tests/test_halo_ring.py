@@ -13,7 +13,7 @@ from functools import cache
 import pytest
 
 import tv_mlir
-from tests.conftest import TESTDATA
+from tests.conftest import RULES_OFF, TESTDATA
 from tv_mlir.api import prepare
 from tv_mlir.options import Options
 from tv_mlir.shrink import plan as plan_module
@@ -22,7 +22,6 @@ from tv_mlir.shrink.plan import ShrinkPlan, plan
 
 D = TESTDATA / "halo_ring"
 MANIFEST = json.loads((D / "manifest.json").read_text())
-RULES_OFF = {"full_size_check": "off", "second_witness": False}
 
 
 def _files(name: str, variant: str, kind: str) -> tuple[str, str]:

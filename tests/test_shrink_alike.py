@@ -11,7 +11,7 @@ import json
 import pytest
 
 import tv_mlir
-from tests.conftest import TESTDATA
+from tests.conftest import RULES_OFF, TESTDATA
 from tv_mlir.api import prepare
 from tv_mlir.options import Options
 from tv_mlir.shrink import plan as plan_module
@@ -20,7 +20,6 @@ from tv_mlir.shrink.plan import ShrinkPlan, plan
 
 D = TESTDATA / "shrink_rules"
 ALIKE = json.loads((D / "manifest_alike.json").read_text())
-RULES_OFF = {"full_size_check": "off", "second_witness": False}
 
 
 def _files(pair: str, variant: str, kind: str) -> tuple[str, str]:

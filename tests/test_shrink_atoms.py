@@ -16,7 +16,7 @@ import json
 import pytest
 
 import tv_mlir
-from tests.conftest import TESTDATA
+from tests.conftest import RULES_OFF, TESTDATA
 from tv_mlir.api import prepare
 from tv_mlir.options import Options
 from tv_mlir.shrink import counts
@@ -26,7 +26,6 @@ from tv_mlir.shrink.plan import ShrinkPlan, plan
 
 D = TESTDATA / "shrink_rules"
 ATOMS = json.loads((D / "manifest_atoms.json").read_text())
-RULES_OFF = {"full_size_check": "off", "second_witness": False}
 HIDDEN_BY_ATOMS = ["count_max", "count_max_reduce", "exp_coincide"]
 
 

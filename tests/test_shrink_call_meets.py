@@ -13,7 +13,7 @@ import json
 import pytest
 
 import tv_mlir
-from tests.conftest import TESTDATA, assert_confirmed_at_original_sizes
+from tests.conftest import RULES_OFF, TESTDATA, assert_confirmed_at_original_sizes
 from tv_mlir.api import prepare
 from tv_mlir.ir import Op
 from tv_mlir.options import Options
@@ -23,7 +23,6 @@ from tv_mlir.shrink.plan import ShrinkPlan, plan
 
 D = TESTDATA / "shrink_rules"
 PAIRS = json.loads((D / "manifest_call_meets.json").read_text())
-RULES_OFF = {"full_size_check": "off", "second_witness": False}
 SIZES = {e["variant"]: e["sizes"] for e in PAIRS if e["pair"] == "call_meet"}
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import tv_mlir
-from tests.conftest import TESTDATA
+from tests.conftest import RULES_OFF, TESTDATA
 from tv_mlir.api import prepare
 from tv_mlir.options import Options
 from tv_mlir.shrink import constants, dim_rules, dims
@@ -20,7 +20,6 @@ from tv_mlir.shrink.pair import _raw
 from tv_mlir.shrink.plan import ShrinkPlan, plan
 
 D = TESTDATA / "bug_patterns"
-RULES_OFF = {"full_size_check": "off", "second_witness": False}
 
 
 def _plan(ref: Path | str, other: Path | str) -> ShrinkPlan:

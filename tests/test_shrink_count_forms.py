@@ -21,7 +21,7 @@ import json
 import pytest
 
 import tv_mlir
-from tests.conftest import TESTDATA, count_facts
+from tests.conftest import RULES_OFF, TESTDATA, count_facts
 from tv_mlir.api import prepare
 from tv_mlir.options import Options
 from tv_mlir.shrink import counts
@@ -30,7 +30,6 @@ from tv_mlir.shrink.plan import ShrinkPlan, plan
 
 D = TESTDATA / "shrink_rules"
 FORMS = json.loads((D / "manifest_count_forms.json").read_text())
-RULES_OFF = {"full_size_check": "off", "second_witness": False}
 
 
 def _files(pair: str, kind: str) -> tuple[str, str]:

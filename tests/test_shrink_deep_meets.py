@@ -15,7 +15,7 @@ import json
 import pytest
 
 import tv_mlir
-from tests.conftest import TESTDATA
+from tests.conftest import RULES_OFF, TESTDATA
 from tv_mlir.api import prepare
 from tv_mlir.options import Options
 from tv_mlir.shrink import clamps, constants, meets
@@ -24,7 +24,6 @@ from tv_mlir.shrink.plan import plan
 
 D = TESTDATA / "shrink_rules"
 PAIRS = json.loads((D / "manifest_deep_meets.json").read_text())
-RULES_OFF = {"full_size_check": "off", "second_witness": False}
 
 
 def _files(variant: str, kind: str) -> tuple[str, str]:

@@ -9,12 +9,11 @@ alone, the correct twin `equivalent` and shrunk."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 
 import tv_mlir
-from tests.conftest import TESTDATA, assert_confirmed_at_original_sizes
+from tests.conftest import RULES_OFF, TESTDATA, assert_confirmed_at_original_sizes
 from tv_mlir.api import prepare
 from tv_mlir.assume import resolve
 from tv_mlir.options import Options
@@ -24,7 +23,6 @@ from tv_mlir.shrink.plan import plan
 
 D = TESTDATA / "device_offsets"
 MANIFEST = {e["pair"]: e for e in json.loads((D / "manifest.json").read_text())}
-RULES_OFF: dict[str, Any] = {"full_size_check": "off", "second_witness": False}
 ASSUME = {"arg1": (0, 512)}
 
 

@@ -12,7 +12,7 @@ from functools import cache
 import pytest
 
 import tv_mlir
-from tests.conftest import TESTDATA
+from tests.conftest import RULES_OFF, TESTDATA
 from tv_mlir.api import prepare
 from tv_mlir.options import Options
 from tv_mlir.shrink.pair import _raw
@@ -25,7 +25,6 @@ MECHANISM = {"mult_sum": "sums", "mean_twice": "sums", "const_sum": "sums", "cal
 # Every (pair, mechanism) whose bug hides with the mechanism off: mean_twice's two means
 # are two reduces, one value only by value numbering.
 HIDES = sorted(MECHANISM.items()) + [("mean_twice", "numbering"), ("int_overflow", "overflow")]
-RULES_OFF = {"full_size_check": "off", "second_witness": False}
 
 
 def _files(pair: str, variant: str, kind: str) -> tuple[str, str]:

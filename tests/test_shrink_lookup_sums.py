@@ -12,7 +12,7 @@ import json
 import pytest
 
 import tv_mlir
-from tests.conftest import TESTDATA
+from tests.conftest import RULES_OFF, TESTDATA
 from tv_mlir.api import _assumed_bounds, prepare
 from tv_mlir.options import Options
 from tv_mlir.shrink import constants, counts, lookups
@@ -22,7 +22,6 @@ from tv_mlir.shrink.plan import ShrinkPlan, plan
 D = TESTDATA / "shrink_rules"
 SUMS = json.loads((D / "manifest_lookup_sums.json").read_text())
 VOCAB = {(e["pair"], e["variant"]): e["sizes"]["vocab"] for e in SUMS}
-RULES_OFF = {"full_size_check": "off", "second_witness": False}
 
 
 def _files(pair: str, variant: str, kind: str) -> tuple[str, str]:

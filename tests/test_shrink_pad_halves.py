@@ -6,12 +6,11 @@ original sizes). Verdicts with the full-size check and the second witness off.""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 
 import tv_mlir
-from tests.conftest import TESTDATA
+from tests.conftest import RULES_OFF, TESTDATA
 from tv_mlir.api import prepare
 from tv_mlir.options import Options
 from tv_mlir.shrink import dim_rules
@@ -20,7 +19,6 @@ from tv_mlir.shrink.plan import ShrinkPlan, plan
 
 D = TESTDATA / "shrink_rules"
 PAIRS = json.loads((D / "manifest_pad_halves.json").read_text())
-RULES_OFF: dict[str, Any] = {"full_size_check": "off", "second_witness": False}
 
 
 def _files(variant: str, kind: str) -> tuple[str, str]:

@@ -11,7 +11,7 @@ import json
 import pytest
 
 import tv_mlir
-from tests.conftest import TESTDATA
+from tests.conftest import RULES_OFF, TESTDATA
 from tv_mlir.api import prepare
 from tv_mlir.options import Options
 from tv_mlir.shrink import clamps, constants
@@ -23,7 +23,6 @@ from tv_mlir.shrink.plan import ShrinkPlan, plan
 
 D = TESTDATA / "shrink_rules"
 PAIRS = json.loads((D / "manifest_pair_meets.json").read_text())
-RULES_OFF = {"full_size_check": "off", "second_witness": False}
 
 
 def _files(variant: str, kind: str) -> tuple[str, str]:

@@ -13,7 +13,7 @@ import json
 import pytest
 
 import tv_mlir
-from tests.conftest import TESTDATA, count_facts
+from tests.conftest import RULES_OFF, TESTDATA, count_facts
 from tv_mlir.api import prepare
 from tv_mlir.options import Options
 from tv_mlir.shrink import counts
@@ -22,7 +22,6 @@ from tv_mlir.shrink.plan import ShrinkPlan, plan
 
 D = TESTDATA / "shrink_rules"
 POLE = json.loads((D / "manifest_pole.json").read_text())
-RULES_OFF = {"full_size_check": "off", "second_witness": False}
 
 
 def _files(kind: str, pair: str = "pole_nan") -> tuple[str, str]:

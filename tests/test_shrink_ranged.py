@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import tv_mlir
-from tests.conftest import TESTDATA, assert_confirmed_at_original_sizes
+from tests.conftest import RULES_OFF, TESTDATA, assert_confirmed_at_original_sizes
 from tv_mlir.api import prepare
 from tv_mlir.assume import resolve
 from tv_mlir.options import Options
@@ -26,7 +26,6 @@ from tv_mlir.shrink.plan import ShrinkPlan, plan
 D = TESTDATA / "shrink_rules"
 BATCH3 = {e["pair"]: e for e in json.loads((D / "manifest_redteam3.json").read_text()) if e["variant"] == "small"}
 BATCH4 = {e["pair"]: e for e in json.loads((D / "manifest_redteam4.json").read_text())}
-RULES_OFF: dict[str, Any] = {"full_size_check": "off", "second_witness": False}
 
 
 def _entry(pair: str) -> tuple[dict[str, Any], dict[str, int | str]]:

@@ -14,7 +14,7 @@ import sys
 import pytest
 
 import tv_mlir
-from tests.conftest import TESTDATA
+from tests.conftest import RULES_OFF, TESTDATA
 from tv_mlir.api import prepare
 from tv_mlir.options import Options
 from tv_mlir.shrink import constants, rules
@@ -23,7 +23,6 @@ from tv_mlir.shrink.plan import ShrinkPlan, plan
 
 D = TESTDATA / "shrink_rules"
 REDTEAM = json.loads((D / "manifest_redteam.json").read_text())
-RULES_OFF = {"full_size_check": "off", "second_witness": False}
 # Integer label inputs range over the vocabulary (one-hot and take_along_axis differ
 # outside it, a real difference of the programs that is not what these pairs are about).
 ASSUME = {"label_smooth": {"arg1": (0, 16)}, "onehot_offset": {"arg2": (0, 64)}, "onehot_sqrelu": {"arg2": (0, 64)}}

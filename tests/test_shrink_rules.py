@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import tv_mlir
-from tests.conftest import TESTDATA, assert_confirmed_at_original_sizes
+from tests.conftest import RULES_OFF, TESTDATA, assert_confirmed_at_original_sizes
 from tv_mlir.api import prepare
 from tv_mlir.options import Options
 from tv_mlir.shrink.facts import ProgramFacts, splat
@@ -23,7 +23,6 @@ from tv_mlir.shrink.plan import ShrinkPlan, plan
 
 D = TESTDATA / "shrink_rules"
 MANIFEST = json.loads((D / "manifest.json").read_text())
-RULES_OFF = {"full_size_check": "off", "second_witness": False}
 
 
 def _files(pair: str, variant: str, kind: str) -> tuple[str, str]:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import tv_mlir
-from tests.conftest import TESTDATA, assert_confirmed_at_original_sizes
+from tests.conftest import RULES_OFF, TESTDATA, assert_confirmed_at_original_sizes
 from tv_mlir.api import _assumed_bounds, prepare
 from tv_mlir.options import Options
 from tv_mlir.shrink import counts, scatters
@@ -24,7 +24,6 @@ from tv_mlir.shrink.plan import ShrinkPlan, plan
 D = TESTDATA / "shrink_rules"
 PAIRS = json.loads((D / "manifest_scatter_adds.json").read_text())
 SIZES = {(e["pair"], e["variant"]): e["sizes"] for e in PAIRS}
-RULES_OFF: dict[str, Any] = {"full_size_check": "off", "second_witness": False}
 BUGS = ["scatter_rows", "scatter_count", "scatter_combiner", "scatter_drop", "scatter_clamp", "scatter_positions",
         "scatter_at_count"]
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import tv_mlir
-from tests.conftest import TESTDATA, GeneratedPairs, assert_confirmed_at_original_sizes
+from tests.conftest import RULES_OFF, TESTDATA, GeneratedPairs, assert_confirmed_at_original_sizes
 from tv_mlir.api import prepare
 from tv_mlir.options import Options
 from tv_mlir.shrink import degree
@@ -23,7 +23,6 @@ from tv_mlir.shrink.plan import ClassEntry, plan
 D = TESTDATA / "squares"
 PAIRS = GeneratedPairs(D)
 MANIFEST = PAIRS.manifest
-RULES_OFF: dict[str, Any] = {"full_size_check": "off", "second_witness": False}
 # Rule a's note on a counted class (its size a value ordered with every literal).
 COUNTED = "its size values stay in order with every literal"
 
