@@ -3,6 +3,7 @@ equal fingerprints nominate a reference value as the counterpart of another prog
 value, which the sweep then proves (a fingerprint is evidence, never a proof)."""
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -107,6 +108,27 @@ class Trace:
     outputs: list[list[np.ndarray]] = field(default_factory=list)
     checks: list[list[Any]] = field(default_factory=list)  # per run: spmd.ReplicaCheck list
     other_funcs: bool = True  # values carry the run with other functions last (`numeric_trace`)
+    # The fingerprints of the small values (`_small_keys`), made together at the first
+    # `keys`: name -> (kind, keys, the runs they were made from).
+    _small: dict[str, tuple[Kind, list[bytes | None], list[np.ndarray]]] | None = field(default=None, repr=False)
+
+    def keys(self, name: str, kind: Kind) -> list[bytes | None] | None:
+        """`fingerprints(self.values[name], kind)`, None for a value without runs. Why a
+        method: each call of `fingerprints` costs some 30 us of numpy set-up whatever the
+        value's size, and a sweep asks for every value of both programs on every device;
+        on a small pair that set-up was a quarter of the symbolic phase. The values below
+        KEYS_IN_ONE_BUFFER elements are fingerprinted together at the first call, in one
+        array per element type (the keys of a row depend on that row alone, so they are
+        the keys `fingerprints` makes of the value by itself)."""
+        runs = self.values.get(name)
+        if runs is None:
+            return None
+        if self._small is None:
+            self._small = _small_keys(self.values)
+        got = self._small.get(name)
+        if got is not None and got[0] is kind and len(got[2]) == len(runs) and all(map(operator.is_, got[2], runs)):
+            return got[1]
+        return fingerprints(runs, kind)
 
 
 def numeric_trace(module: Module, input_sets: list[list[np.ndarray]], max_unroll: int) -> Trace:
@@ -167,7 +189,8 @@ def input_runs(trace: Trace, input_sets: list[list[np.ndarray]], k: int) -> list
 def fingerprints(runs: list[np.ndarray], kind: Kind) -> list[bytes | None]:
     """The fingerprint of every element (flat, C order), or None where it is useless:
     values rounded to float32 (the runs compute in float64, in each program's own order),
-    one per run. Vectorised: this runs for every element of every value."""
+    one per run. Vectorised: this runs for every element of every value (of both programs,
+    on every device); on a small pair it was a quarter of the symbolic phase."""
     rows = np.stack([np.asarray(r).reshape(-1) for r in runs], axis=1)
     if kind is Kind.FLOAT:
         rows = rows.astype(np.float32)
@@ -180,6 +203,63 @@ def fingerprints(runs: list[np.ndarray], kind: Kind) -> list[bytes | None]:
         ok = (rows != 0).all(axis=1)
     ok &= (rows != rows[:, :1]).any(axis=1)  # run-independent values are constants
     tag = kind.value.encode()
-    return [tag + row.tobytes() if good else None for row, good in zip(rows, ok.tolist())]
+    if len(rows) < KEYS_IN_ONE_BUFFER:
+        return [tag + row.tobytes() if good else None for row, good in zip(rows, ok.tolist())]
+    return _keys(tag, rows, ok)
 
 
+# Values of at least this many elements make their fingerprints in one buffer (`_keys`):
+# half the time per element past a few hundred, more than the per-row bytes below ~64.
+KEYS_IN_ONE_BUFFER = 64
+
+
+def _keys(tag: bytes, rows: np.ndarray, ok: np.ndarray) -> list[bytes | None]:
+    """tag + row.tobytes() per row where ok, else None, made in one buffer (the tag written
+    in front of every row) and read out as one void item per row."""
+    n = rows.shape[0]
+    body = np.ascontiguousarray(rows).view(np.uint8).reshape(n, -1)
+    width = len(tag) + body.shape[1]
+    buf = np.empty((n, width), np.uint8)
+    buf[:, :len(tag)] = np.frombuffer(tag, np.uint8)
+    buf[:, len(tag):] = body
+    keys: list[Any] = buf.view(np.dtype((np.void, width))).reshape(-1).tolist()  # bytes, one per row
+    return [k if good else None for k, good in zip(keys, ok.tolist())]
+
+
+def _small_keys(values: dict[str, list[np.ndarray]]) -> dict[str, tuple[Kind, list[bytes | None], list[np.ndarray]]]:
+    """The fingerprints of every value below KEYS_IN_ONE_BUFFER elements whose runs are
+    float or integer arrays of one dtype, as `fingerprints` makes them with the kind
+    their dtype says (`Trace.keys` uses them only when the sweep asks for that kind). The
+    values of one dtype and number of runs are put side by side and fingerprinted as one
+    value: every step of `fingerprints` reads one row (one element's runs) at a time. One
+    dtype per group, as `np.stack` would keep it: mixing, say, uint64 and int64 would
+    promote to float64 and round large integers."""
+    groups: dict[tuple[np.dtype, int], list[tuple[str, list[np.ndarray]]]] = {}
+    for name, runs in values.items():
+        if not runs:
+            continue
+        first = np.asarray(runs[0])
+        dt = first.dtype
+        if dt.kind not in "fiu" or first.size >= KEYS_IN_ONE_BUFFER:
+            continue
+        if any(type(r) is not np.ndarray or r.dtype != dt or r.size != first.size for r in runs):
+            continue
+        groups.setdefault((dt, len(runs)), []).append((name, runs))
+    out: dict[str, tuple[Kind, list[bytes | None], list[np.ndarray]]] = {}
+    for (dt, n_runs), members in groups.items():
+        kind = Kind.FLOAT if dt.kind == "f" else Kind.INT
+        # Every run of every value one after another (value by value, run by run), then
+        # element e of a value of n elements starting at `base` has its run j at base + j*n + e.
+        flat = np.concatenate([r for _, runs in members for r in runs], axis=None)  # each flattened
+        sizes = np.array([runs[0].size for _, runs in members], np.int64)
+        bases = np.concatenate([[0], np.cumsum(sizes * n_runs)[:-1]])
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        per_elem_n = np.repeat(sizes, sizes)
+        first = np.repeat(bases, sizes) + np.arange(int(sizes.sum())) - np.repeat(starts, sizes)
+        rows = flat[first[:, None] + np.arange(n_runs)[None, :] * per_elem_n[:, None]]
+        keys = fingerprints(list(rows.T), kind)
+        at = 0
+        for (name, runs), n in zip(members, sizes.tolist()):
+            out[name] = (kind, keys[at:at + n], list(runs))
+            at += n
+    return out

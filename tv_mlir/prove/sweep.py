@@ -148,8 +148,9 @@ class Sweeper:
             if kind is not Kind.BOOL:
                 self._ref_arrays.append(new)
                 self._ref_runs.append(runs)
-            if runs is not None and kind is not Kind.BOOL:
-                for x, key in zip(new.reshape(-1), fingerprints(runs, kind)):
+            keys = self.ref_trace.keys(name, kind) if runs is not None and kind is not Kind.BOOL else None
+            if keys is not None:
+                for x, key in zip(new.reshape(-1), keys):
                     if key is not None:
                         cands = self.table.setdefault(key, [])
                         if not any(T.identical(x, c) for c in cands):
@@ -281,7 +282,8 @@ class Sweeper:
             flat = new.reshape(-1)
             # (flat index, candidate reference elements newest first, ours)
             todo: list[tuple[int, list[Any], Any]] = []
-            keys = fingerprints(runs, kind)
+            keys = self.other_trace.keys(name, kind)
+            assert keys is not None
             missed: set[int] = set()  # a fingerprint that met nothing
             for i, key in enumerate(keys):
                 cands = self.table.get(key) if key is not None else None
