@@ -17,6 +17,7 @@ shard's block of it): a partial hit recomputes the whole array, which keeps the 
 themselves unchanged (they see whole arrays of the op's own shape)."""
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,7 +60,7 @@ class ElementMemo:
         """The op's results: from the memo when it holds every element, else `compute()`'s,
         recorded."""
         shape = op.result_types[0].shape
-        size = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        size = math.prod(shape)  # of Python ints: np.prod costs microseconds per op
         if size < MIN_ELEMENTS or any(a.shape != shape for a in args):
             return compute()
         cols = []

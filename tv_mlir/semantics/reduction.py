@@ -1,6 +1,7 @@
 """Contractions and orderings: reduce, dot_general, sort, chlo.top_k."""
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Any
 
@@ -74,7 +75,9 @@ def _dot_general(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndar
     lb, rb, lc, rc = list(dn.lhs_batch), list(dn.rhs_batch), list(dn.lhs_contracting), list(dn.rhs_contracting)
     lf = [d for d in range(lhs.ndim) if d not in lb and d not in lc]
     rf = [d for d in range(rhs.ndim) if d not in rb and d not in rc]
-    size = lambda x, ds: int(np.prod([x.shape[d] for d in ds])) if ds else 1  # noqa: E731
+    # math.prod of the dimension sizes (Python ints): np.prod of a list costs microseconds
+    # per call, six per dot, in every numeric and symbolic run.
+    size = lambda x, ds: math.prod([x.shape[d] for d in ds])  # noqa: E731
     a = np.transpose(lhs, lb + lf + lc).reshape(size(lhs, lb), size(lhs, lf), size(lhs, lc))
     b = np.transpose(rhs, rb + rf + rc).reshape(size(rhs, rb), size(rhs, rf), size(rhs, rc))
     kind = ctx.kind(0)

@@ -29,7 +29,7 @@ def _broadcast_in_dim(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np
     x = args[0]
     dims = list(op.attrs["broadcast_dimensions"])
     out_shape = op.result_types[0].shape
-    order = np.argsort(dims)
+    order = sorted(range(len(dims)), key=dims.__getitem__)  # np.argsort's order: the dims are distinct
     x = np.transpose(x, order) if x.ndim > 1 else x
     shape = [1] * len(out_shape)
     for src, d in enumerate(sorted(dims)):
