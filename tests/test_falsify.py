@@ -139,8 +139,8 @@ def test_pairs_keep_their_verdicts(name: str, verdict: str, monkeypatch: pytest.
     seen: list[bool] = []
     original = falsify.refuted
 
-    def spy(e):  # type: ignore[no-untyped-def]
-        got = original(e)
+    def spy(e, bounds=()):  # type: ignore[no-untyped-def]
+        got = original(e, bounds)
         seen.append(got)
         return got
 

@@ -9,10 +9,13 @@ the formula at a handful of points finds most such models in about a millisecond
 
 Why it changes no proof: the local solver call (`solve.prove_batch`) asks whether the
 formula is valid, every free constant (cut point, input) and uninterpreted function left
-free, with no constraint beside it. An assignment of the free constants, with an
-interpretation of the uninterpreted functions, under which the formula evaluates to False
-is a model of its negation, so the solver can never prove that formula: leaving it out of
-the call only skips a call that could not succeed for it. The evaluation
+free, with no constraint beside the bounds the store knows of some constants (`known`:
+the formula's hypotheses, `solve.assuming`). An assignment of the free constants inside
+those bounds, with an interpretation of the uninterpreted functions, under which the
+formula evaluates to False is a model of the hypotheses and the formula's negation, so the
+solver can never prove that formula: leaving it out of the call only skips a call that
+could not succeed for it. Bounded constants are drawn inside their bounds (and checked
+there: a value outside would refute only the formula without its hypotheses). The evaluation
 (`term_eval.evaluate`) is exact (Fractions, ints, Booleans) and follows SMT-LIB's meaning of
 each kind; wherever SMT-LIB leaves a value open (1/0, integer division by 0) it raises,
 and that assignment is not used. Functions are interpreted by a table per attempt, so
@@ -21,12 +24,14 @@ equal arguments give equal values (it is a function). A refutation sends a pair 
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 from tv_mlir.algebra import term_eval
 from tv_mlir.algebra.term import BOOL, BVAR, INT, POLY, VAR, Term
+from tv_mlir.prove.known import Bound
 
 ATTEMPTS = 4  # assignments tried per formula
 # Larger formulas go to the solver as they are: four exact evaluations of a formula cost
@@ -34,6 +39,7 @@ ATTEMPTS = 4  # assignments tried per formula
 # fraction of the sweep's 0.5 s solver timeout it tries to spare.
 MAX_NODES = 5_000
 REFUTE = True  # the switch the tests flip
+NARROW_INTS = 16  # an int constant bounded this narrowly takes any value of its range
 # Real values: small dyadic rationals, so that sums of a few cancel exactly now and then
 # (which is how a valid identity evaluates) and products stay short.
 _REAL_NUMERATORS = range(-24, 25)
@@ -73,14 +79,38 @@ class Refutation:
     funcs: dict[tuple[Any, ...], term_eval.Value]
 
 
-def refuted(formula: Any) -> bool:
-    """True when the formula evaluates to False at some assignment tried (module
-    docstring): the solver cannot prove it. False says nothing."""
-    return refutation(formula) is not None
+def _bounded_value(rng: random.Random, b: Bound, ints: list[int]) -> term_eval.Value | None:
+    """A value inside b: an int of a narrow range (an IEEE class, 0..3: the refuting class is
+    often NaN, far from the formula's literals) or near the formula's literals (else one
+    of its ends), reals drawn as usual and moved inside; None if none is found."""
+    if b.sort == INT:
+        if b.lo is not None and b.hi is not None and b.hi - b.lo <= NARROW_INTS:
+            return rng.randint(int(b.lo), int(b.hi))
+        inside = [x for x in ints if b.holds(x)] or [int(x) for x in (b.lo, b.hi) if x is not None and b.holds(x)]
+        return rng.choice(inside) if inside else None
+    x = _random_value(rng, b.sort, ints)
+    assert isinstance(x, Fraction)
+    if not b.holds(x):
+        step = abs(x) or Fraction(1, 2)
+        if b.lo is not None and b.hi is not None:
+            x = b.lo + (b.hi - b.lo) * Fraction(rng.randrange(1, 5), 4)
+        elif b.lo is not None:
+            x = b.lo + step
+        elif b.hi is not None:
+            x = b.hi - step
+    return x if b.holds(x) else None
 
 
-def refutation(formula: Any) -> Refutation | None:
-    """An assignment where the formula evaluates to False, if one of the few tried is."""
+def refuted(formula: Any, bounds: Sequence[Bound] = ()) -> bool:
+    """True when the formula evaluates to False at some assignment tried, inside the bounds
+    of its constants (module docstring): the solver cannot prove it under them. False says
+    nothing."""
+    return refutation(formula, bounds) is not None
+
+
+def refutation(formula: Any, bounds: Sequence[Bound] = ()) -> Refutation | None:
+    """An assignment inside `bounds` where the formula evaluates to False, if one of the
+    few tried is."""
     if not REFUTE or type(formula) is not Term:
         return None
     store = formula.store
@@ -100,8 +130,18 @@ def refutation(formula: Any) -> Refutation | None:
     # (id - 16 == 0), which values drawn from a wide range would never meet.
     ints = sorted({x + d for x in literals for d in (-1, 0, 1)} | {-x for x in literals})
     rng = random.Random(formula.id)  # deterministic: a sweep's merges must not vary run to run
+    bounded = {b.name: b for b in bounds if leaves.get(b.name) == b.sort}
     for _ in range(ATTEMPTS):
         env = {name: _random_value(rng, sort, ints) for name, sort in leaves.items()}
+        inside = True
+        for name, b in bounded.items():
+            v = _bounded_value(rng, b, ints)
+            if v is None:
+                inside = False
+                break
+            env[name] = v
+        if not inside:
+            return None  # a bound no value drawn meets: nothing is refuted
         funcs = _Interpretation(rng)
         try:
             value = term_eval.evaluate(formula, env, funcs)

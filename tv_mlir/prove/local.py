@@ -2,7 +2,9 @@
 are unfolded newest first until the two sides meet at common cut points, then the
 simplifier, then min/max networks by the 0-1 principle, then one short solver call per op
 result. Common cut points stay free constants, a sound abstraction: an identity for all
-their values holds for the values they take."""
+their values holds for the values they take; so does one for all their values that satisfy
+the facts the store keeps of them (`known`: a class in 0..3, a cut point known positive),
+which the solver calls take as hypotheses."""
 from __future__ import annotations
 
 from collections import Counter
@@ -17,6 +19,7 @@ from tv_mlir.algebra.piecewise import PiecewiseChecker
 from tv_mlir.prove import falsify, solve
 from tv_mlir.prove.cuts import CutStore
 from tv_mlir.prove.instances import InstanceTable
+from tv_mlir.prove.known import Known
 
 SWEEP_BLOWUP = 1000  # local proofs are small; a blow-up means the match is a coincidence
 # New own terms (nodes and monomials) one local proof's unfolding may make before it stops as
@@ -83,6 +86,10 @@ class LocalProver:
     # constants is proved without unfolding (`instances`). None: every pair is unfolded.
     instances: InstanceTable | None = None
     _trail: set[int] = field(default_factory=set)  # cut variables the current attempt unfolded
+    # The facts of free constants, the solver calls' hypotheses: the normal form already
+    # read them (a `cpos!` cut point's sign, a class cut point's 0..3), so without them the
+    # solver meets models the terms were built to exclude (docs/classes.md).
+    known: Known = field(default_factory=Known)
 
     def __post_init__(self) -> None:
         self._cases = PiecewiseChecker(self.store.definition)
@@ -161,8 +168,12 @@ class LocalProver:
                 open_ = [(i, e) for i, e in open_ if not table.solver_failed(e, timeout_s, share)]
             # A formula false at some point the solver also allows is one it cannot prove
             # (`falsify`): only the others are asked. Noted as failed below, as the solver's.
-            asked = [(i, e) for i, e in open_ if not falsify.refuted(e)]
-            for i in solve.prove_batch([(i, T.formula(e)) for i, e in asked], timeout_s):
+            asked = []
+            for i, e in open_:
+                claim = self._claim(e)
+                if claim is not None:
+                    asked.append((i, claim))
+            for i in solve.prove_batch(asked, timeout_s):
                 status[i] = "solver"
             if table is not None:
                 for i, e in open_:
@@ -259,7 +270,17 @@ class LocalProver:
         ta, tb = T.class_term(ka, left[0]), T.class_term(right_k, right[0])
         if ta is not None and tb is not None and piecewise_equal(ta, tb, self._cases):
             return True
-        return solve.valid(T.formula(same), self.timeout_s)
+        claim = self._claim(same)
+        return claim is not None and solve.valid(claim, self.timeout_s)
+
+    def _claim(self, eq: Any) -> Any | None:
+        """The solver's formula for a local equality: `eq` under the facts of its free
+        constants (`known`); None when an assignment inside them refutes it (`falsify`),
+        so that the solver cannot prove it."""
+        bounds = self.known.bounds(eq)
+        if falsify.refuted(eq, bounds):
+            return None
+        return solve.assuming(T.formula(eq), [(T.formula(b.var), b) for b in bounds])
 
     def _equal(self, a: Any, b: Any, left: list[Any], right: list[Any], kind: Kind) -> Any:
         """a == b with their terms replaced by `left` and `right`. Finite floats (the usual

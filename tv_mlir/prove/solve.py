@@ -10,11 +10,15 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from fractions import Fraction
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from typing import Any
 
 import z3
+
+from tv_mlir.algebra.term import INT
+from tv_mlir.prove.known import Bound
 
 # z3's own Ctrl-C handling (on by default while a check runs) turns SIGINT into an
 # `unknown` result with this reason; it is an interrupt, never a verdict.
@@ -284,6 +288,26 @@ def _solve_text(text: str, timeout_s: float) -> tuple[str, str]:
 
 # ---------------------------------------------------------------------------
 # Small proofs for the sweep and the witness search
+
+
+def assuming(claim: Any, bounds: Sequence[tuple[Any, Bound]]) -> Any:
+    """The claim wherever each (z3 constant, its bound) holds: the facts the term store
+    keeps of free constants (`known`), as hypotheses of a local proof."""
+    facts = []
+    for x, b in bounds:
+        if b.lo is not None:
+            lo = _number(b.lo, b.sort)
+            facts.append(x > lo if b.lo_open else x >= lo)
+        if b.hi is not None:
+            facts.append(x <= _number(b.hi, b.sort))
+    return z3.Implies(z3.And(*facts), claim) if facts else claim
+
+
+def _number(v: int | Fraction, sort: str) -> Any:
+    if sort == INT:
+        return z3.IntVal(int(v))
+    f = Fraction(v)
+    return z3.Q(f.numerator, f.denominator)
 
 
 def valid(claim: Any, timeout_s: float) -> bool:
