@@ -103,6 +103,9 @@ def _trace_values(seed: int) -> dict[str, list[np.ndarray]]:
     values["%big_a"] = [np.full(3, (1 << 62) + 1 + j, np.uint64) for j in range(F.RUNS + 1)]
     values["%big_b"] = [np.full(3, (1 << 62) + 2 + j, np.uint64) for j in range(F.RUNS + 1)]
     values["%mixed"] = [np.arange(4, dtype=np.float64 if j % 2 else np.float32) * (j + 1) for j in range(F.RUNS + 1)]
+    # A ui64 value with an i64 run: its own runs stack to float64; in one array with the
+    # other ui64 values it would make theirs float64 too.
+    values["%ui_then_i"] = [np.full(2, 5 + j, np.uint64 if j == 0 else np.int64) for j in range(F.RUNS + 1)]
     return values
 
 

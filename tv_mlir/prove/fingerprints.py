@@ -228,21 +228,29 @@ def _keys(tag: bytes, rows: np.ndarray, ok: np.ndarray) -> list[bytes | None]:
 
 def _small_keys(values: dict[str, list[np.ndarray]]) -> dict[str, tuple[Kind, list[bytes | None], list[np.ndarray]]]:
     """The fingerprints of every value below KEYS_IN_ONE_BUFFER elements whose runs are
-    float or integer arrays of one dtype, as `fingerprints` makes them with the kind
-    their dtype says (`Trace.keys` uses them only when the sweep asks for that kind). The
-    values of one dtype and number of runs are put side by side and fingerprinted as one
-    value: every step of `fingerprints` reads one row (one element's runs) at a time. One
-    dtype per group, as `np.stack` would keep it: mixing, say, uint64 and int64 would
-    promote to float64 and round large integers."""
+    float or integer arrays, as `fingerprints` makes them with the kind their dtype says
+    (`Trace.keys` uses them only when the sweep asks for that kind). The values whose
+    first run has one dtype (and as many runs) are put side by side and fingerprinted as
+    one value: every step of `fingerprints` reads one row (one element's runs) at a time.
+
+    Why the groups are exact: a value's runs are one op result's, of one shape (the
+    interpreter raises ShapeError on any other), so the group is laid out value by value,
+    run by run, as `sizes` says (the total is checked). `np.stack` casts a value's runs to
+    their common dtype, and so does the group's concatenation, to the group's: a group
+    whose concatenation is not of its key's dtype held a run of a wider one (an int64 run
+    among uint64 values would make float64 and round large integers) and is left to
+    `fingerprints` value by value. Otherwise every run casts into the key's dtype, and each
+    value's own common dtype is that dtype too (its first run has it): the same casts as
+    `np.stack`'s. Checked per group, not per run: a sweep asks for a fifth of the values of
+    a sharded program (devices holding the same terms are observed once), so what the
+    batch costs per value must stay well below what a call of `fingerprints` costs."""
     groups: dict[tuple[np.dtype, int], list[tuple[str, list[np.ndarray]]]] = {}
     for name, runs in values.items():
-        if not runs:
+        if not runs or type(runs[0]) is not np.ndarray:
             continue
-        first = np.asarray(runs[0])
+        first = runs[0]
         dt = first.dtype
         if dt.kind not in "fiu" or first.size >= KEYS_IN_ONE_BUFFER:
-            continue
-        if any(type(r) is not np.ndarray or r.dtype != dt or r.size != first.size for r in runs):
             continue
         groups.setdefault((dt, len(runs)), []).append((name, runs))
     out: dict[str, tuple[Kind, list[bytes | None], list[np.ndarray]]] = {}
@@ -252,11 +260,14 @@ def _small_keys(values: dict[str, list[np.ndarray]]) -> dict[str, tuple[Kind, li
         # element e of a value of n elements starting at `base` has its run j at base + j*n + e.
         flat = np.concatenate([r for _, runs in members for r in runs], axis=None)  # each flattened
         sizes = np.array([runs[0].size for _, runs in members], np.int64)
+        total = int(sizes.sum())
+        if flat.dtype != dt or flat.size != total * n_runs:
+            continue
         bases = np.concatenate([[0], np.cumsum(sizes * n_runs)[:-1]])
         starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
         per_elem_n = np.repeat(sizes, sizes)
-        first = np.repeat(bases, sizes) + np.arange(int(sizes.sum())) - np.repeat(starts, sizes)
-        rows = flat[first[:, None] + np.arange(n_runs)[None, :] * per_elem_n[:, None]]
+        first_run = np.repeat(bases, sizes) + np.arange(total) - np.repeat(starts, sizes)
+        rows = flat[first_run[:, None] + np.arange(n_runs)[None, :] * per_elem_n[:, None]]
         keys = fingerprints(list(rows.T), kind)
         at = 0
         for (name, runs), n in zip(members, sizes.tolist()):
