@@ -373,9 +373,9 @@ def _follow(fa: ProgramFacts, a: DimAnalysis, fam: frozenset[int], start: str, p
             for r in op.results:
                 push(r)
         # A function's return: the calls' results.
-        fn_name = _returning(fa, v)
-        if fn_name:
-            idx = fa.module.funcs[fn_name].body.returns.index(v)
+        returned = fa.returned_by(v)
+        if returned:
+            fn_name, idx = returned
             for call in _calls_of(fa, fn_name):
                 push(call.results[idx])
     if found_any:
@@ -392,13 +392,6 @@ def _record(fa: ProgramFacts, a: DimAnalysis, fam: frozenset[int], op: Op, v: st
             ps.results.update(op.results)
             hit = True
     return hit
-
-
-def _returning(fa: ProgramFacts, v: str) -> str | None:
-    for name, fn in fa.module.funcs.items():
-        if v in fn.body.returns and name != fa.module.entry:
-            return name
-    return None
 
 
 def _calls_of(fa: ProgramFacts, name: str) -> list[Op]:

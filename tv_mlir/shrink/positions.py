@@ -13,7 +13,7 @@ and into loops and out of branches (`facts.region_flow`: a `fori_loop` body that
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from tv_mlir.ir import Op
@@ -86,7 +86,7 @@ def combined_positions(fa: ProgramFacts, a: DimAnalysis) -> set[frozenset[int]]:
     return combined  # the second pass names the first's again
 
 
-def _pass(fa: ProgramFacts, a: DimAnalysis, ops: list[Op], derived: dict[str, tuple[float, frozenset[int]]],
+def _pass(fa: ProgramFacts, a: DimAnalysis, ops: Sequence[Op], derived: dict[str, tuple[float, frozenset[int]]],
           memo: dict[str, tuple[tuple[tuple[str, float], ...], bool] | None],
           name: Callable[[str, float, float, frozenset[int]], None],
           combined: set[frozenset[int]] | None = None, iotas: bool = True) -> None:
