@@ -92,7 +92,7 @@ def test_a_bound_holds_where_it_says() -> None:
 def _under_facts(s: TermStore, n: int) -> list[Term]:
     """Formulas valid where their constants' facts hold and not without them: a class kept
     by a positive finite scale (CLIP's case split) and a positive cut point's test."""
-    out: list[Term] = []
+    out: list[Term | bool] = []
     for _ in range(n):
         k = _class_cut(s, s.fresh("cnn", REAL))
         inf = s.or_(s.eq(k, s.int_(fast.POS)), s.eq(k, s.int_(fast.NEG)))
@@ -136,7 +136,7 @@ def test_a_refutation_is_a_point_inside_the_facts() -> None:
         bounds = Known().bounds(f)
         got = falsify.refutation(f, bounds)
         assert got is not None
-        assert all(b.holds(got.env[b.name]) for b in bounds)  # type: ignore[arg-type]
+        assert all(b.holds(got.env[b.name]) for b in bounds)
 
 
 # -- pairs ------------------------------------------------------------------------------
