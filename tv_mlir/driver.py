@@ -16,6 +16,7 @@ import numpy as np
 
 from tv_mlir.algebra import Kind, Symbolic, SymbolicAlgebra
 from tv_mlir.algebra import terms as T
+from tv_mlir.algebra.base import input_symbol
 from tv_mlir.algebra.checks import difference_is_zero, trivially_equal
 from tv_mlir.algebra.fast import FastAlgebra
 from tv_mlir.algebra.term import TermStore
@@ -299,7 +300,7 @@ def _symbolic_runs(p: _Proof) -> tuple[list[np.ndarray], list[np.ndarray], list[
     """Both programs on symbolic inputs, the other program's values merged into the
     reference's where they are proved equal (the sweep)."""
     for k, (name, t, bounds, sign) in enumerate(zip(p.names, p.types, p.bounds, _signs(p))):
-        arr, cons = p.alg.inputs(name, t.shape, Kind.of(t), t.is_unsigned, int_width(t) or 64,
+        arr, cons = p.alg.inputs(input_symbol(k, name), t.shape, Kind.of(t), t.is_unsigned, int_width(t) or 64,
                                  ieee=p.options.inputs == "ieee" or k in p.options.ieee_inputs,
                                  bounds=None if t.is_float else bounds, sign=sign)
         p.inputs.append(arr)

@@ -184,6 +184,16 @@ def scalar_array(x: Any) -> np.ndarray:
     return a
 
 
+def input_symbol(position: int, name: str) -> str:
+    """The name of a program input's symbols (`Algebra.inputs` appends the element's index).
+    Its position comes first: input names are the user's, so two may coincide, or one may
+    read as another's element (`x` and `x[1]`), and one symbol for two inputs proves things
+    false. It has no `!`: the cores name their own constants with one (cut points `c!3`, an
+    input's class `x!class`), and read a sign from `cpos!` / `cnn!` names, so an input named
+    `cpos!x` would be taken as positive."""
+    return f"in{position}.{name.replace('!', '_')}"
+
+
 def int_range(t: TensorType) -> tuple[int, int]:
     """The values of an integer type."""
     return type_range(t.bit_width, not t.is_unsigned)
