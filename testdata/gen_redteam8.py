@@ -98,6 +98,57 @@ def counts() -> list[Pair]:
     ]
 
 
+def _iota(x: jax.Array) -> jax.Array:
+    return lax.iota(I32, x.shape[0])
+
+
+def wraps() -> list[Pair]:
+    """Counts of a predicate zero_types' affine reading decides though the integers wrap
+    (ids from [0, 50), no assumed range): the select then reads one branch (no constant
+    term), so neither Newton nor rule k sees a count; the program takes the other branch at
+    every token with such ids (a count c of T there). The bug writes min(c, 2): c at 2 tokens."""
+    args = [Arg((T, HD)), Arg((T,), I32, 50)]
+
+    def count(p: Callable[[jax.Array], jax.Array]) -> Callable[[jax.Array, jax.Array], jax.Array]:
+        return lambda x, ids: jnp.sum(jnp.where(p(ids), _x0(x) * 0.0, 1.0))
+
+    def pair(name: str, p: Callable[[jax.Array], jax.Array], what: str) -> Pair:
+        c = count(p)
+        return _count(name, c, lambda x, ids: c(x, ids) * 1.0, lambda x, ids: jnp.minimum(c(x, ids), 2.0),
+                      what + " as min(c, 2)", args)
+    bits = np.int32(1 << 30)
+    return [
+        pair("taut_narrow", lambda ids: (ids + 200).astype(jnp.int8).astype(I32) > ids,
+             "c = count(int8(ids + 200) <= ids) (int8 wraps: T at ids below 56)"),
+        pair("taut_wrap", lambda ids: ids + bits + bits > ids,
+             "c = count(ids + 2^30 + 2^30 <= ids) (int32 wraps: T at ids >= 0)"),
+        pair("taut_narrow_eq", lambda ids: (ids + 256).astype(jnp.int8).astype(I32) != ids,
+             "c = count(int8(ids + 256) == ids) (T at ids in int8)"),
+        pair("taut_unsigned", lambda ids: (ids - 100).astype(jnp.uint32).astype(jnp.float32) < 0.0,
+             "c = count(float(uint32(ids - 100)) >= 0) (unsigned: T)"),
+    ]
+
+
+def fixed() -> list[Pair]:
+    """Sums of an atom of a value the same at every token that `constant_terms.Same` may
+    read as varying (then the atom is a fresh variable per token with no constant term,
+    and T shrinks to 2): the correct twin counts with a sum of ones, the bug writes 2."""
+    def pair(name: str, summand: Callable[[jax.Array], jax.Array], what: str) -> Pair:
+        return _count(name, lambda x, w: jnp.sum(summand(_x0(x))), lambda x, w: _ones(_x0(x)),
+                      lambda x, w: jnp.float32(2.0), what + " as 2")
+    return [
+        pair("fixed_clamp", lambda v: jnp.exp(jnp.clip(v, 0.0, 0.0)), "a sum of exp(clamp(0, x, 0)) (1 everywhere)"),
+        pair("fixed_minmax", lambda v: jnp.exp(jnp.maximum(jnp.minimum(v, 0.0), 0.0)),
+             "a sum of exp(max(min(x, 0), 0)) (1 everywhere)"),
+        pair("fixed_pow0", lambda v: jnp.exp(lax.pow(v, 0.0) - 1.0), "a sum of exp(x ** 0 - 1) (1 everywhere)"),
+        pair("fixed_and_zero", lambda v: jnp.exp((v.astype(I32) & 0).astype(F32)),
+             "a sum of exp(float(int(x) & 0)) (1 everywhere)"),
+        pair("fixed_xor_self", lambda v: jnp.exp((v.astype(I32) ^ v.astype(I32)).astype(F32)),
+             "a sum of exp(float(int(x) ^ int(x))) (1 everywhere)"),
+        pair("fixed_abs_neg", lambda v: jnp.exp(jnp.abs(v) - jnp.abs(-v)), "a sum of exp(|x| - |-x|) (1 everywhere)"),
+    ]
+
+
 def _range(name: str, mask: Callable[[jax.Array], jax.Array], what: str, v: int = 512) -> Pair:
     """A lookup of ids assumed in [0, v); the bug drops the rows its mask is false at (the
     mask true at every id below 100, false from 100 on)."""
@@ -120,12 +171,41 @@ def ranges() -> list[Pair]:
                "ids + 1000 < barrier(1100) (the number no literal)"),
         _range("range_full_add", lambda ids: ids + 1000 < jnp.full((), 1000, I32) + 100,
                "ids + 1000 < full(1000) + 100"),
+        _range("range_table_entry", lambda ids: ids < jnp.array([100, 7], I32)[0],
+               "ids < table[0] (table = [100, 7]: a constant array's entry, no splat literal)"),
         _range("range_offset_add", lambda ids: ids + (jnp.full((), 500, I32) + 500) < 1100,
                "ids + (full(500) + 500) < 1100 (the offset a computed number)"),
     ]
 
 
-def range_device_table(t: int, v: int, hd: int) -> Pair:
+def range_device_entry(t: int, v: int, hd: int) -> Pair:
+    """The vocabulary-parallel lookup whose bug masks the local ids at a device's entry of a
+    constant table (`local < [100, 101, 102, 103][tp]`): no splat literal names the split."""
+    vl = v // TP
+
+    def ref(emb: jax.Array, ids: jax.Array) -> jax.Array:
+        return jnp.sum(jnp.take(emb, ids, axis=0), axis=0)
+
+    def body(bug: bool) -> Callable[..., jax.Array]:
+        def f(emb: jax.Array, ids: jax.Array) -> jax.Array:
+            tp = lax.axis_index("tp")
+            local = ids - tp * vl
+            ok = (local >= 0) & (local < vl)
+            if bug:
+                ok = ok & (local < jnp.array([100 + q for q in range(TP)], I32)[tp])
+            rows = jnp.take(emb, jnp.clip(local, 0, vl - 1), axis=0)
+            return lax.psum(jnp.sum(jnp.where(ok[:, None], rows, 0.0), axis=0), "tp")
+        return f
+
+    def sharded(bug: bool) -> Callable[..., jax.Array]:
+        return _smap(MESH_TP, body(bug), (P("tp", None), P(None)), P(None))
+    ASSUME["range_device_entry"] = {"arg1": "vocab"}
+    return Pair("range_device_entry", "b", "small", {"tokens": t, "vocab": v, "hidden": hd},
+                [Arg((v, hd)), Arg((t,), I32, v)], ref, sharded(False), sharded(True),
+                "local ids masked at [100, 101, 102, 103][tp] (a device's entry of a constant table)")
+
+
+def range_device_table(t: int, v: int, hd: int) -> list[Pair]:
     """The vocabulary-parallel lookup through a table of block starts (constants.LOOKUP_TABLES
     ties a table of q * B): the bug's table is shifted by one row (entries B q + 1, no
     multiples of the block), so each shard reads its block one row off."""
@@ -136,7 +216,7 @@ def range_device_table(t: int, v: int, hd: int) -> Pair:
 
     def body(shift: int) -> Callable[..., jax.Array]:
         def f(emb: jax.Array, ids: jax.Array) -> jax.Array:
-            table = jnp.array([q * vl + shift for q in range(TP)], I32)
+            table = jnp.array([q * vl + (shift if shift > 0 or q == TP - 1 else 0) for q in range(TP)], I32)
             local = ids - table[lax.axis_index("tp")]
             ok = (local >= 0) & (local < vl)
             rows = jnp.take(emb, jnp.clip(local, 0, vl - 1), axis=0)
@@ -146,9 +226,15 @@ def range_device_table(t: int, v: int, hd: int) -> Pair:
     def sharded(shift: int) -> Callable[..., jax.Array]:
         return _smap(MESH_TP, body(shift), (P("tp", None), P(None)), P(None))
     ASSUME["lookup_table_shift"] = {"arg1": "vocab"}
-    return Pair("lookup_table_shift", "h", "small", {"tokens": t, "vocab": v, "hidden": hd},
-                [Arg((v, hd)), Arg((t,), I32, v)], ref, sharded(0), sharded(1),
-                "the table of block starts shifted by one row (q * 128 + 1)")
+    ASSUME["lookup_table_both"] = {"arg1": "vocab"}
+    return [Pair("lookup_table_shift", "h", "small", {"tokens": t, "vocab": v, "hidden": hd},
+                 [Arg((v, hd)), Arg((t,), I32, v)], ref, sharded(0), sharded(1),
+                 "the table of block starts shifted by one row (q * 128 + 1)"),
+            # The reference itself reads the table: an untied table is the same wrong
+            # table in both programs at the shrunk sizes.
+            Pair("lookup_table_both", "h", "small", {"tokens": t, "vocab": v, "hidden": hd},
+                 [Arg((v, hd)), Arg((t,), I32, v)], sharded(0), sharded(0), sharded(-1),
+                 "the sharded lookup against itself with the last shard's block start one row early (383)")]
 
 
 def scatter_size_index(t: int, hd: int) -> Pair:
@@ -185,7 +271,8 @@ def pad_not_half(n: int, hd: int) -> Pair:
 
 
 def pairs() -> list[Pair]:
-    return counts() + ranges() + [range_device_table(T, 512, HD), scatter_size_index(T, HD), pad_not_half(16, HD)]
+    return counts() + wraps() + fixed() + ranges() + [range_device_entry(T, 512, HD), *range_device_table(T, 512, HD),
+                                                      scatter_size_index(T, HD), pad_not_half(16, HD)]
 
 
 def main() -> int:

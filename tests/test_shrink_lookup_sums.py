@@ -100,7 +100,11 @@ def test_a_lookup_offset_table_is_rewritten_with_its_block(variant: str, monkeyp
     monkeypatch.setattr(constants, "LOOKUP_TABLES", False)
     p = _plan("lookup_table", variant, "ok")
     assert not any(isinstance(v, tuple) for v in p.constants.values()), p.constants
-    assert _ids(p) == n
+    # Without the rule something stays whole: since red-team batch 8 the vocabulary (the
+    # compare `ids >= table[tp]` splits the ids at the table's entries, which then move with
+    # no size: id_splits._number_constants); before, the tokens (rule k counted the lookup).
+    vocab = next(e for e in p.entries if e.where == "emb dim 0")
+    assert vocab.verified == vocab.original or _ids(p) == n
 
 
 def test_a_table_that_is_no_block_offset_is_kept() -> None:

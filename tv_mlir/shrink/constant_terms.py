@@ -36,7 +36,7 @@ from tv_mlir.semantics.ops import (
     TRANSCENDENTAL_OPS,
 )
 from tv_mlir.shrink.degree import PIECEWISE, Degrees
-from tv_mlir.shrink.facts import moved_operands, splat
+from tv_mlir.shrink.facts import ProgramFacts, moved_operands, splat
 from tv_mlir.shrink.zero_types import Normal, normal_form, read_compare
 
 # Off: only degree-0 summands count their class (the const_term hole).
@@ -74,6 +74,10 @@ CALLEE_ARGS = True
 # select by positions) is a constant at each position (`Same.pieces`). Off: a select by a
 # varying predicate varies (red-team batch 7, fixed_positions).
 PIECES = True
+# A power with the constant exponent 0 is 1 at every position (`Same`): the verifier
+# multiplies integer exponents out, so exp(x ** 0 - 1) is 1. Off: x ** 0 varied with x, and
+# a sum of exp(x ** 0 - 1) had no constant term (red-team batch 8, fixed_pow0).
+POWER_ZERO = True
 # custom_call targets that move their operand's values (no new numbers).
 _MOVING_CALLS = NOOP_CUSTOM_CALLS | SHARD_CALLS
 # Ops whose result is a truth value read by `_truth`.
@@ -468,6 +472,8 @@ class Same:
             return False  # positions along the family
         if n in DEGREE_ADDING and any(t._zero(o) for o in op.operands):
             return True
+        if n == "stablehlo.power" and POWER_ZERO and t._zero(op.operands[1]):
+            return True  # x ** 0 is 1 (the verifier multiplies constant exponents out)
         if t._cancels(value):
             return True
         if n == "stablehlo.select":
@@ -513,6 +519,16 @@ _SCALE_MOVES = frozenset({"stablehlo.reshape", "stablehlo.transpose", "stablehlo
 # More candidates than this: unknown (the class is pinned).
 MAX_SCALES = 32
 Scale = frozenset[float] | None
+
+
+def _splat_through_moves(f: ProgramFacts, value: str) -> float | int | None:
+    """A splat constant through broadcasts, converts and reshapes, or None."""
+    v = value
+    while v in f.defs and f.defs[v][0].name in ("stablehlo.broadcast_in_dim", "stablehlo.convert",
+                                                "stablehlo.reshape"):
+        v = f.defs[v][0].operands[0]
+    d = f.defs.get(v)
+    return splat(d[0]) if d is not None and d[0].name == "stablehlo.constant" else None
 
 
 @dataclass
@@ -610,6 +626,13 @@ class Scales:
             dtype = op.result_types[0].dtype if op.result_types else ""
             # An integer quotient truncates (mesh coordinates: pid / 1 % 4).
             return q if q is None or dtype.startswith(("f", "bf")) else q | {float(math.trunc(x)) for x in q}
+        if n == "stablehlo.power":
+            # x ** e: 1 at e = 0, x at e = 1 (the verifier multiplies constant exponents out);
+            # other exponents mix the candidates' products: unknown.
+            e = _splat_through_moves(f, op.operands[1])
+            if e == 0:
+                return frozenset({1.0})
+            return self.of(op.operands[0], depth + 1) if e == 1 else None
         if n in _NUMERIC:
             inner = self.of(op.operands[0], depth + 1)
             if inner is None:
@@ -645,5 +668,5 @@ class Scales:
         return frozenset(x for x in (fn(p, q) for p in a for q in b) if math.isfinite(x) and x != 0)
 
 
-__all__ = ["ATOM_CANCELS", "CALLEE_ARGS", "CONSTANT_TERMS", "DECIDED", "MAX_SCALES", "PIECES", "SAME_VALUES",
-           "ConstantTerms", "Same", "Scales"]
+__all__ = ["ATOM_CANCELS", "CALLEE_ARGS", "CONSTANT_TERMS", "DECIDED", "MAX_SCALES", "PIECES", "POWER_ZERO",
+           "SAME_VALUES", "ConstantTerms", "Same", "Scales"]

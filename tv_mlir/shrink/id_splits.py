@@ -29,13 +29,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tv_mlir.ir import Op
-from tv_mlir.semantics.ops import POSITION_FLOW, SPLAT_PRESERVING
+from tv_mlir.semantics.ops import DEVICE_IDS, POSITION_FLOW, SPLAT_PRESERVING
 from tv_mlir.shrink.facts import (
     ProgramFacts,
     arg_sources,
     index_sources,
     moved_operands,
     only_device,
+    passed_whole,
     region_flow,
     splat,
 )
@@ -252,52 +253,70 @@ def _device_shift(fa: ProgramFacts, op: Op, ins: list[bool]) -> tuple[str, ...] 
     if not DEVICE_OFFSETS or op.name not in ("stablehlo.add", "stablehlo.subtract") or len(op.operands) != 2 \
             or ins[0] == ins[1]:
         return None
-    return _device_number(fa, op.operands[1 if ins[0] else 0])
+    walk = _number_walk(fa, op.operands[1 if ins[0] else 0])
+    return walk[0] if walk is not None and walk[1] else None
 
 
 def _number_constants(fa: ProgramFacts, value: str) -> tuple[str, ...] | None:
     """For a number a compare splits ids at that is computed from constants and device ids
-    only (`1100 + tp * 0`, `add(1000, 100)`): the constants it is made of; None for a plain
-    constant (`_constant` reads it) or anything else."""
+    only (`1100 + tp * 0`, `barrier(1100)`, a table's entry `[100, 101, 102, 103][tp]`): the
+    constants it is made of; None for a plain constant (`_constant` reads it) or anything
+    else."""
     if _constant(fa, value) is not None:
         return None
-    return _device_number(fa, value, device=False)
+    walk = _number_walk(fa, value)
+    return None if walk is None else walk[0]
 
 
-def _device_number(fa: ProgramFacts, other: str, device: bool = True) -> tuple[str, ...] | None:
-    """For a number made of device ids (at least one, with `device`) and constants only
-    (through calls and loop arguments): its constants (of value other than 0, and not only
-    mesh steps such as `pid / 1 % 4`); None for anything else."""
-    sources = index_sources(fa, other, through_calls=True)
-    if (device and "device" not in sources) or not sources or not sources <= {"device", "constant"}:
-        return None
+def _number_walk(fa: ProgramFacts, value: str) -> tuple[tuple[str, ...], bool] | None:
+    """The constants a number made of constants and device ids only is computed from (through
+    calls, loop arguments that are not carried, and tables passed whole into manual
+    computations), and whether a device id is among its sources; None when anything else
+    (an input, a carried value, a loop counter, an iota) is."""
     found: list[str] = []
-    todo, seen = [other], set()
+    device = False
+    # (value, role): "number" (its constants but mesh steps are the number's), "entries" (a
+    # table looked up: every entry may be the number), "pick" (an index into a table: it
+    # only chooses an entry, a device's coordinate the same at every size; no constants).
+    todo: list[tuple[str, str]] = [(value, "number")]
+    seen: set[tuple[str, str]] = set()
     while todo:
-        v = todo.pop()
-        if v in seen:
+        v, role = todo.pop()
+        if (v, role) in seen:
             continue
-        seen.add(v)
+        seen.add((v, role))
+        outer = passed_whole(fa, v)
+        if outer != v:
+            todo.append((outer, role))  # a table passed whole into a manual computation
+            continue
         if v in fa.func_of_arg or v in fa.region_arg:
             came = arg_sources(fa, v)
-            todo.extend(came if isinstance(came, list) else [])
+            if not isinstance(came, list):
+                return None  # an input, a carried value or a loop counter: no number of constants
+            todo.extend((c, role) for c in came)
             continue
         d = fa.defs.get(v)
         if d is None:
-            continue
-        callee = fa.module.funcs.get(d[0].attrs.get("callee", "")) if d[0].name == "func.call" else None
+            return None
+        op = d[0]
+        callee = fa.module.funcs.get(op.attrs.get("callee", "")) if op.name == "func.call" else None
         if callee is not None:
-            todo.append(callee.body.returns[d[1]])
-        elif d[0].name == "stablehlo.constant":
-            if splat(d[0]) != 0 and not only_device(fa, v):
+            todo.append((callee.body.returns[d[1]], role))
+        elif op.name == "stablehlo.constant":
+            # A table's entries are the number (`[100, 101, 102, 103][tp]`), whatever reads
+            # them; a scalar only combined with device ids is a mesh step (`pid / 1 % 4`).
+            if splat(op) != 0 and (role == "entries" or role == "number" and not only_device(fa, v)):
                 found.append(v)
-        elif d[0].name in ("stablehlo.dynamic_slice", "stablehlo.gather"):
-            # table[coordinate(d)]: the entries are the offset; the index only picks one
-            # (a device's coordinate, made of device ids and constants, the same at every size).
-            todo.append(d[0].operands[0])
+        elif op.name in ("stablehlo.dynamic_slice", "stablehlo.gather"):
+            todo.append((op.operands[0], "entries" if role != "pick" else "pick"))
+            todo.extend((o, "pick") for o in op.operands[1:])
+        elif op.name in DEVICE_IDS:
+            device = True
+        elif op.name == "stablehlo.iota" or op.name in ("stablehlo.rng", "stablehlo.rng_bit_generator"):
+            return None
         else:
-            todo.extend(d[0].operands)
-    return tuple(dict.fromkeys(found))
+            todo.extend((o, role) for o in op.operands)
+    return tuple(dict.fromkeys(found)), device
 
 
 def _fixed(fa: ProgramFacts, value: str) -> bool:

@@ -126,6 +126,10 @@ def ranged_positions(fa: ProgramFacts, a: DimAnalysis,
                 # as a tied constant does: `ids - table[d] < [V - 1]` is skipped as `ids -
                 # d * vl < vl` is (every constant moves), `ids - table[d] + 1000 < 1100` kept.
                 others = tuple(n for n in s.others if n not in tables)
+                if s.others and not others and not s.constant:
+                    # Named by moving tables alone (`ids >= table[tp]`, a shard's own block
+                    # start: the split moves with the block, as `local >= 0` does).
+                    continue
                 out.append(RangedPosition(fa.program, s.constant, 0, c, size, others))
             elif 0 < p < size:
                 out.append(RangedPosition(fa.program, s.constant, p, c, max(2 * p + 2, block_bound(a, c, p)),
