@@ -32,3 +32,30 @@ def test_element_ops_count_the_work(make) -> None:
     assert len(options) == 4
     alg.choose([(c, a[0, 0, p]) for p, c in options], Kind.FLOAT)
     assert alg.element_ops - start == 3
+
+
+def test_the_throughput_is_per_cpu_second() -> None:
+    """`element_ops_per_s` divides by the symbolic phase's CPU seconds (`symbolic_cpu_s`),
+    not its wall seconds: a verify made to wait (here: sleeping inside the phase, as a
+    loaded machine's other jobs would take turns) keeps its figure."""
+    import time
+
+    from conftest import TESTDATA
+    from tv_mlir import verify
+    from tv_mlir.execute import interp
+
+    pair = (TESTDATA / "pairs" / "dot_transpose.a.mlir", TESTDATA / "pairs" / "dot_transpose.b.mlir")
+    run = interp.Interpreter.run
+
+    def slow_run(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        time.sleep(0.3)
+        return run(self, *args, **kwargs)
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(interp.Interpreter, "run", slow_run)
+    try:
+        s = verify(*pair, cache=False).stats
+    finally:
+        mp.undo()
+    assert s["symbolic_s"] >= 0.6 > s["symbolic_cpu_s"], s
+    assert s["element_ops_per_s"] == round(s["element_ops"] / max(s["symbolic_cpu_s"], 1e-6)), s
