@@ -283,8 +283,9 @@ def cores(timeout: float) -> None:
         f"{key} median {_median(xs):.1f}x, geometric mean {_geomean(xs):.1f}x over {len(xs)}"
         for key, xs in ratios.items()))
     print("(total: the whole `verify`, parse, numeric runs and XLA replay of counterexamples included, which both "
-          "cores share; sym: stats['symbolic_s'], the symbolic execution the core changes; core: sym plus the "
-          "checks that follow it on the core's terms (counterexample_s, local_s, solve_s); "
+          "cores share; sym: stats['symbolic_cpu_s'], the CPU seconds of the symbolic execution the core changes; "
+          "core: sym plus the checks that follow it on the core's terms (counterexample_cpu_s, local_cpu_s, "
+          "solve_cpu_s); "
           f"per-query solver timeout {timeout:.0f} s (BENCH_TIMEOUT); {os.cpu_count()} cores)")
 
 
@@ -347,14 +348,16 @@ def clients(timeout: float) -> None:
 
 
 def _timed_verify(a: Path, b: Path, timeout: float, core_name: str) -> tuple[str, tuple[float, float, float]]:
-    """(verdict, (wall-clock s, symbolic s, core s: symbolic and the checks after it)); a phase
+    """(verdict, (wall-clock s, symbolic CPU s, core CPU s: symbolic and the checks after it)); a phase
     the run never reached (a verdict before the symbolic execution) counts as nan."""
     t = time.perf_counter()
     v = verify(a, b, timeout_s=timeout, core=core_name, cache=False)
     total = time.perf_counter() - t
     s = v.stats
-    symbolic = float(s.get("symbolic_s", float("nan")))
-    after = sum(float(s.get(k, 0.0)) for k in ("counterexample_s", "local_s", "solve_s"))
+    # CPU seconds of the verifying thread: the wall figures moved by 15-20% between rounds on
+    # a shared machine (docs/architecture.md, round 9).
+    symbolic = float(s.get("symbolic_cpu_s", float("nan")))
+    after = sum(float(s.get(k, 0.0)) for k in ("counterexample_cpu_s", "local_cpu_s", "solve_cpu_s"))
     return v.verdict, (total, symbolic, symbolic + after)
 
 
