@@ -578,8 +578,9 @@ def check_mutants_on_xla(prefix: str) -> None:
 LLAMA_8B = Config(vocab=32000, hidden=4096, heads=32, kv_heads=8, ffn=14336, seq=2048, batch=4, layers=1)
 
 
-def measure_8b(variant: str, form: str = "partitioned") -> dict[str, Any]:
-    """`.venv/bin/python testdata/gen_flax.py --measure-8b [fwd|fwdbwd|step] [partitioned|shardy]`:
+def measure_8b(variant: str, form: str = "partitioned", second_witness: bool = True) -> dict[str, Any]:
+    """`.venv/bin/python testdata/gen_flax.py --measure-8b [fwd|fwdbwd|step] [partitioned|shardy]
+    [--one-witness]` (the last: no second witness at grown sizes, as `check(second_witness=False)`):
     `tv_mlir.jax.check`'s two phases on the model at Llama-3-8B widths, given as
     ShapeDtypeStructs: the export (tracing both sides, XLA's compile up to the partitioner)
     and the verification. Returns the verdict, its reason, the kept (pinned) classes, the
@@ -602,7 +603,7 @@ def measure_8b(variant: str, form: str = "partitioned") -> dict[str, Any]:
     ref, other = tj._pair(v.fn, v.args, v.in_shardings, v.out_shardings, None, form)
     t1 = time.perf_counter()
     verdict = verify(tj._named(ref, f"{variant}.ref.mlir"), tj._named(other, f"{variant}.{form}.mlir"),
-                     assume=bounds)
+                     assume=bounds, second_witness=second_witness)
     c2, t2 = cpu(), time.perf_counter()
     shrink = verdict.shrink or {}
     return {"pair": f"8b {variant} {form}", "verdict": verdict.verdict, "reason": verdict.reason,
@@ -656,8 +657,8 @@ def main() -> None:
     if "--measure-8b" in sys.argv:
         import json
 
-        args = sys.argv[sys.argv.index("--measure-8b") + 1:]
-        print(json.dumps(measure_8b(*(args[:2] or ["fwd"]))))
+        args = [a for a in sys.argv[sys.argv.index("--measure-8b") + 1:] if not a.startswith("--")]
+        print(json.dumps(measure_8b(*(args[:2] or ["fwd"]), second_witness="--one-witness" not in sys.argv)))
         return
     if "--measure-step" in sys.argv:
         import json
