@@ -16,42 +16,31 @@ OUT = Path(__file__).resolve().parent / "classes"
 
 SIG = "%x: tensor<2x3xf32>, %y: tensor<2x3xf32>, %s: tensor<f32>"
 
-# Unit rows without an epsilon: %u = x * rsqrt(sum x^2), %t = y * rsqrt(sum y^2) (NaN at a
-# zero row: 0 * rsqrt(0) = 0 * inf), and %p = exp(s) broadcast (positive, finite).
-UNITS = """
-    %z = stablehlo.constant dense<0.0> : tensor<f32>
-    %xx = stablehlo.multiply %x, %x : tensor<2x3xf32>
-    %sx = stablehlo.reduce(%xx init: %z) applies stablehlo.add across dimensions = [1] : (tensor<2x3xf32>, tensor<f32>) -> tensor<2xf32>
-    %rx = stablehlo.rsqrt %sx : tensor<2xf32>
-    %rxb = stablehlo.broadcast_in_dim %rx, dims = [0] : (tensor<2xf32>) -> tensor<2x3xf32>
-    %u = stablehlo.multiply %x, %rxb : tensor<2x3xf32>
-    %yy = stablehlo.multiply %y, %y : tensor<2x3xf32>
-    %sy = stablehlo.reduce(%yy init: %z) applies stablehlo.add across dimensions = [1] : (tensor<2x3xf32>, tensor<f32>) -> tensor<2xf32>
-    %ry = stablehlo.rsqrt %sy : tensor<2xf32>
-    %ryb = stablehlo.broadcast_in_dim %ry, dims = [0] : (tensor<2xf32>) -> tensor<2x3xf32>
-    %t = stablehlo.multiply %y, %ryb : tensor<2x3xf32>
+
+def _units(root: str, combine: str, r: str) -> str:
+    """%u and %t: the rows of x and y as `combine(v, root(sum v^2))` (root's value %<r>x,
+    %<r>y), and %p = exp(s) broadcast (positive, finite)."""
+    rows = "".join(f"""
+    %{v}{v} = stablehlo.multiply %{v}, %{v} : tensor<2x3xf32>
+    %s{v} = stablehlo.reduce(%{v}{v} init: %z) applies stablehlo.add across dimensions = [1] : (tensor<2x3xf32>, tensor<f32>) -> tensor<2xf32>
+    %{r}{v} = stablehlo.{root} %s{v} : tensor<2xf32>
+    %{r}{v}b = stablehlo.broadcast_in_dim %{r}{v}, dims = [0] : (tensor<2xf32>) -> tensor<2x3xf32>
+    %{out} = stablehlo.{combine} %{v}, %{r}{v}b : tensor<2x3xf32>""" for v, out in (("x", "u"), ("y", "t")))
+    return f"""
+    %z = stablehlo.constant dense<0.0> : tensor<f32>{rows}
     %p = stablehlo.exponential %s : tensor<f32>
     %pb = stablehlo.broadcast_in_dim %p, dims = [] : (tensor<f32>) -> tensor<2x3xf32>
 """
 
+
+# Unit rows without an epsilon: %u = x * rsqrt(sum x^2), %t = y * rsqrt(sum y^2) (NaN at a
+# zero row: 0 * rsqrt(0) = 0 * inf).
+UNITS = _units("rsqrt", "multiply", "r")
+
 # The same rows as x / sqrt(sum x^2): NaN at a zero row by 0 / 0, which a float64 replay
 # shows as XLA does (rsqrt(0) = inf is a pole, where the replay stops: witness/overflow.py),
 # so a difference there can be confirmed.
-UNITS_DIV = """
-    %z = stablehlo.constant dense<0.0> : tensor<f32>
-    %xx = stablehlo.multiply %x, %x : tensor<2x3xf32>
-    %sx = stablehlo.reduce(%xx init: %z) applies stablehlo.add across dimensions = [1] : (tensor<2x3xf32>, tensor<f32>) -> tensor<2xf32>
-    %nx = stablehlo.sqrt %sx : tensor<2xf32>
-    %nxb = stablehlo.broadcast_in_dim %nx, dims = [0] : (tensor<2xf32>) -> tensor<2x3xf32>
-    %u = stablehlo.divide %x, %nxb : tensor<2x3xf32>
-    %yy = stablehlo.multiply %y, %y : tensor<2x3xf32>
-    %sy = stablehlo.reduce(%yy init: %z) applies stablehlo.add across dimensions = [1] : (tensor<2x3xf32>, tensor<f32>) -> tensor<2xf32>
-    %ny = stablehlo.sqrt %sy : tensor<2xf32>
-    %nyb = stablehlo.broadcast_in_dim %ny, dims = [0] : (tensor<2xf32>) -> tensor<2x3xf32>
-    %t = stablehlo.divide %y, %nyb : tensor<2x3xf32>
-    %p = stablehlo.exponential %s : tensor<f32>
-    %pb = stablehlo.broadcast_in_dim %p, dims = [] : (tensor<f32>) -> tensor<2x3xf32>
-"""
+UNITS_DIV = _units("sqrt", "divide", "n")
 
 GUARD = """
     %zb = stablehlo.broadcast_in_dim %z, dims = [] : (tensor<f32>) -> tensor<2xf32>
