@@ -11,6 +11,7 @@ from functools import partial
 from typing import Any
 
 from tv_mlir import regrow
+from tv_mlir.assume import record as assume_record
 from tv_mlir.assume import resolve as resolve_bounds
 from tv_mlir.assume import shrunk_sizes
 from tv_mlir.errors import TvError, Unsupported, UsageError
@@ -110,7 +111,7 @@ def _verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, 
                 ref_m, other_m, again, embedding = _shrink(*originals, *originals, options, per_trip=False,
                                                            context=context)
             except Unsupported as exc:
-                return unsupported_verdict(exc, options, t0)
+                return unsupported_verdict(exc, options, t0, originals[0])
             again["loops"] = {"rule": "l: loop degrees per trip", "not_used": why}
             if "symbolic" in shrink:
                 again["symbolic"] = shrink["symbolic"]
@@ -171,7 +172,7 @@ def _verify(ref: ModuleLike, other: ModuleLike, options: Options | None = None, 
     _exit_1_needs_confirmation(verdict, options, originals[0])
     runner.forget()
     verdict.time_s = round(time.perf_counter() - t0, 4)
-    verdict.assume = assumed(options)
+    verdict.assume = assumed(options, originals[0])
     verdicts.keep(options, kept, verdict)
     return verdict
 
@@ -217,10 +218,13 @@ def _check_assume(ref: Module, options: Options) -> None:
     _assumed_bounds(ref, options)
 
 
-def assumed(options: Options) -> dict[str, list[int | str]]:
-    """The verdict's record of Options.assume: name -> [lo, hi), as given (an unbounded hi
-    as "inf": JSON has no infinity)."""
-    return {name: [lo, hi if hi != float("inf") else "inf"] for name, lo, hi in options.assume}
+def assumed(options: Options, ref: Module | None = None) -> dict[str, list[int | float | str]]:
+    """The verdict's record of Options.assume (`assume.record`): name -> [lo, hi], an
+    unbounded end as "inf" / "-inf" (JSON has no infinity); a float input's range (read
+    from `ref`'s inputs) with float ends, which the text prints closed."""
+    if ref is None:
+        return assume_record(options.assume)
+    return assume_record(options.assume, ref.input_names(), ref.global_arg_types())
 
 
 @dataclass
@@ -375,12 +379,13 @@ def _full_size_check(verdict: Verdict, shrunk: bool, originals: tuple[Module, Mo
         verdict.verdict, verdict.reason = "unknown", out.unknown
 
 
-def unsupported_verdict(exc: Unsupported, options: Options, t0: float) -> Verdict:
+def unsupported_verdict(exc: Unsupported, options: Options, t0: float, ref: Module | None = None) -> Verdict:
     """`unknown`, naming what is not modelled or which budget was passed (exit 2, like the
-    same finding during the proof), instead of an error."""
+    same finding during the proof), instead of an error. `ref`: the reference when it was
+    read (its float inputs' ranges are recorded as such, `assumed`)."""
     v = Verdict("unknown", f"unsupported: {exc.one_line()}",
                 unsupported=[{"op": exc.op or "", "loc": exc.loc or "", "message": exc.message}], inputs=options.inputs,
-                assume=assumed(options))
+                assume=assumed(options, ref))
     v.time_s = round(time.perf_counter() - t0, 4)
     return v
 

@@ -117,8 +117,9 @@ def _parser() -> argparse.ArgumentParser:
                              "+-inf and NaN included (then x * 0.0 is not 0.0)")
         sp.add_argument("--assume", action="append", default=[], metavar="NAME=LO:HI",
                         help="assume integer input NAME lies in LO..HI-1 (HI excluded, as in a Python slice; "
-                             "HI may be inf), or float input NAME >= 0 with NAME=0:inf (NAME as the module names "
-                             "it, e.g. labels, or argN); repeatable")
+                             "HI may be inf), or float input NAME in [LO, HI] (decimals, both ends included, "
+                             "e.g. p=0:1, t=0.5:inf, x=-inf:0) (NAME as the module names it, e.g. labels, "
+                             "or argN); repeatable")
         sp.add_argument("--full-size-check", choices=FULL_SIZE_CHECKS, default=Options.full_size_check,
                         help="before a pair proved equal at shrunk sizes is reported equivalent, run both original "
                              "programs on XLA on random and boundary inputs: auto (default) when they fit the memory "

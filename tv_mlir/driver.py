@@ -20,6 +20,7 @@ from tv_mlir.algebra.base import input_symbol
 from tv_mlir.algebra.checks import difference_is_zero, trivially_equal
 from tv_mlir.algebra.fast import FastAlgebra
 from tv_mlir.algebra.term import TermStore
+from tv_mlir.assume import FloatRange, Resolved
 from tv_mlir.assume import resolve as resolve_bounds
 from tv_mlir.assume import signs as assume_signs
 from tv_mlir.errors import Unsupported, UsageError
@@ -119,7 +120,7 @@ class _Proof:
     counterexample: Counterexample | None = None
     ctx: _Context | None = None
     # Per input: its assumed closed bounds (Options.assume at these sizes), or None.
-    bounds: list[tuple[int, int] | None] = field(default_factory=list)
+    bounds: list[Resolved] = field(default_factory=list)
 
     @property
     def types(self) -> tuple[TensorType, ...]:
@@ -230,7 +231,8 @@ def _prove_pair(ref: Module, other: Module, options: Options, sizes: Mapping[int
     p = _Proof(ref, other, options, stats, alg=FastAlgebra() if options.core == "own" else SymbolicAlgebra())
     p.bounds = resolve_bounds(options.assume, p.names, p.types, sizes)
     for k, lo, hi in options.input_bounds:  # a stage's inputs: the reference's value ranges
-        b = p.bounds[k] or (lo, hi)
+        given = p.bounds[k]  # integer and i1 inputs only: never a float range
+        b = given if given is not None and not isinstance(given, FloatRange) else (lo, hi)
         lo, hi = max(lo, b[0]), min(hi, b[1])
         if lo > hi:
             raise UsageError(f"option input_bounds: input {k} has no value within them and its --assume bounds")
@@ -292,10 +294,10 @@ def _numeric_runs(p: _Proof) -> None:
 
 def _signs(p: _Proof) -> list[int]:
     """Per input: 2 for a float known > 0, 1 for one known >= 0 (a stage's cut values by
-    construction, or --assume NAME=0:inf), else 0."""
+    construction, or an --assume float range above 0 / from 0, `assume.signs`), else 0."""
     o = p.options
     assumed = assume_signs(p.bounds)
-    return [2 if k in o.positive_inputs else 1 if k in o.nonnegative_inputs or assumed[k] else 0
+    return [2 if k in o.positive_inputs or assumed[k] == 2 else 1 if k in o.nonnegative_inputs or assumed[k] else 0
             for k in range(len(p.types))]
 
 
@@ -305,7 +307,7 @@ def _symbolic_runs(p: _Proof) -> tuple[list[np.ndarray], list[np.ndarray], list[
     for k, (name, t, bounds, sign) in enumerate(zip(p.names, p.types, p.bounds, _signs(p))):
         arr, cons = p.alg.inputs(input_symbol(k, name), t.shape, Kind.of(t), t.is_unsigned, int_width(t) or 64,
                                  ieee=p.options.inputs == "ieee" or k in p.options.ieee_inputs,
-                                 bounds=None if t.is_float else bounds, sign=sign)
+                                 bounds=bounds, sign=sign)  # a float's: its range (assume.FloatRange)
         p.inputs.append(arr)
         p.constraints += cons
     assert p.ref_trace is not None and p.other_trace is not None
@@ -571,7 +573,7 @@ class _Context:
     types: Sequence[TensorType]
     names: list[str]
     options: Options
-    bounds: list[tuple[int, int] | None] = field(default_factory=list)  # _Proof.bounds
+    bounds: list[Resolved] = field(default_factory=list)  # _Proof.bounds
 
 
 # ---------------------------------------------------------------------------

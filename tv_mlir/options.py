@@ -102,8 +102,8 @@ class Options:
     # class at its next admissible size, within SECOND_WITNESS_GROWTH): two witnesses for
     # one `equivalent` (issue 12 item 2). Off: faster, one witness.
     second_witness: bool = True
-    # Bounds on integer inputs, (name, lo, hi) with lo <= x < hi (tv_mlir/assume.py); a
-    # mapping {name: (lo, hi)} is accepted and stored as that tuple.
+    # Bounds on inputs, (name, lo, hi): lo <= x < hi on an integer input, lo <= x <= hi on a
+    # float one (tv_mlir/assume.py); a mapping {name: (lo, hi)} is accepted and stored as that tuple.
     assume: Any = ()
     # Inputs (by position) that range over every IEEE value whatever `inputs` says: a stage's
     # inputs that are cut values which may be +-inf or NaN (stages/finite.py).

@@ -110,7 +110,7 @@ def _located(fd: dict[str, Any] | None) -> str:
 
 
 def confirm_divergence(c: Counterexample, e: Any, small_ref: Module, ref: Module, other: Module,
-                       runner: Any = None, fills: Sequence[int] = ()) -> bool:
+                       runner: Any = None, fills: Sequence[int | float] = ()) -> bool:
     """A replica divergence found at the shrunk sizes, embedded into the original sizes
     and replayed there on XLA on the program that diverges, comparing the same two
     devices' copies of the embedded element (`replay_at_original_sizes`). A divergence
@@ -125,7 +125,7 @@ def confirm_divergence(c: Counterexample, e: Any, small_ref: Module, ref: Module
 
 def replay_at_original_sizes(c: Counterexample, e: Any, small_ref: Module, ref: Module, other: Module,
                              runner: Any = None, devices: tuple[int, int] | None = None,
-                             fills: Sequence[int] = ()) -> bool:
+                             fills: Sequence[int | float] = ()) -> bool:
     """The shrunk witness placed into the original sizes (shard blocks kept, each layout
     of `embed.LAYOUTS` until one reproduces) and replayed on XLA: the two programs' values
     of the embedded element, or with `devices` those two devices' copies of it on program

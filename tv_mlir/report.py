@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from tv_mlir.assume import describe as describe_assume
 from tv_mlir.options import INPUT_DOMAINS
 from tv_mlir.verdict import Verdict
 
@@ -299,7 +300,7 @@ def to_text(v: Verdict) -> str:
                                                                   if v.inputs == "finite" else ""),
              f"time:    {v.time_s:.3f} s"]
     if v.assume:
-        lines.insert(3, "assume:  " + ", ".join(f"{name} in [{lo}, {hi})" for name, (lo, hi) in v.assume.items()))
+        lines.insert(3, "assume:  " + ", ".join(describe_assume(v.assume)))
     lines.extend(_shrink_lines(v.shrink))
     lines.extend(_full_size_lines(v))
     lines.extend(_stage_lines(v.stages))

@@ -100,8 +100,10 @@ class Verdict:
     shrink: dict[str, Any] | None = None
     # The float inputs the verdict is about (Options.inputs): "finite" or "ieee".
     inputs: str = "finite"
-    # Bounds on inputs the verdict assumes (Options.assume): name -> [lo, hi), hi excluded ("inf": none).
-    assume: dict[str, list[int | str]] = field(default_factory=dict)
+    # Bounds on inputs the verdict assumes (Options.assume, assume.record): name -> [lo, hi],
+    # hi excluded for an integer input, both ends included for a float range (whose ends are
+    # floats, 0.0 not 0); "inf" / "-inf": no bound.
+    assume: dict[str, list[int | float | str]] = field(default_factory=dict)
     # The numeric check at the original sizes (Options.full_size_check), or None when the
     # run ended before it could be considered (an unsupported form).
     full_size_check: FullSizeCheck | None = None

@@ -138,11 +138,14 @@ class Symbolic(Algebra, Protocol):
 
     def inputs(self, name: str, shape: tuple[int, ...], kind: Kind,
                unsigned: bool = False, width: int = 64, ieee: bool = False,
-               bounds: tuple[int, int] | None = None, sign: int = 0) -> tuple[np.ndarray, list[Any]]:
+               bounds: tuple[int, int] | tuple[float, float] | None = None,
+               sign: int = 0) -> tuple[np.ndarray, list[Any]]:
         """Fresh free elements for a program input, and the constraints on them (an integer
         lies in the range of its type: `width` bits, signed unless `unsigned`; a float is a
         finite real, or with `ieee` also +-inf or NaN). `bounds` (closed, within the type's
-        range): an integer input's assumed range instead (`--assume`). `sign` (2: > 0, 1: >= 0,
+        range): an integer input's assumed range instead (`--assume`); a float input's closed
+        range (assume.FloatRange, ends may be +-inf): a finite real in it, `ieee` or not (an
+        algebra may not ignore it: the witness search refuses points outside). `sign` (2: > 0, 1: >= 0,
         0: nothing): what is known of a finite float input's sign (a stage input that is a
         softmax denominator); an algebra may ignore it (a weaker assumption)."""
 

@@ -841,12 +841,15 @@ class FastAlgebra:
 
     def inputs(self, name: str, shape: tuple[int, ...], kind: Kind,
                unsigned: bool = False, width: int = 64, ieee: bool = False,
-               bounds: tuple[int, int] | None = None, sign: int = 0) -> tuple[np.ndarray, list[Any]]:
+               bounds: tuple[int, int] | tuple[float, float] | None = None,
+               sign: int = 0) -> tuple[np.ndarray, list[Any]]:
         """Fresh symbols for a program input, and its domain constraints (Boolean terms): an
         integer input lies in its type's range, which the store also keeps as the symbol's
         bounds (the range analysis that leaves most index arithmetic unwrapped reads them).
         A float input is a finite real, or with `ieee` any IEEE value: its class is a free
-        constant too (finite, +inf, -inf or NaN)."""
+        constant too (finite, +inf, -inf or NaN). A float input's `bounds` are its closed
+        --assume range (assume.FloatRange: a finite real in it, `ieee` or not), its `sign`
+        what is known of it (2: > 0, 1: >= 0)."""
         s = self.store
         out = np.empty(shape, dtype=object)
         constraints: list[Any] = []
@@ -854,7 +857,18 @@ class FastAlgebra:
         for idx in np.ndindex(*shape):
             label = f"{name}[{','.join(map(str, idx))}]" if shape else name
             if kind is Kind.FLOAT:
-                if ieee:
+                if bounds is not None:
+                    # A float range (`assume.resolve`): its ends as exact constants.
+                    named = {POS_SIGN: f"{POSITIVE_CUT_PREFIX}!", NONNEG_SIGN: f"{NONNEGATIVE_CUT_PREFIX}!"}
+                    v = s.var(named.get(sign, "") + label, REAL)
+                    constraints += [s.lt(s.real(0), v)] if sign == POS_SIGN else \
+                        [s.le(s.real(0), v)] if sign == NONNEG_SIGN else []
+                    if math.isfinite(lo) and not (sign and lo <= 0):  # 0:inf: the sign says it
+                        constraints.append(s.le(s.real(Fraction(lo)), v))
+                    if math.isfinite(hi):
+                        constraints.append(s.le(v, s.real(Fraction(hi))))
+                    out[idx] = FF(v, FIN)
+                elif ieee:
                     k = s.var(f"{label}!class", INT)
                     constraints += [s.le(s.int_(FIN), k), s.le(k, s.int_(NAN))]
                     assert k.leaf is not None
@@ -875,9 +889,10 @@ class FastAlgebra:
             else:
                 x = s.var(label, INT)
                 out[idx] = x
-                constraints += [s.le(s.int_(lo), x), s.le(x, s.int_(hi))]
+                ilo, ihi = int(lo), int(hi)  # an integer input's bounds are integers
+                constraints += [s.le(s.int_(ilo), x), s.le(x, s.int_(ihi))]
                 assert x.leaf is not None
-                s.bounds[x.leaf.id] = (lo, hi)
+                s.bounds[x.leaf.id] = (ilo, ihi)
         return out, constraints
 
     def wrap(self, a: np.ndarray, t: TensorType) -> np.ndarray:

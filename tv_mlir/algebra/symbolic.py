@@ -543,16 +543,26 @@ class SymbolicAlgebra:
 
     def inputs(self, name: str, shape: tuple[int, ...], kind: Kind,
                unsigned: bool = False, width: int = 64, ieee: bool = False,
-               bounds: tuple[int, int] | None = None, sign: int = 0) -> tuple[np.ndarray, list[Any]]:
+               bounds: tuple[int, int] | tuple[float, float] | None = None,
+               sign: int = 0) -> tuple[np.ndarray, list[Any]]:
         """Fresh symbols for a program input; returns the array and its domain constraints
         (an integer input lies in its type's range; a float input is finite unless `ieee`,
-        where its IEEE class is free too)."""
+        where its IEEE class is free too; a float input with `bounds`, its closed --assume
+        range assume.FloatRange, is a finite real in it, `ieee` or not)."""
         out = np.empty(shape, dtype=object)
         constraints: list[Any] = []
         lo, hi = bounds if bounds is not None else type_range(width, not unsigned)  # --assume
         for idx in np.ndindex(*shape):
             label = f"{name}[{','.join(map(str, idx))}]" if shape else name
-            if kind is Kind.FLOAT:
+            if kind is Kind.FLOAT and bounds is not None:
+                v = z3.Real(label)
+                # Exact ends: the float the user wrote, as the random runs and `within` read it.
+                constraints += [v >= z3.RealVal(Fraction(lo))] if math.isfinite(lo) and not (sign and lo <= 0) else []
+                constraints += [v <= z3.RealVal(Fraction(hi))] if math.isfinite(hi) else []
+                if sign:
+                    constraints.append(v > 0 if sign == 2 else v >= 0)
+                out[idx] = SF(v, FIN)
+            elif kind is Kind.FLOAT:
                 if ieee:
                     k = z3.Int(f"{label}!class")
                     constraints += [k >= FIN, k <= NAN]
@@ -568,7 +578,7 @@ class SymbolicAlgebra:
             else:
                 x = out[idx] = z3.Int(label)
                 constraints += [x >= lo, x <= hi]
-                self._int_bounds[x.get_id()] = (lo, hi)
+                self._int_bounds[x.get_id()] = (int(lo), int(hi))  # an integer input's: integers
                 self._keep.append(x)  # the bounds are keyed by the AST id: keep it alive
         return out, constraints
 

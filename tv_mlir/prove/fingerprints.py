@@ -12,6 +12,7 @@ import numpy as np
 
 from tv_mlir.algebra import Kind, NumericAlgebra
 from tv_mlir.algebra.numeric import FUNCS
+from tv_mlir.assume import FloatRange, Resolved, into
 from tv_mlir.errors import Unsupported
 from tv_mlir.execute.interp import Interpreter
 from tv_mlir.ir import Module, Op, TensorType
@@ -44,7 +45,7 @@ OTHER_FUNCS: dict[str, Any] = {**FUNCS, "exponential": _other_exponential}
 
 
 def random_inputs(types: Sequence[TensorType], seed: int = 0,
-                  bounds: Sequence[tuple[int, int] | None] = (),
+                  bounds: Sequence[Resolved] = (),
                   signs: Sequence[int] = ()) -> list[list[np.ndarray]]:
     """Run 0: small integers (exact arithmetic, readable witnesses); the other runs: real
     values with three decimals (printable, generic enough to avoid ties).
@@ -58,7 +59,10 @@ def random_inputs(types: Sequence[TensorType], seed: int = 0,
     input that is a softmax denominator, an rsqrt argument), and a 0 or a negative value
     there makes infinities and NaNs that leave every value after it without a fingerprint,
     and a random counterexample outside the domain the proof assumes. The draws are the
-    same as without `signs`, folded into the sign, so the other inputs do not change."""
+    same as without `signs`, folded into the sign, so the other inputs do not change. A float
+    input with `bounds` (assume.FloatRange, closed) is drawn inside them from the same draws
+    (`assume.into`: `0:inf` as the sign 1 draws it); the sign a range from 0 or above gives
+    is kept by it, and a stage input with a sign has no range (stage options drop `assume`)."""
     rng = np.random.default_rng(seed)
     span = max((d for t in types for d in t.shape), default=4)
     sets = []
@@ -77,7 +81,7 @@ def random_inputs(types: Sequence[TensorType], seed: int = 0,
                     lo = max(lo, -(1 << (t.bit_width - 1)) if not t.is_unsigned else 0)
                     hi = min(hi, (1 << t.bit_width) if t.is_unsigned else 1 << (t.bit_width - 1))
                 b = bounds[len(arrays)] if len(arrays) < len(bounds) else None
-                if b is not None:  # inside the assumption: the usual range's part in it, else all of it
+                if b is not None and not isinstance(b, FloatRange):  # inside it: the usual range's part, else all
                     inside = max(lo, b[0]), min(hi, b[1] + 1)
                     lo, hi = inside if inside[0] < inside[1] else (b[0], b[1] + 1)
                 if hi > INT64_END:  # a ui64 assumed past int64: the runs hold int64 values
@@ -88,13 +92,20 @@ def random_inputs(types: Sequence[TensorType], seed: int = 0,
                 arrays.append(rng.integers(lo, hi, size=t.shape).astype(np.int64))
             else:
                 sign = signs[len(arrays)] if len(arrays) < len(signs) else 0
+                b = bounds[len(arrays)] if len(arrays) < len(bounds) else None
                 if run == 0:
                     x = rng.integers(-3, 4, size=t.shape).astype(np.float64)
-                    x = np.abs(x) + 1 if sign == 2 else np.abs(x) if sign == 1 else x
+                    if isinstance(b, FloatRange):  # a float range (--assume p=0:1): drawn inside it
+                        x = into(x, b, exact=True)
+                    else:
+                        x = np.abs(x) + 1 if sign == 2 else np.abs(x) if sign == 1 else x
                 else:
                     x = rng.normal(size=t.shape)
-                    x = np.abs(x) + 0.25 if sign == 2 else np.abs(x) if sign == 1 else x
-                    x = np.round(x, 3)
+                    if isinstance(b, FloatRange):  # rounded first: `into` ends inside the range
+                        x = into(np.round(x, 3), b, exact=False)
+                    else:
+                        x = np.abs(x) + 0.25 if sign == 2 else np.abs(x) if sign == 1 else x
+                        x = np.round(x, 3)
                 arrays.append(x)
         sets.append(arrays)
     return sets

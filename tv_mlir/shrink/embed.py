@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tv_mlir.assume import FloatRange
 from tv_mlir.ir import Module
 from tv_mlir.shrink.facts import ProgramFacts
 from tv_mlir.shrink.plan import ShrinkPlan
@@ -50,7 +51,7 @@ class Embedding:
     def fits(self, budget: int = MAX_ELEMENTS) -> bool:
         return sum(int(np.prod([d.original for d in dims])) for dims in self.args) <= budget
 
-    def array(self, k: int, small: np.ndarray, layout: str = "start", fill: int = 0) -> np.ndarray:
+    def array(self, k: int, small: np.ndarray, layout: str = "start", fill: int | float = 0) -> np.ndarray:
         """`fill`: the value of the elements the witness does not set (0, or for an input
         assumed away from 0 a value inside its assumption: the embedded witness must stay an
         input the verdict is about)."""
@@ -157,17 +158,19 @@ LAYOUTS = ("start", "ends")
 
 
 def embed_inputs(e: Embedding, arrays: Sequence[np.ndarray], layout: str = "start",
-                 fills: Sequence[int] = ()) -> list[np.ndarray]:
+                 fills: Sequence[int | float] = ()) -> list[np.ndarray]:
     return [e.array(k, np.asarray(a), layout, fills[k] if k < len(fills) else 0) for k, a in enumerate(arrays)]
 
 
-def fills_for(bounds: Sequence[tuple[int, int] | None]) -> list[int]:
+def fills_for(bounds: Sequence[tuple[int, int] | None]) -> list[int | float]:
     """Per input, the fill of an embedded witness (`Embedding.array`): 0, or the nearest end
-    of an integer input's assumed closed range (`assume.resolve`) that leaves 0 out."""
-    out = []
+    of an input's assumed closed range (`assume.resolve`) that leaves 0 out."""
+    out: list[int | float] = []
     for b in bounds:
         if b is None or not isinstance(b, tuple) or b[0] <= 0 <= b[1]:
             out.append(0)
+        elif isinstance(b, FloatRange):  # a float range's end nearest 0, as it is (0.5, not 0)
+            out.append(b.lo if b.lo > 0 else b.hi)
         else:
             out.append(int(b[0]) if b[0] > 0 else int(b[1]))
     return out

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from tv_mlir.assume import within
+from tv_mlir.assume import Resolved, within
 from tv_mlir.errors import TvError
 from tv_mlir.ir import Module
 from tv_mlir.semantics.common import Budget
@@ -76,7 +76,7 @@ class _Runs:
     (per output: relative to its scale, tolerances by the coarsest float type used)."""
 
     def __init__(self, ref: Module, other: Module, max_unroll: int, max_elements: int,
-                 bounds: Sequence[tuple[int, int] | None]):
+                 bounds: Sequence[Resolved]):
         self.ref, self.other, self.max_unroll, self.bounds = ref, other, max_unroll, bounds
         self.max_elements = max_elements
         inner = fullsize._coarser(fullsize._coarsest_float(ref), fullsize._coarsest_float(other))
@@ -128,7 +128,7 @@ class ScaledRun:
         return f"random run scaled by 2^-{self.power}"
 
 
-def scaled_runs(input_sets: Sequence[list[np.ndarray]], bounds: Sequence[tuple[int, int] | None],
+def scaled_runs(input_sets: Sequence[list[np.ndarray]], bounds: Sequence[Resolved],
                 powers: Sequence[int] = SCALE_POWERS) -> list[ScaledRun]:
     """`input_sets` (the random-normal runs) with every float input scaled by 2^-k, k in
     `powers` (smallest k first). Integer and boolean inputs are indices, counts and masks,
@@ -151,7 +151,7 @@ def scaled_runs(input_sets: Sequence[list[np.ndarray]], bounds: Sequence[tuple[i
 
 
 def numeric_witness(ref: Module, other: Module, input_sets: Sequence[list[np.ndarray]], names: list[str],
-                    max_unroll: int, max_elements: int, bounds: Sequence[tuple[int, int] | None] = (),
+                    max_unroll: int, max_elements: int, bounds: Sequence[Resolved] = (),
                     runner: Any = None, found_by: Sequence[str] = ()) -> Counterexample | None:
     """The first random run on which an output differs, minimised and confirmed on XLA, or
     None. `first_divergence` is left to the caller (the stage that failed knows it).

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 import tv_mlir
+from tv_mlir.assume import FloatRange, Resolved
 from tv_mlir.assume import resolve as resolve_bounds
 from tv_mlir.assume import signs as assume_signs
 from tv_mlir.driver import MAX_ELEMENTS, prove_pair
@@ -261,7 +262,7 @@ def _prove_cut(ref: Module, other: Module, options: Options, sizes: Mapping[int,
             return lifted
     # The reference's integer and i1 values within the program inputs' bounds: a stage input
     # is narrowed to its interval, and a select on a decided condition is its branch.
-    ranges = value_ranges(ref, cut.bounds)
+    ranges = value_ranges(ref, [None if isinstance(b, FloatRange) else b for b in cut.bounds])  # integers'
     decided = ranges.decided()
     # CSE keeps first names: these name the stages' values too.
     finite, signs = finite_and_signed(ref, options.inputs == "finite", decided, assume_signs(cut.bounds))
@@ -502,7 +503,7 @@ class Cut:
     why: str  # why the pair is not cut ("" when it is)
     input_sets: list[list[np.ndarray]] = field(default_factory=list)
     names: list[str] = field(default_factory=list)
-    bounds: list[tuple[int, int] | None] = field(default_factory=list)
+    bounds: list[Resolved] = field(default_factory=list)
     outputs_agree: bool = True  # the other's outputs held the reference's on the lineage's runs
     divergence: Op | None = None  # when they did not: the first op whose value matched none
     located: Located | None = None  # when that op is a loop: the trip and body op where the loops part

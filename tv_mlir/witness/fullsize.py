@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from tv_mlir.algebra import Kind
+from tv_mlir.assume import FloatRange, Resolved, into
 from tv_mlir.errors import TvError
 from tv_mlir.ir import Module, TensorType
 from tv_mlir.options import FULL_SIZE_MAX_FLOPS, FULL_SIZE_MEMORY_FRACTION
@@ -104,10 +105,10 @@ def _mib(n: int) -> str:
 
 
 def input_sets(types: Sequence[TensorType], seed: int = 0,
-               bounds: Sequence[tuple[int, int] | None] = ()) -> list[tuple[str, list[np.ndarray]]]:
+               bounds: Sequence[Resolved] = ()) -> list[tuple[str, list[np.ndarray]]]:
     """One set per kind in KINDS, in the style of prove/fingerprints.random_inputs; integer
-    inputs with `bounds` (closed, --assume) clipped into them, float inputs with one (assumed
-    >= 0) made non-negative."""
+    inputs with `bounds` (closed, --assume) clipped into them, float inputs with a range
+    (assume.FloatRange) moved into it (`assume.into`)."""
     rng = np.random.default_rng(seed)
     span = max((d for t in types for d in t.shape), default=4)
     boundary = _boundary_values(span)
@@ -131,7 +132,8 @@ def input_sets(types: Sequence[TensorType], seed: int = 0,
                 else:
                     x = np.round(rng.normal(size=t.shape), 3)
                 b = bounds[len(arrays)] if len(arrays) < len(bounds) else None
-                arrays.append(x if b is None else np.abs(x))  # a float's bound is --assume NAME=0:inf
+                # A float's bound is its --assume range: the draws moved inside it.
+                arrays.append(x if not isinstance(b, FloatRange) else into(x, b, exact=kind != "random normal"))
         sets.append((kind, arrays))
     return sets
 
@@ -250,7 +252,7 @@ class Outcome:
 
 
 def check(ref: Module, other: Module, mode: str, runner: Any, arg_names: Sequence[str],
-          bounds: Sequence[tuple[int, int] | None] = ()) -> Outcome:
+          bounds: Sequence[Resolved] = ()) -> Outcome:
     """Run both original programs on the input sets and compare. `runner`: the XlaRunner
     shared by every XLA run of this verification; `bounds`: per input, closed --assume
     bounds that its values are kept in."""
