@@ -39,6 +39,7 @@ from tv_mlir.semantics.ops import (
     DEVICE_IDS,
     SHARD_CALLS,
     SPMD_OPS,
+    called_function,
 )
 from tv_mlir.semantics.reduction import simple_reducer
 
@@ -555,8 +556,8 @@ def _lockstep(interp: Any, op: Op, args: list[Any]) -> list[Any]:
         n = len(op.regions)
         return interp.run_block(op.regions[v if 0 <= v < n else n - 1], [])
     if op.name in CALLS:
-        callee = op.attrs.get("callee") or op.attrs.get("decomposition")
-        if not isinstance(callee, str):
-            raise Unsupported(f"call to unknown function @{callee}", op.loc, op.name)
-        return interp.run_call(op, callee, args)
+        name = called_function(op)
+        if not isinstance(name, str):
+            raise Unsupported(f"call to unknown function @{name}", op.loc, op.name)
+        return interp.run_call(op, name, args)
     return list(args)  # optimization_barrier

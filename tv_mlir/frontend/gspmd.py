@@ -22,6 +22,14 @@ MANUAL = "manual"
 
 _DEVICES = re.compile(r"devices=\[([0-9,\s]*)\]\s*(<=\[([0-9,\s]*)\](?:T\(([0-9,\s]*)\))?|([0-9,\s]+))")
 _LAST_TILE_DIMS = re.compile(r"last_tile_dims=\{([^}]*)\}")
+# `metadata={op_name="..." ...}`, or a list of such {...}: its strings are the user's (jax
+# writes the Python source's names there) and may hold braces, so a quoted string is
+# skipped whole. Reading up to the first `}` left `op_name="}devices=[2]<=[2]"` of a
+# `{maximal device=0 metadata={...}}` behind, which then read as a tiling.
+_QUOTED = r'"(?:[^"\\]|\\.)*"'
+_METADATA = re.compile(rf"metadata=\{{(?:[^{{}}\"]|{_QUOTED}|\{{(?:[^{{}}\"]|{_QUOTED})*\}})*\}}")
+# What may follow the device list: the subgroup forms read below, nothing else.
+_SUBGROUPS = re.compile(r"\s*(last_tile_dim_replicate|last_tile_dims=\{[^}]*\})?\s*")
 
 
 class ShardingSyntaxError(ValueError):
@@ -39,7 +47,9 @@ def parse(text: str, rank: int, num_devices: int) -> Sharding | str | Maximal:
     """One non-tuple sharding for a tensor of `rank` dims on `num_devices` devices:
     a `Sharding`, `MANUAL`, or `Maximal`."""
     body = _strip_braces(text.strip())
-    body = re.sub(r"metadata=\{[^}]*\}", "", body).strip()
+    body = _METADATA.sub("", body).strip()
+    if '"' in body:  # a string left outside metadata: not a sharding this reader knows
+        raise ShardingSyntaxError(f"unreadable sharding {text!r}")
     if body in ("replicated", ""):
         return Sharding(Mesh((("r0", num_devices),)) if num_devices > 1 else Mesh(()), ((),) * rank)
     if body == MANUAL:
@@ -47,8 +57,8 @@ def parse(text: str, rank: int, num_devices: int) -> Sharding | str | Maximal:
     m = re.fullmatch(r"maximal device=(\d+)", body)
     if m:
         return Maximal(int(m.group(1)))
-    m = _DEVICES.search(body)
-    if m is None:
+    m = _DEVICES.match(body)
+    if m is None or not _SUBGROUPS.fullmatch(body[m.end():]):
         raise ShardingSyntaxError(f"unreadable sharding {text!r}")
     tiles = [int(x) for x in m.group(1).split(",") if x.strip()]
     if m.group(2).startswith("<="):
@@ -96,8 +106,15 @@ def parse_tuple(text: str) -> list[str]:
     if not inner.startswith("{"):
         return [t]
     parts, depth, start = [], 0, 0
+    quoted, escaped = False, False
     for i, ch in enumerate(inner):
-        if ch == "{":
+        # A brace inside a metadata string (`op_name="}"`) neither opens nor closes one.
+        if quoted:
+            quoted, escaped = (escaped or ch != '"'), (not escaped and ch == "\\")
+            continue
+        if ch == '"':
+            quoted = True
+        elif ch == "{":
             if depth == 0:
                 start = i
             depth += 1

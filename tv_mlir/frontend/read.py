@@ -462,7 +462,10 @@ class _Converter:
         for op in module.body.operations:
             o = op.operation
             if o.name == "sdy.mesh":
-                name = str(o.attributes["sym_name"]).strip('"')
+                # The symbol's value, as a sharding's reference reads it, not its printed
+                # text: that escapes a quote as \22, so the mesh `m"x` was stored as `m\22x`
+                # and found by a reference to the mesh named `m\22x` (`func` likewise).
+                name = func_name(o)
                 self.meshes[name] = self.mesh(o.attributes["mesh"], short_loc(o.location, self.source_name))
         if not self.meshes:
             self.round_trip_meshes(module)
@@ -525,7 +528,7 @@ class _Converter:
         if name in ("in_shardings", "out_shardings"):
             return tuple(self.sdy_sharding(x, loc) for x in sdy.TensorShardingPerValueAttr(a).shardings)
         if name == "manual_axes":
-            return tuple(re.findall(r'"([^"]+)"', str(a)))
+            return manual_axes(a)
         if name == "sdy.sharding":
             per_value = str(a).startswith("#sdy.sharding_per_value")
             if per_value:
@@ -535,8 +538,11 @@ class _Converter:
 
     def func(self, o: Any) -> tir.Func:
         attrs = dict(o.attributes.items())
-        name = str(attrs["sym_name"]).strip('"')
-        public = "sym_visibility" not in attrs or str(attrs["sym_visibility"]).strip('"') == "public"
+        # The symbol's value, as a call's callee reads it: with the printed text the
+        # function `a"b` was stored as `a\22b`, and a call to the function named `a\22b`
+        # ran `a"b` (tests/test_hostile_names.py).
+        name = func_name(o)
+        public = is_public(o)
         ftype = attrs["function_type"].value
         loc = short_loc(o.location, self.source_name)
         result_types = tuple(self.tensor_type(t, loc) for t in ftype.results)
@@ -667,6 +673,15 @@ class _Converter:
             raise self._not_round_trip(o, f"{name} = {text[:200]!r}, not a sharding per value") from None
         return tuple(self.sdy_sharding(x, loc) for x in per_value.shardings)
 
+    def _round_trip_manual_axes(self, o: Any) -> tuple[str, ...]:
+        from jaxlib.mlir import ir
+
+        text = self._frontend_attr(o, "xla.sdy.manual_axes")
+        try:
+            return manual_axes(ir.Attribute.parse(text))
+        except Exception:
+            raise self._not_round_trip(o, f"xla.sdy.manual_axes = {text[:200]!r}, not manual axes") from None
+
     def round_trip_manual_computation(self, call: Any, depth: int) -> tir.Op:
         """The body call with its GlobalToLocalShape and LocalToGlobalShape as one
         `sdy.manual_computation` op: the globals in, the body function's block as its region,
@@ -684,7 +699,7 @@ class _Converter:
                               "func.call")
         enter = g2l[0][0]
         in_all = self._round_trip_shardings(enter, "xla.sdy.in_shardings", loc)
-        manual = tuple(re.findall(r'"([^"]+)"', self._frontend_attr(enter, "xla.sdy.manual_axes")))
+        manual = self._round_trip_manual_axes(enter)
         if len(in_all) != len(list(enter.operands)):
             raise self._not_round_trip(enter, "in_shardings that do not match its operands")
         operands = tuple(self.name_of(enter.operands[i]) for _, i in g2l)
@@ -706,7 +721,7 @@ class _Converter:
         if exits:
             leave = exits[0][0]
             out_all = self._round_trip_shardings(leave, "xla.sdy.out_shardings", loc)
-            if tuple(re.findall(r'"([^"]+)"', self._frontend_attr(leave, "xla.sdy.manual_axes"))) != manual:
+            if self._round_trip_manual_axes(leave) != manual:
                 raise self._not_round_trip(leave, "manual axes other than its GlobalToLocalShape's")
             if len(out_all) != len(list(leave.operands)) or len(list(leave.operands)) != len(exits):
                 raise self._not_round_trip(leave, "out_shardings or operands that do not match the body's results")
@@ -746,8 +761,11 @@ class _Converter:
                 # it aborts the process): the literal is read from the op's printed form.
                 attrs = {"value": complex_constant(o, rtypes[0])}
             else:
+                # `tv.` attributes are the reader's own notes (`tv.full_sharding` below), so
+                # the module's are dropped: XLA ignores them, and the semantics would have
+                # read a `tv.full_sharding` the user wrote as the operand's sharding.
                 attrs = {k: self.sdy_attr(k, v, loc) if k.startswith("sdy.") or o.name.startswith("sdy.")
-                         else convert_attr(v) for k, v in o.attributes.items()}
+                         else convert_attr(v) for k, v in o.attributes.items() if not k.startswith(OWN_ATTRS)}
             for k, v in attrs.items():
                 if isinstance(v, MeshAxesGroups):
                     attrs[k] = self.mesh_axes_groups(v)
@@ -808,6 +826,8 @@ ALIASES: dict[str, Callable[[dict[str, Any], str], tuple[str, dict[str, Any]]]] 
 }
 
 
+# The prefix of the attributes the reader adds to ops (never read from a module).
+OWN_ATTRS = "tv."
 ROUND_TRIP_BODY = "xla.sdy.manual_computation_body"
 GLOBAL_TO_LOCAL, LOCAL_TO_GLOBAL = "xla.sdy.GlobalToLocalShape", "xla.sdy.LocalToGlobalShape"
 
@@ -962,6 +982,16 @@ def sdy_mesh(a: Any) -> tir.Mesh:
     m = sdy.MeshAttr(a)
     axes = tuple((sdy.MeshAxisAttr(x).name, int(sdy.MeshAxisAttr(x).size)) for x in m.axes)
     return tir.Mesh(axes, tuple(int(i) for i in m.device_ids))
+
+
+def manual_axes(a: Any) -> tuple[str, ...]:
+    """A `#sdy<manual_axes{...}>` attribute's axis names, as the mesh's axes are named. Not
+    read from its printed text: that escapes a quote as \\22, so a manual axis `a"b` read as
+    `a\\22b`, which may be another axis of the mesh (tests/test_hostile_names.py)."""
+    from jaxlib.mlir.dialects import sdy
+
+    axes: Any = sdy.ManualAxesAttr(a)  # iterable at run time, not in jaxlib's stubs
+    return tuple(str(x) for x in axes)
 
 
 def densify_replica_groups(module: Any) -> int:

@@ -9,10 +9,10 @@ from typing import Any
 import numpy as np
 
 from tv_mlir.errors import Unsupported
-from tv_mlir.ir import Block, Module, Op, Sharding
+from tv_mlir.ir import Block, Module, Op, Sharding, TensorType
 from tv_mlir.options import MAX_CALL_DEPTH, MAX_NESTING, MAX_OPS
 from tv_mlir.passes.rename import fresh_copy, substitute
-from tv_mlir.semantics.ops import CALLS, NOOP_CUSTOM_CALLS
+from tv_mlir.semantics.ops import CALLS, called_function, is_noop_custom_call
 
 
 def inline(module: Module, max_depth: int = MAX_CALL_DEPTH, max_ops: int = MAX_OPS) -> Module:
@@ -31,10 +31,6 @@ def inline(module: Module, max_depth: int = MAX_CALL_DEPTH, max_ops: int = MAX_O
     main = funcs[module.entry]
     funcs[module.entry] = replace(main, body=inliner.expand(main.body))
     return replace(module, funcs=funcs)
-
-
-def _callee(op: Op) -> object:
-    return op.attrs.get("callee") if op.name == "func.call" else op.attrs.get("decomposition")
 
 
 @dataclass
@@ -65,7 +61,7 @@ class _CallGraph:
         return size
 
     def checked_callee(self, op: Op, calls: tuple[str, ...]) -> str:
-        callee = _callee(op)
+        callee = called_function(op)
         if not isinstance(callee, str) or callee not in self.module.funcs:
             raise Unsupported(f"call to unknown function @{callee}", op.loc, op.name)
         if callee in calls:
@@ -90,7 +86,7 @@ class _Inliner:
         mapping: dict[str, str] = {}
         for op in block.ops:
             if op.name in CALLS:
-                body, _ = fresh_copy(self.module.funcs[str(_callee(op))].body, "%i", self.counter)
+                body, _ = fresh_copy(self.module.funcs[str(called_function(op))].body, "%i", self.counter)
                 body = self.expand(substitute(body, dict(zip(body.args, op.operands))), depth)
                 ops.extend(body.ops)
                 mapping.update(zip(op.results, body.returns))
@@ -103,20 +99,25 @@ class _Inliner:
 
 
 def drop_noop_custom_calls(module: Module) -> Module:
-    """custom_call @Sharding and friends forward their operand unchanged."""
+    """custom_call @Sharding and friends forward their operand unchanged, when each result
+    has its operand's type. One that changes a type is left for the semantics to refuse:
+    XLA does not convert there, it refuses the program (`Sharding` from i32 to i8: "The
+    shape doesn't match when replacing"), and forwarding the operand read the i8 result
+    as the i32 value."""
 
-    def rec(block: Block) -> Block:
+    def rec(block: Block, outer: dict[str, TensorType]) -> Block:
+        types = {**outer, **dict(zip(block.args, block.arg_types))}
         ops: list[Op] = []
         mapping: dict[str, str] = {}
         for op in block.ops:
-            if (op.name == "stablehlo.custom_call" and op.attrs.get("call_target_name") in NOOP_CUSTOM_CALLS
-                    and len(op.operands) == len(op.results)):
+            if is_noop_custom_call(op, tuple(types.get(v) for v in op.operands)):
                 mapping.update(zip(op.results, op.operands))
                 continue
-            ops.append(replace(op, regions=tuple(rec(r) for r in op.regions)))
+            ops.append(replace(op, regions=tuple(rec(r, types) for r in op.regions)))
+            types.update(zip(op.results, op.result_types))
         return substitute(replace(block, ops=ops), mapping)
 
-    return _map_funcs(module, rec)
+    return _map_funcs(module, lambda b: rec(b, {}))
 
 
 def dce(module: Module) -> Module:
@@ -152,9 +153,9 @@ def drop_unused_funcs(module: Module) -> Module:
     keep = {module.entry}
     for op in module.main.body.walk():
         if op.name in CALLS:
-            callee = op.attrs.get("callee") or op.attrs.get("decomposition")
-            if callee is not None:
-                keep.add(callee)
+            name = called_function(op)
+            if isinstance(name, str):
+                keep.add(name)
     return replace(module, funcs={n: f for n, f in module.funcs.items() if n in keep})
 
 
@@ -184,7 +185,10 @@ def attr_key(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return (type(value).__name__, tuple(attr_key(v) for v in value))
     if isinstance(value, Sharding):
-        return ("sharding", value.describe(), value.mesh.device_ids)
+        # The fields, not `describe()`: axis names are the user's and may hold `}, {`, so
+        # [{"p}, {q"}, {r}] and [{p}, {"q}, {r"}] on one mesh read alike there, and two
+        # stages sharded apart would share one hash, and one proof.
+        return ("sharding", value.mesh.axes, value.mesh.device_ids, value.dims, value.unreduced)
     return (type(value).__name__, repr(value))
 
 

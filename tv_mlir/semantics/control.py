@@ -8,7 +8,7 @@ from tv_mlir.errors import Unsupported
 from tv_mlir.ir import Op
 from tv_mlir.semantics import linalg
 from tv_mlir.semantics.common import OpContext, Rule, concrete_bool, unsupported
-from tv_mlir.semantics.ops import CALLS, NOOP_CUSTOM_CALLS, VALUE_IDENTITIES
+from tv_mlir.semantics.ops import CALLS, NOOP_CUSTOM_CALLS, VALUE_IDENTITIES, called_function, is_noop_custom_call
 
 
 def _while(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
@@ -58,10 +58,10 @@ def _if(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
 
 
 def _call(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
-    callee = op.attrs.get("callee") or op.attrs.get("decomposition")
-    if not isinstance(callee, str):  # the error RegionRunner.func raises for a name it does not know
-        raise Unsupported(f"call to unknown function @{callee}", op.loc, "func.call")
-    return ctx.runner.run_call(op, callee, args)
+    name = called_function(op)
+    if not isinstance(name, str):  # the error RegionRunner.func raises for a name it does not know
+        raise Unsupported(f"call to unknown function @{name}", op.loc, "func.call")
+    return ctx.runner.run_call(op, name, args)
 
 
 def _identity(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
@@ -70,8 +70,11 @@ def _identity(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray
 
 def _custom_call(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     target = op.attrs.get("call_target_name", "?")
-    if target in NOOP_CUSTOM_CALLS and len(args) == len(op.results):
+    if is_noop_custom_call(op, ctx.operand_types):
         return list(args)
+    if target in NOOP_CUSTOM_CALLS:
+        raise unsupported(op, f"custom_call @{target} whose results' types {list(map(str, op.result_types))} are "
+                              f"not its operands' {list(map(str, ctx.operand_types))} (XLA refuses it)")
     rule = linalg.lapack_rule(str(target))
     if rule is not None:
         return rule(ctx, op, args)

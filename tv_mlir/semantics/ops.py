@@ -5,6 +5,7 @@ than copied; the rest are facts of the StableHLO spec that no rule encodes."""
 from __future__ import annotations
 
 from tv_mlir.algebra.base import NON_OP_UNINTERPRETED, UNINTERPRETED
+from tv_mlir.ir import Op, TensorType
 from tv_mlir.semantics import elementwise, reduction, special
 
 
@@ -47,6 +48,16 @@ VALUE_IDENTITIES = frozenset({"stablehlo.optimization_barrier", "mhlo.copy", "sd
 NOOP_CUSTOM_CALLS = frozenset({"Sharding", "annotate_device_placement", "MoveToHost", "MoveToDevice",
                                "LayoutConstraint", "InspectSharding", "xla.sdy.FuncResultSharding",
                                "xla.sdy.Sharding", "xla.sdy.PropagationBarrier"})
+
+
+def is_noop_custom_call(op: Op, operand_types: tuple[TensorType | None, ...]) -> bool:
+    """A custom_call whose target is in NOOP_CUSTOM_CALLS (the whole name: `Sharding`, not
+    `ShardingX`) and whose every result has its operand's type: the value identity XLA
+    makes of it. XLA refuses one that changes a type, rather than converting."""
+    return (op.name == "stablehlo.custom_call" and op.attrs.get("call_target_name") in NOOP_CUSTOM_CALLS
+            and operand_types == op.result_types)
+
+
 # Shardy's round-trip form of sdy.manual_computation: the reader makes one manual_computation
 # of them (frontend/read.py), and drops the value-less ShardingGroup hint.
 ROUND_TRIP_CALLS = frozenset({"xla.sdy.GlobalToLocalShape", "xla.sdy.LocalToGlobalShape", "xla.sdy.ShardingGroup"})
@@ -59,6 +70,15 @@ MULTIPLYING_REDUCERS = _hlo("multiply", "and", "or")
 
 # --- Control flow.
 CALLS = frozenset({"func.call", "stablehlo.composite"})  # composite calls its `decomposition`
+# The attribute each call op names its function by. Only that one: an op may carry any
+# other attribute as well, and a composite with a `callee = @g` beside its
+# `decomposition = @f` runs @f on XLA (it ran @g under `--pipeline none`).
+CALLEE_ATTRS = {"func.call": "callee", "stablehlo.composite": "decomposition"}
+
+
+def called_function(op: Op) -> object:
+    """The function a call op (`CALLS`) runs, as its attribute holds it (None if absent)."""
+    return op.attrs.get(CALLEE_ATTRS.get(op.name, ""))
 BRANCHES = _hlo("if", "case")
 # Ops whose values pass through nested regions or a callee (and the barrier, which keeps
 # its operands together): SPMD runs them in lockstep when a region holds a collective.
@@ -95,9 +115,10 @@ POSITION_ARITH = _hlo("add", "subtract", "multiply", "divide", "remainder", "max
 POSITION_FLOW = POSITION_ARITH | _hlo("convert", "broadcast_in_dim", "reshape", "transpose", "negate", "abs",
                                       "select", "not", "sign", "floor", "ceil", "round_nearest_even")
 
-__all__ = ["ASSOCIATIVE_REDUCERS", "BRANCHES", "BROADCASTING_ELEMENTWISE", "CALLS", "CHANNEL_PARTITION_COLLECTIVES",
-           "COLLECTIVES", "CONTROL", "DEGREE_ADDING", "DEGREE_PRESERVING", "DEVICE_IDS", "DIVISIONS", "DOTS",
+__all__ = ["ASSOCIATIVE_REDUCERS", "BRANCHES", "BROADCASTING_ELEMENTWISE", "CALLEE_ATTRS", "CALLS",
+           "CHANNEL_PARTITION_COLLECTIVES", "COLLECTIVES", "CONTROL", "DEGREE_ADDING", "DEGREE_PRESERVING",
+           "DEVICE_IDS", "DIVISIONS", "DOTS",
            "DYNAMIC_SLICES", "ELEMENTWISE", "MESH_ARITHMETIC", "MESH_STEPS", "MULTIPLYING_REDUCERS",
            "NOOP_CUSTOM_CALLS", "POSITION_ARITH", "POSITION_FLOW", "REDUCING_COLLECTIVES", "ROUND_TRIP_CALLS",
            "SAME_SHAPE_COLLECTIVES", "SELECTING_REDUCERS", "SHARD_CALLS", "SPLAT_PRESERVING", "SPMD_OPS",
-           "TRANSCENDENTAL_OPS", "VALUE_IDENTITIES"]
+           "TRANSCENDENTAL_OPS", "VALUE_IDENTITIES", "called_function", "is_noop_custom_call"]

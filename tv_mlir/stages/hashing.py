@@ -89,7 +89,8 @@ def module_text(m: Module, canonical: bool = False) -> str:
     # two callees of one name in two programs are two computations, so their bodies go in.
     for name in _callees(m):
         f = m.funcs[name]
-        out.append(f"func {name} -> {' '.join(str(t) for t in f.result_types)} {{")
+        # repr: a function's name is the user's and may hold a newline or a `}`.
+        out.append(f"func {name!r} -> {' '.join(str(t) for t in f.result_types)} {{")
         _block(f.body, {}, out, canonical)
         out.append("}")
     return "\n".join(out)
