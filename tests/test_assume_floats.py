@@ -75,7 +75,7 @@ def test_parse_resolve_and_describe() -> None:
     # A float range is a value, not a size: it does not follow a shrunk class.
     assert resolve(normalize({"p": (0, 4)}), ["p"], [F32], sizes={4: 1}) == [(0.0, 4.0)]
     assert resolve(normalize({"n": (0, 4)}), ["n"], [I32], sizes={4: 1}) == [(0, 0)]
-    assert describe(record(b, names, types)) == ["p in [0, 1]", "t in [0.5, inf]", "x in [-inf, 0]",
+    assert describe(record(b, names, types)) == ["p in [0, 1]", "t in [0.5, inf)", "x in (-inf, 0]",
                                                  "labels in [0, 1)"]
 
 

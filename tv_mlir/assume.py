@@ -140,11 +140,15 @@ def _end(x: int | float | str) -> str:
 
 def describe(record: Mapping[str, Sequence[int | float | str]]) -> list[str]:
     """One 'labels in [0, 64)' (an integer input, hi excluded) or 'p in [0, 1]' (a float
-    range, closed) per entry of the verdict's record (`record`)."""
+    range, closed) per entry of the verdict's record (`record`). An infinite end of a float
+    range is open, `nu in [0, inf)`: a ranged input is a finite real, also under
+    `--inputs ieee`, so +inf is not among the values the verdict covers."""
     out = []
     for name, (lo, hi) in record.items():
         closed = isinstance(lo, float) or lo == "-inf"  # `record` writes a float range's ends so
-        out.append(f"{name} in [{_end(lo)}, {_end(hi)}{']' if closed else ')'}")
+        left = "(" if lo == "-inf" else "["
+        right = "]" if closed and hi != "inf" else ")"
+        out.append(f"{name} in {left}{_end(lo)}, {_end(hi)}{right}")
     return out
 
 
