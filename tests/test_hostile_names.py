@@ -209,3 +209,74 @@ def test_sharding_keys_do_not_mix_axis_names() -> None:
     assert one.describe() == two.describe()  # the premise: the text is ambiguous
     assert attr_key(one) != attr_key(two)
     assert attr_key(one) == attr_key(Sharding(Mesh(mesh.axes), (("p}, {q",), ("r",))))
+
+
+# @f's loop starts at its argument: counted (and unrolled) only once @f is inlined into
+# main, whose own loop the first unroll-loops already copied. main returns (4x, -x).
+LOOP = """    %r:2 = stablehlo.while(%i = %c0, %acc = %x) : tensor<i32>, tensor<f32>
+     cond {
+      %k = stablehlo.constant dense<2> : tensor<i32>
+      %p = stablehlo.compare LT, %i, %k : (tensor<i32>, tensor<i32>) -> tensor<i1>
+      stablehlo.return %p : tensor<i1>
+    } do {
+      %one = stablehlo.constant dense<1> : tensor<i32>
+      %ni = stablehlo.add %i, %one : tensor<i32>
+      %na = stablehlo.OP %acc, %RHS : tensor<f32>
+      stablehlo.return %ni, %na : tensor<i32>, tensor<f32>
+    }
+"""
+TWO_LOOPS = f"""module @u {{
+  func.func private @f(%x: tensor<f32>, %c0: tensor<i32>) -> tensor<f32> {{
+{LOOP.replace("OP", "subtract").replace("%RHS", "%x")}    return %r#1 : tensor<f32>
+  }}
+  func.func public @main(%x: tensor<f32>) -> (tensor<f32>, tensor<f32>) {{
+    %c0 = stablehlo.constant dense<0> : tensor<i32>
+{LOOP.replace("OP", "add").replace("%RHS", "%acc")}    %f = func.call @f(%x, %c0) : (tensor<f32>, tensor<i32>) -> tensor<f32>
+    return %r#1, %f : tensor<f32>, tensor<f32>
+  }}
+}}
+"""
+FOUR_X = """module @e {
+  func.func public @main(%x: tensor<f32>) -> (tensor<f32>, tensor<f32>) {
+    %0 = stablehlo.multiply %x, %x : tensor<f32>
+    %1 = stablehlo.constant dense<4.0> : tensor<f32>
+    %2 = stablehlo.multiply %1, %x : tensor<f32>
+    %3 = stablehlo.negate %x : tensor<f32>
+    return %REF, %3 : tensor<f32>, tensor<f32>
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("core", CORES)
+def test_a_pass_run_twice_makes_new_names(tmp_path: Path, core: str) -> None:
+    """Each run of unroll-loops named its copies %u0, %u1, ... from 0: the second run
+    (after inline) defined main's %u names again, so main's first output read @f's loop,
+    and (-x, -x) was `equivalent` to (4x, -x)."""
+    pipeline = tmp_path / "twice.txt"
+    pipeline.write_text("unroll-loops\ninline\nunroll-loops\n")
+    minus = FOUR_X.replace("%REF", "%3")
+    _confirmed_difference(_verify(tmp_path, TWO_LOOPS, minus, core=core, pipeline=str(pipeline)))
+    same = _verify(tmp_path, TWO_LOOPS, FOUR_X.replace("%REF", "%2"), core=core, pipeline=str(pipeline))
+    assert same.verdict == "equivalent", same.reason
+
+
+def test_chlo_expansions_in_two_runs_get_distinct_names() -> None:
+    """`verify` expands a pair's one-sided chlo ops, a pipeline's legalize-chlo the rest:
+    both named their values %xla_chlo0, ... from 0."""
+    from tv_mlir.passes.legalize_chlo import _Legalizer, legalize_chlo
+    from tv_mlir.passes.rename import _defined
+
+    m = load_module("""module @c {
+  func.func public @main(%x: tensor<f32>) -> (tensor<f32>, tensor<f32>) {
+    %0 = chlo.erfc %x : tensor<f32> -> tensor<f32>
+    %1 = chlo.sinh %x : tensor<f32> -> tensor<f32>
+    return %0, %1 : tensor<f32>, tensor<f32>
+  }
+}
+""")
+    m.funcs = _Legalizer(frozenset({"chlo.erfc"})).module(m).funcs
+    m = legalize_chlo(m)
+    assert not any(op.name.startswith("chlo.") for op in m.main.body.walk())
+    names = _defined(m.main.body)
+    assert len(names) == len(set(names))

@@ -40,7 +40,7 @@ import numpy as np
 
 from tv_mlir.errors import Unsupported
 from tv_mlir.ir import Block, DotDims, Func, Module, Op, TensorType
-from tv_mlir.passes.rename import substitute
+from tv_mlir.passes.rename import fresh_counter, substitute
 
 COMPLEX_DTYPES = {"complex<f32>": "f32", "complex<f64>": "f64"}
 _NP = {"f32": np.float32, "f64": np.float64}
@@ -81,7 +81,7 @@ def legalize_complex(module: Module) -> Module:
                               main.loc, f"type {t.dtype}")
     # Complex values crossing calls (jax's private @fft functions) are inlined first.
     module = drop_unused_funcs(inline(module))
-    leg = _Legalizer()
+    leg = _Legalizer(fresh_counter(module, COMPLEX_PARTS))
     funcs: dict[str, Func] = {}
     for name, f in module.funcs.items():
         if any(is_complex(t) for t in (*f.arg_types, *f.result_types)):
@@ -97,12 +97,16 @@ class Pair:
     im: str | None
 
 
+# The prefix of the values the real parts are.
+COMPLEX_PARTS = "%tv_cx"
+
+
 @dataclass
 class _Legalizer:
-    counter: itertools.count[int] = field(default_factory=itertools.count)
+    counter: itertools.count[int]  # rename.fresh_counter's: names the module does not hold yet
 
     def fresh(self) -> str:
-        return f"%tv_cx{next(self.counter)}"
+        return f"{COMPLEX_PARTS}{next(self.counter)}"
 
     def block(self, block: Block, outer: dict[str, Pair], types: dict[str, TensorType]) -> Block:
         """`block` rewritten; `outer`, `types`: the complex values and the types of the

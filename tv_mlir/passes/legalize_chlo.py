@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from tv_mlir.errors import TvError
 from tv_mlir.frontend.xla_legalize import legalized
 from tv_mlir.ir import Block, Func, Module, Op, TensorType
-from tv_mlir.passes.rename import fresh_copy, substitute
+from tv_mlir.passes.rename import fresh_copy, fresh_counter, substitute
 
 PREFIX = "chlo."
 _Key = tuple[str, tuple[TensorType, ...], TensorType]
@@ -45,6 +45,10 @@ def op_names(module: Module) -> frozenset[str]:
     return frozenset(op.name for f in module.funcs.values() for op in f.body.walk())
 
 
+# The prefix of the values an expansion defines.
+EXPANDED = "%xla_chlo"
+
+
 @dataclass
 class _Legalizer:
     names: frozenset[str] | None  # the chlo ops to expand; None: all of them
@@ -54,6 +58,9 @@ class _Legalizer:
     def module(self, module: Module) -> Module:
         if not any(self.wanted(op) for f in module.funcs.values() for op in f.body.walk()):
             return module
+        # Names this module does not hold: `verify` expands a pair's one-sided chlo ops
+        # first, and a pipeline's legalize-chlo the rest later (rename.fresh_counter).
+        self.counter = fresh_counter(module, EXPANDED)
         funcs = {name: replace(f, body=self.block(f.body, {})) for name, f in module.funcs.items()}
         return replace(module, funcs=funcs)
 
@@ -70,7 +77,7 @@ class _Legalizer:
             if body is None:
                 ops.append(replace(op, regions=tuple(self.block(r, types) for r in op.regions)))
             else:
-                fresh, _ = fresh_copy(body, "%xla_chlo", self.counter)
+                fresh, _ = fresh_copy(body, EXPANDED, self.counter)
                 fresh = substitute(fresh, dict(zip(fresh.args, op.operands)))
                 # The expansion's ops point at the chlo op they replace.
                 ops.extend(replace(o, loc=op.loc) for o in fresh.ops)

@@ -11,7 +11,7 @@ import numpy as np
 from tv_mlir.errors import Unsupported
 from tv_mlir.ir import Block, Module, Op, Sharding, TensorType
 from tv_mlir.options import MAX_CALL_DEPTH, MAX_NESTING, MAX_OPS
-from tv_mlir.passes.rename import fresh_copy, substitute
+from tv_mlir.passes.rename import fresh_copy, fresh_counter, substitute
 from tv_mlir.semantics.ops import CALLS, called_function, is_noop_custom_call
 
 
@@ -26,7 +26,7 @@ def inline(module: Module, max_depth: int = MAX_CALL_DEPTH, max_ops: int = MAX_O
         raise Unsupported(f"inlining calls would make {size} ops, over the op budget of {max_ops} (every call "
                           "copies its callee: calls that fan out grow exponentially)",
                           module.main.loc, "budget.inlining")
-    inliner = _Inliner(module)
+    inliner = _Inliner(module, fresh_counter(module, INLINED))
     funcs = dict(module.funcs)
     main = funcs[module.entry]
     funcs[module.entry] = replace(main, body=inliner.expand(main.body))
@@ -73,10 +73,14 @@ class _CallGraph:
         return callee
 
 
+# The prefix of the values an inlined body defines.
+INLINED = "%i"
+
+
 @dataclass
 class _Inliner:
     module: Module
-    counter: itertools.count[int] = field(default_factory=itertools.count)
+    counter: itertools.count[int]  # fresh_counter's: names the module does not hold yet
 
     def expand(self, block: Block, depth: int = 0) -> Block:
         """`block` with its calls inlined (the call graph is known to be acyclic and within
@@ -86,7 +90,7 @@ class _Inliner:
         mapping: dict[str, str] = {}
         for op in block.ops:
             if op.name in CALLS:
-                body, _ = fresh_copy(self.module.funcs[str(called_function(op))].body, "%i", self.counter)
+                body, _ = fresh_copy(self.module.funcs[str(called_function(op))].body, INLINED, self.counter)
                 body = self.expand(substitute(body, dict(zip(body.args, op.operands))), depth)
                 ops.extend(body.ops)
                 mapping.update(zip(op.results, body.returns))

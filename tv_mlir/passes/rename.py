@@ -6,7 +6,7 @@ import itertools
 from collections.abc import Mapping
 from dataclasses import replace
 
-from tv_mlir.ir import Block
+from tv_mlir.ir import Block, Module
 
 
 def substitute(block: Block, mapping: Mapping[str, str]) -> Block:
@@ -22,6 +22,31 @@ def substitute(block: Block, mapping: Mapping[str, str]) -> Block:
     ops = [replace(op, operands=tuple(r(o) for o in op.operands),
                    regions=tuple(substitute(b, mapping) for b in op.regions)) for op in block.ops]
     return replace(block, ops=ops, returns=tuple(r(x) for x in block.returns))
+
+
+def fresh_counter(module: Module, prefix: str) -> itertools.count[int]:
+    """A counter for names `{prefix}{n}` (`fresh_copy`) that no value of `module` has: past
+    the largest such n there. A pass's counter started at 0 on every run, so a pipeline
+    that unrolls, inlines and unrolls again (a loop counted only once its start is inlined)
+    defined `%u0` twice in one block, and the program's reads of the first read the second
+    (`unroll-loops`, `inline`, `unroll-loops`: a pair differing in an output was
+    `equivalent`; tests/test_hostile_names.py)."""
+    top = -1
+    for f in module.funcs.values():
+        for name in _defined(f.body):
+            if name.startswith(prefix) and name[len(prefix):].isdigit():
+                top = max(top, int(name[len(prefix):]))
+    return itertools.count(top + 1)
+
+
+def _defined(block: Block) -> list[str]:
+    """The values a block defines, its nested regions' too (arguments and results)."""
+    names = list(block.args)
+    for op in block.walk():
+        names.extend(op.results)
+        for region in op.regions:
+            names.extend(region.args)
+    return names
 
 
 def fresh_copy(block: Block, prefix: str, counter: itertools.count) -> tuple[Block, dict[str, str]]:

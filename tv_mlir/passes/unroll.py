@@ -21,12 +21,12 @@ from __future__ import annotations
 import itertools
 from collections import ChainMap
 from collections.abc import Mapping, MutableMapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from tv_mlir.ir import Block, Module, Op, TensorType
-from tv_mlir.passes.rename import fresh_copy, substitute
+from tv_mlir.passes.rename import fresh_copy, fresh_counter, substitute
 
 # Trips and copied ops per loop: a scan over 126 layers stays a loop (the staged proof
 # keeps its layers as instances of one body), a ring of 4 or 8 steps is unrolled.
@@ -102,9 +102,22 @@ def counted(op: Op, defs: Mapping[str, Op], max_trips: int | None = None) -> Cou
     return Counted(index, start, step, trips)
 
 
+# The prefix of the values an unrolled trip defines.
+UNROLLED = "%u"
+
+
 @dataclass
 class _Unroller:
-    counter: itertools.count[int] = field(default_factory=itertools.count)
+    module: Module
+    fresh: itertools.count[int] | None = None
+
+    @property
+    def counter(self) -> itertools.count[int]:
+        """Names the module does not hold yet (`fresh_counter`), made at the first loop
+        unrolled: a program without one pays no walk for it."""
+        if self.fresh is None:
+            self.fresh = fresh_counter(self.module, UNROLLED)
+        return self.fresh
 
     def block(self, block: Block, outer: MutableMapping[str, Op]) -> Block:
         # A block without a loop is returned as it is, and an op is copied only when its
@@ -136,7 +149,7 @@ class _Unroller:
                 values[loop.index] = const.results[0]
                 if trip == loop.trips:
                     break
-                body, _ = fresh_copy(op.regions[1], "%u", self.counter)
+                body, _ = fresh_copy(op.regions[1], UNROLLED, self.counter)
                 body = substitute(replace(body, args=()), dict(zip(body.args, values)))
                 ops.extend(body.ops)
                 defs.update((r, o) for o in body.ops for r in o.results)
@@ -146,13 +159,13 @@ class _Unroller:
 
     def _constant(self, op: Op, loop: Counted, value: int) -> Op:
         t = op.regions[0].arg_types[loop.index]
-        return Op("stablehlo.constant", (), (f"%u{next(self.counter)}",), (t,),
+        return Op("stablehlo.constant", (), (f"{UNROLLED}{next(self.counter)}",), (t,),
                   {"value": np.array(value, dtype=np.int32 if t.dtype == "i32" else np.int64)}, loc=op.loc)
 
 
 def unroll_loops(module: Module) -> Module:
     """Every short counted while loop (see the module docstring), at any depth, replaced by
     copies of its body, one per trip."""
-    unroller = _Unroller()
+    unroller = _Unroller(module)
     funcs = {name: replace(f, body=unroller.block(f.body, {})) for name, f in module.funcs.items()}
     return replace(module, funcs=funcs)
