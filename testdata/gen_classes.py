@@ -42,6 +42,15 @@ UNITS = _units("rsqrt", "multiply", "r")
 # so a difference there can be confirmed.
 UNITS_DIV = _units("sqrt", "divide", "n")
 
+# The other side of the pairs whose reference adds x * (a value 0 over the reals but NaN
+# at some input): x * 0 + p, which is never NaN.
+X_TIMES_ZERO = """
+    %zz = stablehlo.broadcast_in_dim %z, dims = [] : (tensor<f32>) -> tensor<2x3xf32>
+    %xz = stablehlo.multiply %x, %zz : tensor<2x3xf32>
+    %o2 = stablehlo.add %xz, %pb : tensor<2x3xf32>
+    return %o2 : tensor<2x3xf32>
+"""
+
 GUARD = """
     %zb = stablehlo.broadcast_in_dim %z, dims = [] : (tensor<f32>) -> tensor<2xf32>
     %c = stablehlo.compare EQ, %sx, %zb, FLOAT : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xi1>
@@ -117,12 +126,7 @@ PAIRS: dict[str, tuple[str, str, str]] = {
     %xd = stablehlo.multiply %x, %d : tensor<2x3xf32>
     %out = stablehlo.add %xd, %pb : tensor<2x3xf32>
     return %out : tensor<2x3xf32>
-""", UNITS + """
-    %zz = stablehlo.broadcast_in_dim %z, dims = [] : (tensor<f32>) -> tensor<2x3xf32>
-    %xz = stablehlo.multiply %x, %zz : tensor<2x3xf32>
-    %o2 = stablehlo.add %xz, %pb : tensor<2x3xf32>
-    return %o2 : tensor<2x3xf32>
-""", "differ"),
+""", UNITS + X_TIMES_ZERO, "differ"),
     # The other program replaces a NaN unit element by 0 (u != u tests its class): equal
     # wherever the class is not NaN; a proof that took a class for one of 0..2 would merge.
     "nan_guard_div": (UNITS_DIV + U_PLUS_P, UNITS_DIV + """
@@ -138,12 +142,7 @@ PAIRS: dict[str, tuple[str, str, str]] = {
     %xd = stablehlo.multiply %x, %d : tensor<2x3xf32>
     %out = stablehlo.add %xd, %pb : tensor<2x3xf32>
     return %out : tensor<2x3xf32>
-""", UNITS_DIV + """
-    %zz = stablehlo.broadcast_in_dim %z, dims = [] : (tensor<f32>) -> tensor<2x3xf32>
-    %xz = stablehlo.multiply %x, %zz : tensor<2x3xf32>
-    %o2 = stablehlo.add %xz, %pb : tensor<2x3xf32>
-    return %o2 : tensor<2x3xf32>
-""", "differ"),
+""", UNITS_DIV + X_TIMES_ZERO, "differ"),
     # A NaN from 0 * inf in one program only: (x - x) * (1 / y^2) is 0 over the reals and
     # NaN where y = 0 (an element, not a row); the other program drops the factor.
     "zero_times_inf": (UNITS_DIV + """
