@@ -12,6 +12,7 @@ the switch."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -108,3 +109,40 @@ def test_newton_degree_of_a_power_reads_its_exponent() -> None:
         m = mod.replace("E", e)
         p = plan(_raw(m, prepare(m, Options())).module, _raw(m, prepare(m, Options())).module)
         assert [(x.verified, x.argument) for x in p.entries] == [(size, f"Newton (degree {degree})")]
+
+
+def test_a_power_s_constant_term_scales_its_count(tmp_path: Path) -> None:
+    """Rule a's scaled counts through a power (constant_terms.Scales): sum((0.75 + 0 x)^2 +
+    x) is 0.5625 n + sum(x), equal to sum(x) + 4.5 at n = 8 only. The power's constant term
+    is the e-fold product of its base's (0.5625), so n is ordered against 4.5 / 0.5625 = 8
+    and stays off 8; read as no constant term, 16 shrank to 8 and the bug was equivalent."""
+    ref = tmp_path / "ref.mlir"
+    bug = tmp_path / "bug.mlir"
+    ref.write_text("""module @r {
+  func.func public @main(%arg0: tensor<16xf32>) -> tensor<f32> {
+    %z = stablehlo.constant dense<0.000000e+00> : tensor<16xf32>
+    %c = stablehlo.constant dense<7.500000e-01> : tensor<16xf32>
+    %e = stablehlo.constant dense<2.000000e+00> : tensor<16xf32>
+    %0 = stablehlo.multiply %arg0, %z : tensor<16xf32>
+    %1 = stablehlo.add %0, %c : tensor<16xf32>
+    %2 = stablehlo.power %1, %e : tensor<16xf32>
+    %3 = stablehlo.add %2, %arg0 : tensor<16xf32>
+    %i = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+    %4 = stablehlo.reduce(%3 init: %i) applies stablehlo.add across dimensions = [0] : (tensor<16xf32>, tensor<f32>) -> tensor<f32>
+    return %4 : tensor<f32>
+  }
+}
+""")
+    bug.write_text("""module @b {
+  func.func public @main(%arg0: tensor<16xf32>) -> tensor<f32> {
+    %i = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+    %4 = stablehlo.reduce(%arg0 init: %i) applies stablehlo.add across dimensions = [0] : (tensor<16xf32>, tensor<f32>) -> tensor<f32>
+    %k = stablehlo.constant dense<4.500000e+00> : tensor<f32>
+    %5 = stablehlo.add %4, %k : tensor<f32>
+    return %5 : tensor<f32>
+  }
+}
+""")
+    v = tv_mlir.verify(ref, bug, cache=False, **RULES_OFF)
+    assert v.verdict == "not-equivalent", v.reason
+    assert v.counterexample is not None and v.counterexample.confirmed_at == "original sizes"

@@ -518,6 +518,8 @@ _SCALE_MOVES = frozenset({"stablehlo.reshape", "stablehlo.transpose", "stablehlo
                           "stablehlo.minimum", "stablehlo.clamp", "stablehlo.abs", "stablehlo.select"})
 # More candidates than this: unknown (the class is pinned).
 MAX_SCALES = 32
+# The largest integer exponent a power's constant term is multiplied out for (`Scales`).
+MAX_POWER = 64
 Scale = frozenset[float] | None
 
 
@@ -627,12 +629,23 @@ class Scales:
             # An integer quotient truncates (mesh coordinates: pid / 1 % 4).
             return q if q is None or dtype.startswith(("f", "bf")) else q | {float(math.trunc(x)) for x in q}
         if n == "stablehlo.power":
-            # x ** e: 1 at e = 0, x at e = 1 (the verifier multiplies constant exponents out);
-            # other exponents mix the candidates' products: unknown.
+            # x ** e: 1 at e = 0; at a positive integer e the product of e copies of x
+            # (the verifier multiplies constant exponents out), so its constant term's
+            # coefficients are among the e-fold products, as a multiply's are the pairwise
+            # ones (none when x has no constant term: sum(x ** 9) counts nothing). Other
+            # exponents: unknown.
             e = _splat_through_moves(f, op.operands[1])
             if e == 0:
                 return frozenset({1.0})
-            return self.of(op.operands[0], depth + 1) if e == 1 else None
+            if e is None or e < 0 or e != int(e) or e > MAX_POWER:
+                return None
+            base = self.of(op.operands[0], depth + 1)
+            acc = base
+            for _ in range(int(e) - 1):
+                if not acc:
+                    break
+                acc = self._pairs(acc, base, lambda x, y: x * y)
+            return acc
         if n in _NUMERIC:
             inner = self.of(op.operands[0], depth + 1)
             if inner is None:
