@@ -139,7 +139,7 @@ def test_brackets_in_strings_and_comments_do_not_nest() -> None:
 
 def test_deep_attributes() -> None:
     attr = "[" * 900 + "1" + "]" * 900
-    text = NESTED_REF.replace("stablehlo.abs %x :", f"stablehlo.abs %x {{tv.a = {attr}}} :")
+    text = NESTED_REF.replace("stablehlo.abs %x :", f"stablehlo.abs %x {{user.a = {attr}}} :")
     with pytest.raises(Unsupported) as exc:
         load_module(text)
     assert exc.value.one_line().startswith("an attribute nested deeper than 100 (the nesting budget) at <text>:2:")
