@@ -265,7 +265,6 @@ def test_chlo_expansions_in_two_runs_get_distinct_names() -> None:
     """`verify` expands a pair's one-sided chlo ops, a pipeline's legalize-chlo the rest:
     both named their values %xla_chlo0, ... from 0."""
     from tv_mlir.passes.legalize_chlo import _Legalizer, legalize_chlo
-    from tv_mlir.passes.rename import _defined
 
     m = load_module("""module @c {
   func.func public @main(%x: tensor<f32>) -> (tensor<f32>, tensor<f32>) {
@@ -278,5 +277,5 @@ def test_chlo_expansions_in_two_runs_get_distinct_names() -> None:
     m.funcs = _Legalizer(frozenset({"chlo.erfc"})).module(m).funcs
     m = legalize_chlo(m)
     assert not any(op.name.startswith("chlo.") for op in m.main.body.walk())
-    names = _defined(m.main.body)
+    names = [name for name, _ in m.main.body.defined()]
     assert len(names) == len(set(names))

@@ -85,6 +85,15 @@ class Block:
             yield op
             stack.extend(iter(region.ops) for region in reversed(op.regions))
 
+    def defined(self) -> Iterator[tuple[str, TensorType]]:
+        """Every value the block defines, with its type: its arguments, then each op's
+        results and its regions' arguments (nested ones too), in `walk`'s order."""
+        yield from zip(self.args, self.arg_types)
+        for op in self.walk():
+            yield from zip(op.results, op.result_types)
+            for region in op.regions:
+                yield from zip(region.args, region.arg_types)
+
     def nesting(self) -> int:
         """How deep regions nest inside this block (0: no op has a region)."""
         deepest = 0

@@ -54,16 +54,7 @@ def is_complex(t: TensorType) -> bool:
 
 def has_complex(module: Module) -> bool:
     return any(is_complex(t) for f in module.funcs.values()
-               for t in (*f.arg_types, *f.result_types, *_block_types(f.body)))
-
-
-def _block_types(block: Block) -> list[TensorType]:
-    out = list(block.arg_types)
-    for op in block.walk():
-        out.extend(op.result_types)
-        for r in op.regions:
-            out.extend(r.arg_types)
-    return out
+               for t in (*f.arg_types, *f.result_types, *(t for _, t in f.body.defined())))
 
 
 def legalize_complex(module: Module) -> Module:

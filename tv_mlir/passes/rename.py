@@ -33,20 +33,10 @@ def fresh_counter(module: Module, prefix: str) -> itertools.count[int]:
     `equivalent`; tests/test_hostile_names.py)."""
     top = -1
     for f in module.funcs.values():
-        for name in _defined(f.body):
+        for name, _ in f.body.defined():
             if name.startswith(prefix) and name[len(prefix):].isdigit():
                 top = max(top, int(name[len(prefix):]))
     return itertools.count(top + 1)
-
-
-def _defined(block: Block) -> list[str]:
-    """The values a block defines, its nested regions' too (arguments and results)."""
-    names = list(block.args)
-    for op in block.walk():
-        names.extend(op.results)
-        for region in op.regions:
-            names.extend(region.args)
-    return names
 
 
 def fresh_copy(block: Block, prefix: str, counter: itertools.count) -> tuple[Block, dict[str, str]]:
