@@ -176,14 +176,8 @@ class ConstantTerms:
         # constant term when a caller passes one: sum(v) in a function called with x + 1 is
         # p_1 + n (red-team batch 7, call_const). Read below with the function arguments.
         if value in f.region_arg:
-            owner, _, k = f.region_arg[value]
-            if owner.name == "sdy.manual_computation":
-                return self._get(owner.operands[k])
-            if owner.name == "stablehlo.while":
-                # Carried: its start, and what the body returns from it (induction).
-                loop = owner.regions[1]
-                return self._get(owner.operands[k]) or (k < len(loop.returns) and self._get(loop.returns[k]))
-            return True
+            sources = _region_sources(f, value)
+            return sources is None or any(self._get(v) for v in sources)
         if value in f.func_of_arg:
             callers = f.callers.get(value, [])
             return not callers or any(self._get(call.operands[k]) for call, k in callers)
@@ -452,13 +446,8 @@ class Same:
         if value in f.entry_args:
             return False
         if value in f.region_arg:
-            owner, _, k = f.region_arg[value]
-            if owner.name == "sdy.manual_computation":
-                return self._look(owner.operands[k])
-            if owner.name == "stablehlo.while":
-                loop = owner.regions[1]
-                return self._all([owner.operands[k]] + ([loop.returns[k]] if k < len(loop.returns) else []))
-            return True  # a reducer's or comparator's argument: read with its op
+            sources = _region_sources(f, value)
+            return sources is None or self._all(sources)
         if value in f.func_of_arg:
             callers = f.callers.get(value, [])
             return not callers or any([self._look(call.operands[k]) for call, k in callers])
@@ -521,6 +510,19 @@ MAX_SCALES = 32
 # The largest integer exponent a power's constant term is multiplied out for (`Scales`).
 MAX_POWER = 64
 Scale = frozenset[float] | None
+
+
+def _region_sources(f: ProgramFacts, value: str) -> list[str] | None:
+    """What a region's argument is fed from: a manual computation's operand; a loop's
+    carried value's start and what the body returns for it (read by induction); None for a
+    reducer's or comparator's argument, which its op reads."""
+    owner, _, k = f.region_arg[value]
+    if owner.name == "sdy.manual_computation":
+        return [owner.operands[k]]
+    if owner.name == "stablehlo.while":
+        loop = owner.regions[1]
+        return [owner.operands[k]] + ([loop.returns[k]] if k < len(loop.returns) else [])
+    return None
 
 
 def _splat_through_moves(f: ProgramFacts, value: str) -> float | int | None:
