@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 ROOT = Path(__file__).resolve().parents[1]
@@ -289,6 +290,20 @@ def cores(timeout: float) -> None:
           f"per-query solver timeout {timeout:.0f} s (BENCH_TIMEOUT); {os.cpu_count()} cores)")
 
 
+def _gen_flax(args: list[str], timeout: float) -> dict[str, Any] | None:
+    """One `testdata/gen_flax.py` measure in a process of its own (its peak memory is its
+    own): the JSON line it prints last, or None when it failed or ran out of time."""
+    try:
+        p = subprocess.run([sys.executable, str(ROOT / "testdata/gen_flax.py"), *args],
+                           capture_output=True, text=True, timeout=max(600.0, 10 * timeout), cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        return None
+    if p.returncode != 0 or not p.stdout.strip():
+        return None
+    out: dict[str, Any] = json.loads(p.stdout.strip().splitlines()[-1])
+    return out
+
+
 def flax8b(timeout: float) -> None:
     """Issue 14's measure: the flax Llama (testdata/gen_flax.py) at Llama-3-8B widths given as
     ShapeDtypeStructs through tv_mlir.jax.check's export and verify, one process per row
@@ -296,12 +311,7 @@ def flax8b(timeout: float) -> None:
     print(f"{'pair':<24} {'verdict':<15} {'export s':>8} {'verify s':>8} {'rss MB':>7}  kept classes")
     for variant in ("fwd", "fwdbwd", "step"):
         for form in ("partitioned", "shardy"):
-            try:
-                p = subprocess.run([sys.executable, str(ROOT / "testdata/gen_flax.py"), "--measure-8b", variant, form],
-                                   capture_output=True, text=True, timeout=max(600.0, 10 * timeout), cwd=ROOT)
-                m = json.loads(p.stdout.strip().splitlines()[-1]) if p.returncode == 0 and p.stdout.strip() else None
-            except subprocess.TimeoutExpired:
-                m = None
+            m = _gen_flax(["--measure-8b", variant, form], timeout)
             if m is None:
                 print(f"{'8b ' + variant + ' ' + form:<24} no verdict")
                 continue
@@ -319,12 +329,7 @@ def flaxstep(timeout: float) -> None:
     targets 15 s (1 layer) and 20 s (2 layers)."""
     print(f"{'step':<22} {'verdict':<15} {'cpu s':>6} {'export':>6} {'verify':>6} {'wall s':>6} {'rss MB':>7}  plan")
     for layers in (1, 2):
-        try:
-            p = subprocess.run([sys.executable, str(ROOT / "testdata/gen_flax.py"), "--measure-step", str(layers)],
-                               capture_output=True, text=True, timeout=max(600.0, 10 * timeout), cwd=ROOT)
-            m = json.loads(p.stdout.strip().splitlines()[-1]) if p.returncode == 0 and p.stdout.strip() else None
-        except subprocess.TimeoutExpired:
-            m = None
+        m = _gen_flax(["--measure-step", str(layers)], timeout)
         if m is None:
             print(f"{'step L' + str(layers):<22} no verdict")
             continue
