@@ -25,8 +25,10 @@ prints its difference from the reference on XLA, which must not be 0):
   row-parallel matmul on the quantized values. Bug: the amax not reduced over the devices
   (every device records its own history: the "replicated" state diverges).
 - topk_vocab: top-k over vocabulary-parallel logits (local top_k, global indices,
-  all_gather of the candidates, a second top_k), probabilities of the k kept. Bug: the
-  local indices not offset by the shard's start.
+  all_gather of the candidates, a second top_k), probabilities of the k kept. Bugs: the
+  local indices not offset by the shard's start (_bug); the candidates listed last shard
+  first, so a tie goes to the higher index (_ties, values out; only ties show it).
+  topk_vocab_values: the correct plan with the values out.
 - prefix_sum_ppermute: an inclusive cumsum over a sharded axis: local cumsums, an
   exclusive scan of the block totals in log2(n) ppermute rounds (Hillis-Steele). Bug: the
   inclusive scan used as the offset (each block adds its own total).
@@ -37,7 +39,8 @@ prints its difference from the reference on XLA, which must not be 0):
   row-parallel projection. Bug: the variance taken around the shard's own mean.
 - fsdp_clip_ema: an FSDP step by hand: the global gradient norm (psum of the shards'
   squares) for clipping, momentum SGD, an EMA of the weights with bias correction by the
-  step count. Bug: each shard clipped by its own norm.
+  step count. Bugs: each shard clipped by its own norm (_bug); the EMA debiased by the
+  count before the step (_stale).
 - flash_decode_sp: split-KV decoding (flash-decoding): the KV cache sharded over the
   sequence, each shard's partial softmax (max, sum, weighted values) merged with a pmax and
   a rescaled psum, positions past each row's length masked. Bug: the length mask compares
@@ -45,6 +48,15 @@ prints its difference from the reference on XLA, which must not be 0):
 - tp_mlp_grad: jax.grad inside shard_map of a Megatron MLP (column then row parallel), the
   loss pmean'd over dp. Bug: the same with check_vma=False, where the transpose of the
   forward psum is a psum again: gradients tp times too large.
+- argmax_vocab: greedy decoding over vocabulary-parallel logits: pmax of the shards'
+  maxima, pmin of the tied global indices. Bug: pmax of the tied indices (only ties show it).
+- siglip_ppermute: SigLIP's sigmoid loss, the texts passed round a ppermute ring (7 hops).
+  Bug: every block's diagonal taken as positives.
+- pipeline_cond / pipeline_switch: GPipe by hand, lax.cond on the stage index feeding the
+  first stage, ppermute between stages, the last stage draining into a buffer; the switch
+  form runs a different layer per stage (lax.switch). Bugs: drained one step early; the
+  next stage's layer.
+- flax_syncbn: flax's nn.BatchNorm(axis_name="dp") in shard_map. Bug: axis_name left out.
 - mamba_tp (jit): a Mamba block, d_inner over tp: in-projections, a causal depthwise conv
   (feature_group_count), softplus dt, selective scan (associative_scan), gated output,
   row-parallel out-projection; XLA partitions it.
@@ -263,7 +275,7 @@ def _topk_ref(logits):
     return jax.nn.softmax(v, -1), i
 
 
-def _topk(bug: bool) -> Program:
+def _topk(bug: bool, reversed_shards: bool = False, probs: bool = True) -> Program:
     m = mesh((2, 4), ("dp", "tp"))
     b, vocab = 4, 16
 
@@ -274,15 +286,21 @@ def _topk(bug: bool) -> Program:
             i = i + lax.axis_index("tp") * vl
         av = lax.all_gather(v, "tp", axis=1, tiled=True)  # [b, 4k], shards in order
         ai = lax.all_gather(i, "tp", axis=1, tiled=True)
+        if reversed_shards:  # candidates listed last shard first: a tie goes to the higher index
+            av = jnp.concatenate([av[:, j * TOPK:(j + 1) * TOPK] for j in reversed(range(4))], 1)
+            ai = jnp.concatenate([ai[:, j * TOPK:(j + 1) * TOPK] for j in reversed(range(4))], 1)
         v2, pos = lax.top_k(av, TOPK)
-        return jax.nn.softmax(v2, -1), jnp.take_along_axis(ai, pos, -1)
+        return jax.nn.softmax(v2, -1) if probs else v2, jnp.take_along_axis(ai, pos, -1)
 
     fn = _smap(body, m, (P("dp", "tp"),), (P("dp"), P("dp")), check_vma=False)
     S = lambda *s: NamedSharding(m, P(*s))  # noqa: E731
-    return Program("topk_vocab_bug" if bug else "topk_vocab",
-                   "top-2 over vocab-parallel logits: local top_k, all_gather, top_k, 2x4"
-                   + (" (bug: local indices not offset)" if bug else ""),
-                   fn, (_sds((b, vocab)),), (S("dp", "tp"),), (S("dp"), S("dp")), reference=_topk_ref)
+    name = "topk_vocab" + ("_bug" if bug else "") + ("_ties" if reversed_shards else "") + ("" if probs else "_values")
+    return Program(name, "top-2 over vocab-parallel logits: local top_k, all_gather, top_k, 2x4"
+                   + (" (bug: local indices not offset)" if bug else "")
+                   + (" (bug: candidates last shard first, ties to the higher index)" if reversed_shards else "")
+                   + ("" if probs else ", values out"),
+                   fn, (_sds((b, vocab)),), (S("dp", "tp"),), (S("dp"), S("dp")),
+                   reference=_topk_ref if probs else lambda x: tuple(lax.top_k(x, TOPK)))
 
 
 def topk_vocab() -> Program:
@@ -291,6 +309,14 @@ def topk_vocab() -> Program:
 
 def topk_vocab_bug() -> Program:
     return _topk(True)
+
+
+def topk_vocab_ties() -> Program:
+    return _topk(False, reversed_shards=True, probs=False)
+
+
+def topk_vocab_values() -> Program:
+    return _topk(False, probs=False)
 
 
 # ---------------------------------------------------------------------------
@@ -705,7 +731,19 @@ def _pipe_ref(w, x):
     return h
 
 
-def _pipe_cond(bug: bool) -> Program:
+# the stages of a heterogeneous pipeline (pipeline_switch): each stage its own layer kind
+STAGE_FNS = (lambda h, w: jnp.tanh(h @ w), lambda h, w: jax.nn.relu(h @ w) + h,
+             lambda h, w: jax.nn.gelu(h @ w), lambda h, w: h @ w)
+
+
+def _pipe_switch_ref(w, x):
+    h = x
+    for i, f in enumerate(STAGE_FNS):
+        h = f(h, w[i])
+    return h
+
+
+def _pipe_cond(bug: bool, switch: bool = False) -> Program:
     n = 4
     m = mesh((2, n), ("dp", "pp"))
     micro, b, d = 4, 4, 4
@@ -717,8 +755,11 @@ def _pipe_cond(bug: bool) -> Program:
         for t in range(micro + n - 1):
             feed = x[t] if t < micro else jnp.zeros(x.shape[1:], f32)
             inp = lax.cond(stage == 0, lambda a, s: a, lambda a, s: s, feed, state)
-            h = jnp.tanh(inp @ w[0])
-            j = t - (n - 1) + (1 if bug else 0)  # bug: drains one step early
+            if switch:  # bug: the stage's layer picked one stage on (switch clamps the last)
+                h = lax.switch(stage + (1 if bug else 0), [lambda a, f=f: f(a, w[0]) for f in STAGE_FNS], inp)
+            else:
+                h = jnp.tanh(inp @ w[0])
+            j = t - (n - 1) + (1 if bug and not switch else 0)  # bug: drains one step early
             if 0 <= j < micro:
                 outs = outs.at[j].set(jnp.where(stage == n - 1, h, outs[j]))
             state = lax.ppermute(h, "pp", [(i, i + 1) for i in range(n - 1)])
@@ -726,11 +767,12 @@ def _pipe_cond(bug: bool) -> Program:
 
     fn = _smap(body, m, (P("pp"), P(None, "dp")), P(None, "dp"), check_vma=False)
     S = lambda *s: NamedSharding(m, P(*s))  # noqa: E731
-    return Program("pipeline_cond_bug" if bug else "pipeline_cond",
-                   "GPipe by hand: lax.cond on the stage feeds, ppermute, last stage drains, 2x4"
-                   + (" (bug: drains one step early)" if bug else ""),
+    name = ("pipeline_switch" if switch else "pipeline_cond") + ("_bug" if bug else "")
+    what = ("heterogeneous stages by lax.switch on the stage index" if switch else "lax.cond on the stage feeds")
+    why = " (bug: the next stage's layer)" if switch else " (bug: drains one step early)"
+    return Program(name, f"GPipe by hand: {what}, ppermute, last stage drains, 2x4" + (why if bug else ""),
                    fn, (_sds((n, d, d)), _sds((micro, b, d))), (S("pp"), S(None, "dp")), S(None, "dp"),
-                   reference=_pipe_ref)
+                   reference=_pipe_switch_ref if switch else _pipe_ref)
 
 
 def pipeline_cond() -> Program:
@@ -739,6 +781,14 @@ def pipeline_cond() -> Program:
 
 def pipeline_cond_bug() -> Program:
     return _pipe_cond(True)
+
+
+def pipeline_switch() -> Program:
+    return _pipe_cond(False, switch=True)
+
+
+def pipeline_switch_bug() -> Program:
+    return _pipe_cond(True, switch=True)
 
 
 # ---------------------------------------------------------------------------
@@ -768,16 +818,14 @@ def _flax_bn(bug: bool) -> Program:
             return y, upd["batch_stats"]
         return f
 
-    rep = jax.tree.map(lambda _: P(), state)
-    fn = _smap(run(None if bug else "dp"), m, (rep, P("dp")), (P("dp"), jax.tree.map(lambda _: P(), state["batch_stats"])),
-               check_vma=not bug)
+    rep, stats = jax.tree.map(lambda _: P(), state), jax.tree.map(lambda _: P(), state["batch_stats"])
+    fn = _smap(run(None if bug else "dp"), m, (rep, P("dp")), (P("dp"), stats), check_vma=not bug)
     S = lambda *s_: NamedSharding(m, P(*s_))  # noqa: E731
-    srep = jax.tree.map(lambda _: S(), state)
+    srep, sstats = jax.tree.map(lambda _: S(), state), jax.tree.map(lambda _: S(), state["batch_stats"])
     return Program("flax_syncbn_bug" if bug else "flax_syncbn",
                    "flax nn.Dense + nn.BatchNorm(axis_name='dp') in shard_map, train mode, dp 8"
                    + (" (bug: axis_name left out: per-device statistics)" if bug else ""),
-                   fn, (state, _sds((b, d))), (srep, S("dp")), (S("dp"), jax.tree.map(lambda _: S(), state["batch_stats"])),
-                   reference=run(None))
+                   fn, (state, _sds((b, d))), (srep, S("dp")), (S("dp"), sstats), reference=run(None))
 
 
 def flax_syncbn() -> Program:
@@ -793,6 +841,7 @@ PROGRAMS: g.Programs = {
     "swa_halo_rope": swa_halo_rope, "swa_halo_rope_bug": swa_halo_rope_bug,
     "fp8_delayed_scaling": fp8_delayed_scaling, "fp8_delayed_scaling_bug": fp8_delayed_scaling_bug,
     "topk_vocab": topk_vocab, "topk_vocab_bug": topk_vocab_bug,
+    "topk_vocab_values": topk_vocab_values, "topk_vocab_ties": topk_vocab_ties,
     "prefix_sum_ppermute": prefix_sum_ppermute, "prefix_sum_ppermute_bug": prefix_sum_ppermute_bug,
     "ring_allreduce": ring_allreduce, "ring_allreduce_bug": ring_allreduce_bug,
     "tp_layernorm": tp_layernorm, "tp_layernorm_bug": tp_layernorm_bug,
@@ -804,6 +853,7 @@ PROGRAMS: g.Programs = {
     "argmax_vocab": argmax_vocab, "argmax_vocab_bug": argmax_vocab_bug,
     "siglip_ppermute": siglip_ppermute, "siglip_ppermute_bug": siglip_ppermute_bug,
     "pipeline_cond": pipeline_cond, "pipeline_cond_bug": pipeline_cond_bug,
+    "pipeline_switch": pipeline_switch, "pipeline_switch_bug": pipeline_switch_bug,
     "flax_syncbn": flax_syncbn, "flax_syncbn_bug": flax_syncbn_bug,
 }
 

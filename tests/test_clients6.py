@@ -24,7 +24,7 @@ def gen6():
 @pytest.mark.parametrize("name", [
     "sync_batchnorm", "flax_syncbn", "swa_halo_rope", "fp8_delayed_scaling", "prefix_sum_ppermute",
     "ring_allreduce", "tp_layernorm", "fsdp_clip_ema", "tp_mlp_grad", "argmax_vocab", "siglip_ppermute",
-    "pipeline_cond", "mamba_tp", "schedule_free_fsdp",
+    "pipeline_switch", "mamba_tp", "schedule_free_fsdp",
 ])
 def test_client_through_check(gen6, name: str) -> None:
     v = check_client(gen6, name)
@@ -32,18 +32,20 @@ def test_client_through_check(gen6, name: str) -> None:
 
 
 @pytest.mark.parametrize("name", [
+    "sync_batchnorm_bug",  # the mean of local variances
     "flax_syncbn_bug",  # BatchNorm's axis_name left out
     "fp8_delayed_scaling_bug",  # amax not pmax'd: the replicated history diverges
     "topk_vocab_bug",  # local top-k indices not offset by the shard's start
+    "topk_vocab_ties",  # candidates gathered last shard first: only tied logits show it
     "prefix_sum_ppermute_bug",  # inclusive scan as the offset
     "ring_allreduce_bug",  # gathered chunk one slot off
     "tp_layernorm_bug",  # variance around the shard's own mean
     "fsdp_clip_ema_bug",  # each shard clipped by its own norm
-    "fsdp_clip_ema_stale",  # EMA debiased by the count before the step
     "flash_decode_sp_bug",  # length mask on local positions
     "tp_mlp_grad_bug",  # check_vma=False: psum's transpose a psum
     "argmax_vocab_bug",  # ties to the last shard: only tied logits show it
     "pipeline_cond_bug",  # drained one step early
+    "pipeline_switch_bug",  # lax.switch picks the next stage's layer
 ])
 def test_a_hand_written_bug_is_caught(gen6, name: str) -> None:
     assert_confirmed_at_original_sizes(check_client(gen6, name))
