@@ -17,7 +17,7 @@ import tv_mlir
 from tests.conftest import RULES_OFF, TESTDATA
 from tv_mlir.api import prepare
 from tv_mlir.options import Options
-from tv_mlir.shrink import constants, rules
+from tv_mlir.shrink import constants, rules, zero_types
 from tv_mlir.shrink.pair import _raw
 from tv_mlir.shrink.plan import ShrinkPlan, plan
 
@@ -114,7 +114,16 @@ def test_an_offset_keeps_its_order_with_the_positions_it_meets(variant: str, mon
     hidden, local = _hidden_and_local(variant)
     assert (hidden > local) if variant == "small" else (hidden < local), (hidden, local)
     monkeypatch.setattr(constants, "POSITION_SIZES", False)
+    _zero_types_as_before_batch9(monkeypatch)
     assert _hidden_and_local(variant) == (4, 4)
+
+
+def _zero_types_as_before_batch9(monkeypatch: pytest.MonkeyPatch) -> None:
+    """take_along_axis's `where(lab < 0, lab + 64, lab)` in [0, 63]: since red-team batch 9
+    zero_types trusts neither the select nor the add (it may wrap), so the family is counted
+    and rule a orders the hidden size too; off, the position rule alone is tested."""
+    monkeypatch.setattr(zero_types, "WRAPS", False)
+    monkeypatch.setattr(zero_types, "INTERPRETED", False)
 
 
 def _seq(pair: str, kind: str) -> int:
@@ -157,6 +166,8 @@ def test_bug_found_and_hidden_without_the_rule(pair: str, module: object, switch
     if check_ok:
         assert _verify(pair, "ok").verdict == "equivalent"
     monkeypatch.setattr(module, switch, False)
+    if pair == "onehot_sqrelu":
+        _zero_types_as_before_batch9(monkeypatch)
     v = _verify(pair, "bug")
     assert v.verdict == "equivalent", v.reason
 

@@ -88,6 +88,12 @@ CONSTANT_INDICES = True
 # other rewritten constants and counts, and a one-hot's offset `tp * hidden` met the local
 # vocabulary's size when both shrank to 4.
 POSITION_SIZES = True
+# ... and with its last positions |P| - 1 .. |P| - NEAR (red-team batch 9, meet_last): a
+# constant V - 1 = 11 compared with the positions of a 16-long class selects a position with
+# positions past it; ordered with |P| = 16 only, V' - 1 = 3 < T' = 4 kept that order while 3
+# became the last position, and the bug's `iota == V - 1` picked what the reference's
+# `x[T - 1]` picks. Off: the size alone.
+LAST_POSITIONS = True
 # Rule (a), classes of one size, for a float divisor of positions only (RoPE's frequencies
 # `arange(0, d, 2) / d`, where q/k's and v/o's head_dim are two classes of size d): the
 # classes keep one size and the constant is tied to it, as an integer clamp of two
@@ -841,8 +847,14 @@ def _met_positions(a: DimAnalysis, where: Sites, sizes: list[int], tied: dict[tu
             continue
         for c in sorted(pos.classes - set(tied_classes.get(key, ()))):
             if sizes[c] < a.classes[c].size:
-                out.append((float(a.classes[c].size), float(sizes[c]), (c,), None,
-                            f"positions met by constant {key[1]} ({key[0]})", key))
+                # The size and the last positions: whether a position lies below, at or past
+                # the constant is decided by its order with each of them (a window's offset
+                # up to NEAR moves the boundary by as much; rule b bounds larger literal ones).
+                for k in range(NEAR + 1 if LAST_POSITIONS else 1):
+                    if sizes[c] - k >= 0:
+                        out.append((float(a.classes[c].size - k), float(sizes[c] - k), (c,), None,
+                                    f"positions met by constant {key[1]} ({key[0]})"
+                                    + (f" (its size - {k})" if k else ""), key))
     return out
 
 

@@ -161,7 +161,8 @@ def zero_type_counts(fa: ProgramFacts, a: DimAnalysis, families: dict[int, set[i
         ranged = {p: lookups.outcomes[p] for p in ps.predicates if p in lookups.outcomes}
         sums = zero_types.summands(op for c_ops in ps.sums.values() for op in c_ops)
         degrees = Degrees(fa, a, set(fam))
-        if not any(_zero_type(degrees, sums, u) for u in zero_types.reachable(preds, ranged, normal.inside)):
+        related = normal.related if zero_types.RELATED else normal.inside
+        if not any(_zero_type(degrees, sums, u) for u in zero_types.reachable(preds, ranged, related)):
             out.update(ps.sums)
     return out
 

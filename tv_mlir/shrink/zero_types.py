@@ -36,7 +36,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tv_mlir.ir import Op, TensorType
+from tv_mlir.ir import DotDims, Op, TensorType
+from tv_mlir.semantics.ops import NOOP_CUSTOM_CALLS, SHARD_CALLS, TRANSCENDENTAL_OPS, VALUE_IDENTITIES
 from tv_mlir.shrink.facts import ProgramFacts, splat
 
 # Off: rule (k) takes every type as reachable and every sum of predicates as free of n
@@ -62,6 +63,37 @@ CHOICES_ALIKE = True
 _CHOICES = frozenset({"stablehlo.select", "stablehlo.maximum", "stablehlo.minimum", "stablehlo.clamp"})
 # More predicates than this in one family: no enumeration (rule k pins past 4 data ones).
 MAX_ENUMERATED = 10
+# A compare of integers whose affine forms read through an op that can wrap (an add, a
+# product, a negation or a narrowing convert whose exact result can leave its type) is not
+# read: the verifier computes it modulo 2^bits, the forms over unbounded integers, so the
+# forms can decide an outcome that never occurs (`int8(ids + 256) == int8(ids)` is true at
+# every input, the forms say never) or take one as reachable that never occurs
+# (`ids * 2^16 * 2^16 == 0`). Such a predicate allows no outcome (`Predicate.unknown`): its
+# family is counted, as for atoms computed from each other. Off: forms read as exact
+# (red-team batch 9, the wrap_* pairs: `equivalent` with the rules alone).
+WRAPS = True
+# A compare with an atom the verifier interprets but the normal form reads as a free value
+# with an interval (a select of two constants, sign, rem, bit operations, shifts, floor, a
+# float made integer, a loop's carried value: each takes values, or keeps relations, the
+# interval does not show) is not read either: `sign(x) <= 1`, `rem(ids, 2) < 2`, `ids & 1 <= 1`
+# are true at every input, the normal form took both outcomes as reachable. Trusted atoms
+# (`Normal.trusted`) are what the verifier itself reads as free or as the normal form does:
+# program inputs and the elements picked from them, iotas, device ids, uninterpreted
+# functions, and sums, products, quotients, moves, max/min/clamp/abs/sqrt and collectives of
+# trusted values. Off: every atom read as free (red-team batch 9, the bound_* pairs:
+# `equivalent` with the rules alone).
+INTERPRETED = True
+# A float sum's or dot's sign from its summands' (`Normal._sum_sign`): `sum_h x^2 >= 0` and
+# `x . x >= 0` are true at every input, and the verifier's own normal form folds them; read
+# as atoms of no range they took both outcomes (red-team batch 9, bound_sumsq, bound_dot).
+SIGNS = True
+# Atoms are independent only when they read disjoint program inputs (`Normal.related`): two
+# atoms computed from one input element (x0 * x0, x0 * x1 and x1 * x1 in a square written
+# out; x0 and x0 * x0 in two predicates) are related, and predicates over related atoms are
+# one component, which allows no outcome unless its atoms are one (exact). Off: only an atom
+# computed from another relates them (`Normal.inside`), and a quadratic form the verifier
+# folds (`x0^2 - 2 x0 x1 + x1^2 >= 0`) took both outcomes (red-team batch 9, bound_sos).
+RELATED = True
 
 # Ops whose values are never negative (exp never 0 either: `_POSITIVE`).
 _NONNEG = frozenset({"stablehlo.abs", "stablehlo.sqrt", "stablehlo.exponential", "chlo.square"})
@@ -98,6 +130,10 @@ class Normal:
     forms: dict[str, Affine | None] = field(default_factory=dict)
     atom_values: dict[Key, str] = field(default_factory=dict)  # an atom's key -> a value it numbers
     ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
+    exacts: dict[str, bool] = field(default_factory=dict)  # `exact`, memoised
+    trusts: dict[str, bool] = field(default_factory=dict)  # `trusted`, memoised
+    shapes: dict[int, tuple] = field(default_factory=dict)  # key -> its hash-consed shape
+    supports: dict[int, dict[object, frozenset[int] | None]] = field(default_factory=dict)  # `support`
 
     def key(self, v: str, depth: int = 0) -> int:
         """Two values computed by the same ops from the same arguments have one key (jax
@@ -162,7 +198,98 @@ class Normal:
         if shape not in self.ids:
             self.ids[shape] = len(self.ids)
             self.children[self.ids[shape]] = operands
+            self.shapes[self.ids[shape]] = shape
         return self.ids[shape]
+
+    def related(self, a: Key, b: Key) -> bool:
+        """Whether atoms a and b may depend on one program input element (RELATED; off,
+        counts.py passes `inside`): their supports overlap. Independent atoms read disjoint inputs, so each
+        takes its values whatever the other's; related ones need not."""
+        if a == b:
+            return True
+        sa, sb = self.support(a), self.support(b)
+        if not sa or not sb:
+            return False  # a constant, iota or device id alone: no input element read
+        if ANY_INPUT in sa or ANY_INPUT in sb:
+            return True
+        for root, xs in sa.items():
+            if root in sb:
+                ys = sb[root]
+                if xs is None or ys is None or xs & ys:
+                    return True
+        return False
+
+    def support(self, k: Key) -> dict[object, frozenset[int] | None]:
+        """The program input elements key k reads: per input (an entry argument's key), the
+        flat indices read (layout chains numbered by their elements) or None for all of it;
+        ANY_INPUT when unknown (a loop's or a region's argument, a function argument of
+        several callers). Constants, iotas and device ids read none. Iterative (a deep
+        stack's chains)."""
+        if not isinstance(k, int):
+            return {ANY_INPUT: None}
+        stack = [k]
+        while stack:
+            u = stack[-1]
+            if u in self.supports:
+                stack.pop()
+                continue
+            deps = self._support_deps(u)
+            missing = [d for d in deps if d not in self.supports]
+            if missing:
+                stack.extend(missing)
+                continue
+            stack.pop()
+            self.supports[u] = self._support_of(u, deps)
+        return self.supports[k]
+
+    def _support_deps(self, u: int) -> list[int]:
+        shape = self.shapes.get(u)
+        if shape is None:
+            return []
+        if shape[0] == "value":
+            v = shape[1]
+            d = self.facts.defs.get(v)
+            if d is None:
+                callers = self.facts.callers.get(v, [])
+                if v in self.facts.func_of_arg and len(callers) == 1:
+                    return [self.key(callers[0][0].operands[callers[0][1]])]
+                return []
+            if d[0].regions:
+                return []
+            return [self.key(o) for o in d[0].operands]
+        if shape[0] == "elements":
+            return [shape[1]]
+        return [c for c in self.children.get(u, ()) if isinstance(c, int)]
+
+    def _support_of(self, u: int, deps: list[int]) -> dict[object, frozenset[int] | None]:
+        shape = self.shapes.get(u)
+        if shape is None:
+            return {ANY_INPUT: None}
+        if shape[0] == "value":
+            v = shape[1]
+            d = self.facts.defs.get(v)
+            if d is None:
+                if v in self.facts.entry_args:
+                    return {u: None}
+                if not deps:
+                    return {ANY_INPUT: None}  # a region's argument, an argument of several callers
+            elif d[0].regions:
+                return {ANY_INPUT: None}  # a loop, a branch, a reduction with a body: not read
+        if shape[0] == "elements":
+            base = self.supports[shape[1]]
+            root = shape[1]
+            if set(base) == {root} and base[root] is None:  # elements of an input itself
+                return {root: frozenset(int(i) for i in np.frombuffer(shape[3], dtype=np.int64))}
+            return base
+        out: dict[object, frozenset[int] | None] = {}
+        for dkey in deps:
+            for root, xs in self.supports[dkey].items():
+                if root in out:
+                    ys = out[root]
+                    out[root] = None if xs is None or ys is None else xs | ys
+                else:
+                    out[root] = xs
+        return out
 
     def _chain(self, v: str) -> tuple[str, list[Op]]:
         chain: list[Op] = []
@@ -292,10 +419,142 @@ class Normal:
                 out = (0.0, 1.0)
             elif n in _RANGED:
                 out = _RANGED[n](rs)
-        if self.dtype(v).startswith("ui"):
+            elif SIGNS and self.dtype(v).startswith(("f", "bf")) and (
+                    n == "stablehlo.dot_general" or op.regions and _sum_like(op) and
+                    op.regions[0].ops[0].name == "stablehlo.add"):
+                out = self._sum_sign(op)
+        bounds = _int_bounds(self.dtype(v)) if WRAPS else None
+        if bounds is None and self.dtype(v).startswith("ui"):
             out = (max(out[0], 0.0), out[1])
+        if bounds is not None:
+            # An integer is inside its type: an unknown end is the type's end (max(ids, 5) is
+            # at most 2^31 - 1), and an exact result that leaves the type wraps (or saturates)
+            # anywhere in it (ids + 1 from ids in the whole type).
+            out = (float(bounds[0]) if out[0] == -math.inf else out[0],
+                   float(bounds[1]) if out[1] == math.inf else out[1])
+            if not bounds[0] <= out[0] <= out[1] <= bounds[1]:
+                out = (float(bounds[0]), float(bounds[1]))
         self.ranges[v] = out
         return out
+
+    def _sum_sign(self, op: Op) -> tuple[float, float]:
+        """A float sum's sign (SIGNS): of summands never negative (or never positive) the sum
+        is so, whatever the number of summands; a dot of a value with itself along the same
+        dims is a sum of squares. Only signs: a finite end would depend on how many elements
+        are summed, which shrinking changes."""
+        if op.name == "stablehlo.dot_general":
+            a, b = op.operands[:2]
+            g = op.attrs.get("dot_dimension_numbers")
+            same = isinstance(g, DotDims) and self.key(a) == self.key(b) and \
+                g.lhs_contracting == g.rhs_contracting and g.lhs_batch == g.rhs_batch
+            parts = [(0.0, math.inf)] if same else [_times([self.range(a), self.range(b)])]
+        else:
+            parts = [self.range(o) for o in op.operands]
+        return (0.0 if all(lo >= 0 for lo, _ in parts) else -math.inf,
+                0.0 if all(hi <= 0 for _, hi in parts) else math.inf)
+
+    def exact(self, v: str, depth: int = 0) -> bool:
+        """Whether v's affine form is its value: every integer op the form reads through (an
+        add, subtract, negate, product, integer convert) has its exact result inside its type
+        on the operands' ranges, so nothing on the way wraps. The form is over unbounded
+        integers; the verifier's integers are two's complement (DESIGN), and a wrap makes the
+        two differ (`int8(ids + 256)` is int8(ids), the form ids + 256). Mirrors `_form`."""
+        if v not in self.exacts:
+            self.exacts[v] = False  # a cycle: not known exact
+            self.exacts[v] = self._exact(v, depth)
+        return self.exacts[v]
+
+    def _exact(self, v: str, depth: int) -> bool:  # noqa: C901 - mirrors _form's dispatch
+        f = self.form(v)
+        if f is None or depth > 64 or f == ({self.key(v): 1.0}, 0.0):
+            return True  # no form, or v as an atom: its own value
+        d = self.facts.defs.get(v)
+        if d is None:
+            callers = self.facts.callers.get(v, [])
+            return not (CALL_FORMS and v in self.facts.func_of_arg and len(callers) == 1) or \
+                self.exact(callers[0][0].operands[callers[0][1]], depth + 1)
+        op = d[0]
+        n = op.name
+        if n == "func.call" and CALL_FORMS:
+            fn = self.facts.module.funcs.get(op.attrs.get("callee", ""))
+            if fn is not None and all(len(self.facts.callers.get(a, [])) == 1 for a in fn.body.args):
+                return self.exact(fn.body.returns[d[1]], depth + 1)
+        if n in _CHOICES and CHOICES_ALIKE:
+            first = 1 if n == "stablehlo.select" else 0
+            forms = [self.form(o) for o in op.operands[first:]]
+            if forms[0] is not None and all(g == forms[0] for g in forms[1:]):
+                return all(self.exact(o, depth + 1) for o in op.operands[first:])
+        if n == "stablehlo.constant":
+            return True
+        if n in _LAYOUT:
+            return self.exact(op.operands[0], depth + 1)
+        if n in ("stablehlo.convert", "stablehlo.negate", "stablehlo.add", "stablehlo.subtract",
+                 "stablehlo.multiply"):
+            return all(self.exact(o, depth + 1) for o in op.operands) and self._fits(v, op)
+        return True
+
+    def trusted(self, atom: Key) -> bool:
+        """Whether an atom of a form takes, for the verifier, the values its interval says
+        and no fewer (INTERPRETED): computed from program inputs, iotas and device ids by
+        ops the verifier reads as free (uninterpreted functions), as polynomials or
+        quotients of reals, as moves or picks of elements, or as max/min/clamp/abs/sqrt,
+        whose intervals the normal form reads. Anything else (a select of values that
+        differ, sign, rem, bit operations, shifts, rounding, integer division, a convert
+        to an integer or from a Boolean, a loop's carried value, a custom call) is not."""
+        v = self.atom_values.get(atom)
+        return v is not None and self._trusted(v)
+
+    def _trusted(self, v: str, depth: int = 0) -> bool:
+        if v in self.trusts:
+            return self.trusts[v]
+        self.trusts[v] = False  # a cycle: not trusted
+        out = False
+        f = self.facts
+        d = f.defs.get(v)
+        if depth > 200:
+            out = False
+        elif d is None:
+            callers = f.callers.get(v, [])
+            owner = f.region_arg.get(v)
+            if owner is not None and owner[0].name == "sdy.manual_computation" and owner[2] < len(owner[0].operands):
+                # a device's block of the computation's operand: free data as its operand is
+                out = self._trusted(owner[0].operands[owner[2]], depth + 1)
+            else:  # an entry's argument, or a function's with its callers' operands (not a loop's)
+                out = v in f.entry_args or (v in f.func_of_arg and bool(callers) and
+                                            all(self._trusted(call.operands[k], depth + 1) for call, k in callers))
+        else:
+            op, idx = d
+            n = op.name
+            if n in _TRUSTED_LEAVES or n in TRANSCENDENTAL_OPS:
+                out = True
+            elif n == "stablehlo.custom_call" and op.attrs.get("call_target_name") in _MOVING_CALLS:
+                out = all(self._trusted(o, depth + 1) for o in op.operands)  # sharding hints, shard reshapes
+            elif n == "sdy.manual_computation" and op.regions and idx < len(op.regions[0].returns):
+                out = self._trusted(op.regions[0].returns[idx], depth + 1)
+            elif n == "func.call":
+                fn = f.module.funcs.get(op.attrs.get("callee", ""))
+                out = fn is not None and idx < len(fn.body.returns) and self._trusted(fn.body.returns[idx], depth + 1)
+            elif n == "stablehlo.divide" and not self.dtype(v).startswith(("f", "bf")):
+                out = False  # integer division: a quotient rounded
+            elif n == "stablehlo.convert" and not (_int_bounds(self.dtype(op.operands[0])) is not None and
+                                                   _int_bounds(self.dtype(v)) is not None or
+                                                   self.dtype(v).startswith(("f", "bf")) and
+                                                   self.dtype(op.operands[0]) != "i1"):
+                out = False  # a float made integer (rounded), a Boolean as a number (0 or 1)
+            elif n in _TRUSTED_OPS or (op.regions and _sum_like(op)):
+                out = all(self._trusted(o, depth + 1) for o in op.operands)
+        self.trusts[v] = out
+        return out
+
+    def _fits(self, v: str, op: Op) -> bool:
+        """Whether an integer op's exact result stays inside v's type on its operands' ranges
+        (a float's is a real: always)."""
+        bounds = _int_bounds(self.dtype(v))
+        if bounds is None:
+            return True
+        rs = [self.range(o) for o in op.operands]
+        lo, hi = rs[0] if op.name == "stablehlo.convert" else _RANGED[op.name](rs)
+        return bounds[0] <= lo <= hi <= bounds[1]
 
     def domain(self, atom: Key, dtype: str) -> Domain:
         """What the verifier knows of an atom's values: its type's integers, its range."""
@@ -388,9 +647,45 @@ def value_types(facts: ProgramFacts) -> dict[str, TensorType]:
     return out
 
 
+# GSPMD's sharding annotations and shard/full reshapes: they move their operand.
+_MOVING_CALLS = NOOP_CUSTOM_CALLS | SHARD_CALLS
+# Values the verifier reads as free or as known constants (INTERPRETED).
+_TRUSTED_LEAVES = frozenset({"stablehlo.iota", "stablehlo.constant", "stablehlo.partition_id",
+                             "stablehlo.replica_id"})
+# Ops whose results are trusted when their operands are: sums, products, quotients and moves
+# of reals and integers (wraps: `exact`), picks of elements, and the pieces whose intervals
+# `Normal.range` reads.
+_TRUSTED_OPS = _LAYOUT | VALUE_IDENTITIES | frozenset({
+    "stablehlo.add", "stablehlo.subtract", "stablehlo.negate", "stablehlo.multiply", "stablehlo.divide",
+    "stablehlo.dot_general", "stablehlo.dot", "stablehlo.convert", "stablehlo.gather", "stablehlo.dynamic_slice",
+    "stablehlo.concatenate", "stablehlo.abs", "stablehlo.sqrt", "stablehlo.maximum", "stablehlo.minimum",
+    "stablehlo.clamp", "chlo.square", "stablehlo.all_gather", "stablehlo.all_to_all",
+    "stablehlo.collective_permute", "stablehlo.collective_broadcast"})
+
+
+def _sum_like(op: Op) -> bool:
+    """A reduction or collective whose body is one add, max or min of its two arguments."""
+    return len(op.regions) == 1 and len(op.regions[0].ops) == 1 and op.name in (
+        "stablehlo.reduce", "stablehlo.all_reduce", "stablehlo.reduce_scatter") and \
+        op.regions[0].ops[0].name in ("stablehlo.add", "stablehlo.maximum", "stablehlo.minimum")
+
+
+ANY_INPUT = "*"  # a support that may read any input (`Normal.support`)
+
+
+def _int_bounds(dtype: str) -> tuple[int, int] | None:
+    """An integer type's values (None for floats, Booleans and unknown types)."""
+    for sign, lo in (("ui", 0), ("i", 1)):
+        if dtype.startswith(sign) and dtype[len(sign):].isdigit() and dtype != "i1":
+            bits = int(dtype[len(sign):])
+            return (0, 2 ** bits - 1) if lo == 0 else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+    return None
+
+
 def _widens(src: str, dst: str) -> bool:
-    """A convert that keeps the number: integer to integer or float, float to float (a
-    Boolean or a float made integer is no affine map)."""
+    """A convert whose form is its operand's: integer to integer or float, float to float (a
+    Boolean or a float made integer is no affine map). Integer to a narrower integer keeps
+    the number only while it fits: `Normal.exact` checks that (WRAPS)."""
     ints = ("i8", "i16", "i32", "i64", "ui8", "ui16", "ui32", "ui64")
     return src in ints and (dst in ints or dst.startswith(("f", "bf"))) or \
         src.startswith(("f", "bf")) and dst.startswith(("f", "bf"))
@@ -425,6 +720,7 @@ class Predicate:
     offset: float
     domains: tuple[Domain, ...] = ()
     free: bool = False
+    unknown: bool = False  # not read, and no outcome trusted (`WRAPS`): its family is counted
 
     def at(self, point: dict[Key, float]) -> bool:
         return bool(_DIRECTIONS[self.direction](sum(c * point[a] for a, c in self.atoms) + self.offset))
@@ -441,7 +737,7 @@ class Predicate:
     def decided(self) -> bool | None:
         """The outcome when the form's range fixes it (x <= x, x * x + y * y >= 0,
         exp(x) > 0), else None."""
-        if self.free:
+        if self.free or self.unknown:
             return None
         lo, hi = self.bounds() if self.atoms else (self.offset, self.offset)
         if math.isnan(lo) or math.isnan(hi):
@@ -464,7 +760,11 @@ def read_compare(normal: Normal, op: Op, dtype: str) -> Predicate:
         if normal.key(lhs) == normal.key(rhs):
             return Predicate(v, direction, (), 0.0)
         return Predicate(v, direction, (), 0.0, free=True)
+    if WRAPS and normal.key(lhs) != normal.key(rhs) and not (normal.exact(lhs) and normal.exact(rhs)):
+        return Predicate(v, direction, (), 0.0, unknown=True)
     atoms, offset = _plus(x, y, -1.0)
+    if INTERPRETED and not all(normal.trusted(a) for a in atoms):
+        return Predicate(v, direction, (), 0.0, unknown=True)
     items = tuple(sorted(atoms.items(), key=repr))
     return Predicate(v, direction, items, offset, tuple(normal.domain(a, dtype) for a, _ in items))
 
@@ -534,17 +834,20 @@ def reachable(preds: list[Predicate], ranged: Mapping[str, tuple[int, np.ndarray
     for p in preds:
         if p.value in ranged:
             by_input.setdefault(ranged[p.value][0], []).append(p.value)
+        elif p.unknown:
+            groups.append([])  # no outcome trusted: no type is reachable, the family is counted
         elif p.free:
             groups.append([{p.value: True}, {p.value: False}])
         elif p.decided() is not None:
             groups.append([{p.value: bool(p.decided())}])
         else:
             read.append(p)
-    # Components of predicates that share an atom.
+    # Components of predicates that share an atom (or, with `inside` reading related
+    # atoms, that read one input element).
     parts: list[tuple[set[Key], list[Predicate]]] = []
     for p in read:
         keys = {a for a, _ in p.atoms}
-        joined = [c for c in parts if c[0] & keys]
+        joined = [c for c in parts if c[0] & keys or RELATED and any(inside(a, b) for a in keys for b in c[0])]
         for c in joined:
             parts.remove(c)
             keys |= c[0]
@@ -585,6 +888,6 @@ def summands(sums: Iterable[Op]) -> list[list[str]]:
     return out
 
 
-__all__ = ["CALL_FORMS", "CANONICAL_ARGS", "COMMUTATIVE_KEYS", "MAX_ENUMERATED", "MAX_LAYOUT", "CHOICES_ALIKE",
-           "ZERO_TYPES", "Domain", "Normal", "Predicate", "normal_form", "read_compare", "reachable", "summands",
-           "value_types"]
+__all__ = ["ANY_INPUT", "CALL_FORMS", "CANONICAL_ARGS", "COMMUTATIVE_KEYS", "MAX_ENUMERATED", "MAX_LAYOUT",
+           "CHOICES_ALIKE", "INTERPRETED", "RELATED", "SIGNS", "WRAPS", "ZERO_TYPES", "Domain", "Normal", "Predicate",
+           "normal_form", "read_compare", "reachable", "summands", "value_types"]
