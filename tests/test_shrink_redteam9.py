@@ -146,3 +146,30 @@ def test_bug_twin_is_found_by_the_rules(pair: str) -> None:
 def test_correct_twin_shrinks_and_is_proved(pair: str) -> None:
     assert _size(pair, TOKENS, "ok") < 16
     assert PAIRS.verify(pair, "ok", rules_only=True).verdict == "equivalent"
+
+
+def _decided(fn: Any, tmp_path: Any) -> list[bool | None]:
+    """The normal form's decision of each compare of a jitted function of one (4, 3) input."""
+    import jax
+    import jax.numpy as jnp
+
+    from tv_mlir.api import prepare
+    from tv_mlir.options import Options
+    from tv_mlir.shrink.facts import ProgramFacts
+    from tv_mlir.shrink.pair import _raw
+
+    path = tmp_path / "f.mlir"
+    path.write_text(jax.jit(fn).lower(jax.ShapeDtypeStruct((4, 3), jnp.float32)).as_text())
+    fa = ProgramFacts.of("ref", _raw(str(path), prepare(str(path), Options())).module)
+    normal = zero_types.normal_form(fa)
+    return [zero_types.read_compare(normal, op, normal.dtype(op.operands[0])).decided()
+            for op in fa.ops() if op.name == "stablehlo.compare"]
+
+
+def test_a_dot_of_a_value_with_itself_is_a_sum_of_squares_only_without_free_dims(tmp_path: Any) -> None:
+    # x . x along its rows is >= 0; x x^T's off-diagonal x_t . x_s is not (a wrong decision
+    # would drop an outcome the program has, and a select by it would read one branch).
+    import jax.numpy as jnp
+
+    assert _decided(lambda x: jnp.einsum("th,th->t", x, x) >= 0.0, tmp_path) == [True]
+    assert _decided(lambda x: jnp.einsum("th,sh->ts", x, x) >= 0.0, tmp_path) == [None]

@@ -445,8 +445,12 @@ class Normal:
         if op.name == "stablehlo.dot_general":
             a, b = op.operands[:2]
             g = op.attrs.get("dot_dimension_numbers")
-            same = isinstance(g, DotDims) and self.key(a) == self.key(b) and \
-                g.lhs_contracting == g.rhs_contracting and g.lhs_batch == g.rhs_batch
+            shape = self.shape(a)
+            # a sum of squares: the same value on both sides, read along the same dims, and no
+            # free dim (x @ x.T's off-diagonal x_t . x_s is no square)
+            same = isinstance(g, DotDims) and self.key(a) == self.key(b) and shape is not None and \
+                g.lhs_contracting == g.rhs_contracting and g.lhs_batch == g.rhs_batch and \
+                len(g.lhs_contracting) + len(g.lhs_batch) == len(shape)
             parts = [(0.0, math.inf)] if same else [_times([self.range(a), self.range(b)])]
         else:
             parts = [self.range(o) for o in op.operands]
