@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -25,12 +26,13 @@ from tv_mlir.assume import resolve as resolve_bounds
 from tv_mlir.assume import signs as assume_signs
 from tv_mlir.errors import Unsupported, UsageError
 from tv_mlir.execute.interp import Interpreter, SharedValues
+from tv_mlir.execute.runs import KnownRuns, Run
 from tv_mlir.heap import full_collections_at_end
 from tv_mlir.ir import Module, Op, TensorType
 from tv_mlir.options import Options
 from tv_mlir.progress import Ticker, progress
 from tv_mlir.prove import deadline
-from tv_mlir.prove.fingerprints import Trace, numeric_trace, random_inputs
+from tv_mlir.prove.fingerprints import OTHER_FUNCS_INPUTS, Trace, numeric_trace, random_inputs
 from tv_mlir.prove.fingerprints import align as align_traces
 from tv_mlir.prove.obligations import Obligation, build_obligations
 from tv_mlir.prove.solve import Model, Query, solve_all
@@ -160,12 +162,15 @@ def _timed(p: _Proof, key: str) -> Iterator[None]:
         p.stats[key.removesuffix("_s") + "_cpu_s"] = round(time.thread_time() - c0, 4)
 
 
-def prove_pair(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] | None = None) -> Verdict:
+def prove_pair(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] | None = None,
+               runs: KnownRuns | None = None) -> Verdict:
     """The verdict for two prepared programs of the same global signature: numeric runs,
     symbolic runs with sweeping, the obligations, counterexamples from the random runs,
     local proofs at the cut points, full expansion, the solver. The verdict names the
     inputs it is about (`Options.inputs`). `sizes`: original -> shrunk size of the
-    shrunk dimension classes, for the bounds of `Options.assume` (assume.resolve)."""
+    shrunk dimension classes, for the bounds of `Options.assume` (assume.resolve).
+    `runs`: numeric runs of these programs made already (the stage cut's), taken for the
+    input sets they were made on (`_numeric_runs`)."""
     if deadline.remaining(options.deadline) <= 0:
         # Cheap on purpose: every stage after the deadline comes here (63 on the FSDP step).
         verdict = Verdict("unknown", f"the time budget ({options.time_budget_s:g} s, --time-budget) was spent "
@@ -173,7 +178,7 @@ def prove_pair(ref: Module, other: Module, options: Options, sizes: Mapping[int,
     else:
         try:
             with full_collections_at_end(), _no_automatic_collections(), deadline.time_limit(options.deadline):
-                verdict = _prove_pair(ref, other, options, sizes)
+                verdict = _prove_pair(ref, other, options, sizes, runs)
         except deadline.OutOfTime as exc:
             phase = _phase_of(exc)
             verdict = Verdict("unknown", f"the time budget ({options.time_budget_s:g} s, --time-budget) ran out "
@@ -222,7 +227,8 @@ def _no_automatic_collections() -> Iterator[None]:
             gc.enable()
 
 
-def _prove_pair(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] | None = None) -> Verdict:
+def _prove_pair(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] | None = None,
+                runs: KnownRuns | None = None) -> Verdict:
     stats: dict[str, Any] = {"pipeline": options.pipeline, "ops_ref": sum(1 for _ in ref.main.body.walk()),
                              "ops_other": sum(1 for _ in other.main.body.walk())}
     too_big = _too_large(ref, other, options)
@@ -238,7 +244,7 @@ def _prove_pair(ref: Module, other: Module, options: Options, sizes: Mapping[int
             raise UsageError(f"option input_bounds: input {k} has no value within them and its --assume bounds")
         p.bounds[k] = (lo, hi)
     try:
-        _numeric_runs(p)
+        _numeric_runs(p, runs)
         ref_out, other_out, ref_checks, other_checks = _symbolic_runs(p)
         _compare_output_types(p)
         _build_obligations(p, ref_out, other_out, ref_checks, other_checks)
@@ -278,18 +284,51 @@ def _class_origin(p: _Proof) -> str:
             "(--assume bounds on the inputs it reads may rule that out)")
 
 
-def _numeric_runs(p: _Proof) -> None:
+def _numeric_runs(p: _Proof, known: KnownRuns | None = None) -> None:
     """Both programs on random inputs: fingerprints for sweeping, and a cheap first search
-    for a counterexample."""
+    for a counterexample. `known`: runs made already, taken where they are of these
+    programs on these input sets."""
     with _timed(p, "numeric_s"):
         try:
             p.input_sets = random_inputs(p.types, bounds=p.bounds, signs=_signs(p))
-            p.ref_trace = numeric_trace(p.ref, p.input_sets, p.options.max_unroll)
-            p.other_trace = numeric_trace(p.other, p.input_sets, p.options.max_unroll)
+            ref_runs, other_runs = known.take(p.ref, p.other, p.input_sets) if known is not None else ({}, {})
+            p.ref_trace = _trace(p.ref, p.input_sets, p.options.max_unroll, ref_runs)
+            p.other_trace = _trace(p.other, p.input_sets, p.options.max_unroll, other_runs)
             align_traces(p.ref_trace, p.other_trace)
         except Unsupported as exc:
             raise p.unsupported(exc) from None
     progress(p.options, f"numeric runs on {len(p.input_sets)} random inputs: {p.stats['numeric_s']:.2f} s")
+
+
+def _trace(module: Module, input_sets: list[list[np.ndarray]], max_unroll: int, given: Mapping[int, Run]) -> Trace:
+    """`numeric_trace(module, input_sets)`, with the runs `given` (input set index -> run)
+    taken rather than made: the trace of the other input sets, each given run put in at its
+    place. Only runs after the one the run with other functions repeats are taken
+    (`OTHER_FUNCS_INPUTS`: `numeric_trace` reads it by its place in the list, which must stay
+    that set's); where a given run does not name the same values, all are made."""
+    taken = {k: r for k, r in given.items() if OTHER_FUNCS_INPUTS < k < len(input_sets)}
+    if not taken:
+        return numeric_trace(module, input_sets, max_unroll)
+    made = [k for k in range(len(input_sets)) if k not in taken]
+    trace = numeric_trace(module, [input_sets[k] for k in made], max_unroll)
+    extra = 1 if trace.other_funcs else 0  # the run with other functions, last
+    if any(len(runs) != len(made) + extra for runs in trace.values.values()) or any(
+            r.values.keys() != trace.values.keys() for r in taken.values()):
+        return numeric_trace(module, input_sets, max_unroll)
+
+    def merged(own: list[Any], of: Callable[[Run], Any]) -> list[Any]:
+        at = iter(own)
+        out = [of(taken[k]) if k in taken else next(at) for k in range(len(input_sets))]
+        return out + list(at)  # the run with other functions
+
+    trace.values = {name: merged(runs, partial(_run_value, name)) for name, runs in trace.values.items()}
+    trace.outputs = merged(trace.outputs, lambda r: r.outputs)
+    trace.checks = merged(trace.checks, lambda r: r.checks)
+    return trace
+
+
+def _run_value(name: str, run: Run) -> Any:
+    return run.values[name]
 
 
 def _signs(p: _Proof) -> list[int]:

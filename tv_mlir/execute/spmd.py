@@ -27,6 +27,7 @@ import numpy as np
 from tv_mlir.algebra import Kind
 from tv_mlir.algebra.base import contents_key
 from tv_mlir.errors import ParseError, ShapeError, Unsupported
+from tv_mlir.execute.interp import no_content_keys
 from tv_mlir.frontend import gspmd
 from tv_mlir.frontend.classify import parse_gspmd
 from tv_mlir.ir import Block, Mesh, Module, Op, Sharding, TensorType
@@ -117,7 +118,7 @@ def step(interp: Any, op: Op, args: list[Any], types: tuple[TensorType, ...]) ->
     outs: list[list[Any]] = []
     keys: dict[Any, int] = {}
     memo: dict[int, Any] = {}
-    shareable = not op.regions or not _free_values(interp, op)
+    shareable = not no_content_keys(interp.alg) and (not op.regions or not _free_values(interp, op))
     for d in range(n):
         dargs = [a.parts[d] if isinstance(a, Local) else a for a in args]
         key = contents_key(interp.alg, dargs, memo) if shareable else None

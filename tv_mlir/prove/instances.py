@@ -39,7 +39,16 @@ recorded or looked up.
 The proof's unfolded variables are kept as positions (its pattern), so a later pair with
 the same shallow signature is tried with the variables at the same positions unfolded and
 compared with the recorded signature as a whole. The elements of one tensor share most of
-their subterms, so a pair costs the nodes no earlier pair had, not its whole size."""
+their subterms, so a pair costs the nodes no earlier pair had, not its whole size.
+
+Before the signatures, a pair is compared in lockstep with a few proved pairs of its
+shallow signature (`_same_problem`): both walked together, node by node, building the
+renaming of free constants as it goes. It decides the same thing as the signatures (the
+new pair's formula, with the definitions at the proved pair's unfolded variables put in,
+is the proved formula with its free constants renamed one-to-one to constants of the same
+facts) without making a signature node: a signature lists the free constants under every
+node, which for a select chain over one index (an embedding lookup: the index's constant in
+every condition) is quadratic in the chain's length."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -54,6 +63,15 @@ from tv_mlir.prove.cuts import CutStore
 
 LEAF_LIMIT = 4096  # free constants one signature may list; past it the term or pair has none
 PATTERNS_PER_KEY = 8  # unfolding patterns kept per shallow signature (most recently used first)
+REPS_PER_KEY = 4  # proved pairs kept per shallow signature for the lockstep comparison
+LOCKSTEP = True  # compare with proved pairs in lockstep where that is cheaper (the switch the tests flip)
+# A proved pair is compared in lockstep only when its signature's new nodes listed at least
+# LOCKSTEP_RATIO free constants each on average (over at least LOCKSTEP_NODES new nodes): a
+# select chain over one index lists the index at every level, so its signature is quadratic in
+# the chain's length, where a lockstep walk is linear. Elsewhere signatures are cheaper: they
+# reuse the nodes earlier pairs signed (docs/architecture.md, round 10).
+LOCKSTEP_RATIO = 10
+LOCKSTEP_NODES = 64
 MAX_SIGNATURES = 200_000  # signatures kept in all; past it nothing more is recorded
 
 Canon = tuple[int, tuple[int, ...]]  # (shape number, the free constants' ids in order)
@@ -70,6 +88,13 @@ class _Canon:
     shapes: dict[tuple[Any, ...], int] = field(default_factory=dict)
     memo: dict[int, Canon | None] = field(default_factory=dict)  # term id -> its signature
     leaves: dict[int, int | None] = field(default_factory=dict)  # free constant's id -> its shape
+    # Free constants listed by the nodes made so far, summed: the work signatures cost
+    # (`InstanceTable._quadratic`: a select chain over one index lists it at every level).
+    entries: int = 0
+
+    def work(self) -> tuple[int, int]:
+        """Nodes signed and free constants listed so far."""
+        return len(self.memo), self.entries
 
     def _intern(self, key: tuple[Any, ...]) -> int:
         n = self.shapes.get(key)
@@ -89,6 +114,7 @@ class _Canon:
         # its children are; one that is on the stack twice is combined at its first pop.
         stack: list[Term] = [root]
         push, pop = stack.extend, stack.pop
+        entries = 0
         while stack:
             t = stack[-1]
             tid = t.id
@@ -101,7 +127,10 @@ class _Canon:
                 push([k for k, g in zip(kids, sigs) if g is _MISSING])
                 continue
             pop()
-            memo[tid] = combine(t, sigs)
+            got = memo[tid] = combine(t, sigs)
+            if got is not None:
+                entries += len(got[1])
+        self.entries += entries
         return memo[root.id]
 
     def _children(self, t: Term) -> tuple[Term, ...]:
@@ -208,6 +237,10 @@ class InstanceTable:
     recorded: int = 0
     _canon: _Canon = field(init=False)
     _patterns: dict[Any, dict[frozenset[int], dict[Any, str]]] = field(default_factory=dict)
+    # Proved pairs by shallow signature, most recently used first: (roots, the ids of the cut
+    # variables the proof unfolded, how it was proved), for `_same_problem`.
+    _reps: dict[Any, list[tuple[list[Term], frozenset[int], str]]] = field(default_factory=dict)
+    walked: int = 0  # node pairs the lockstep comparisons walked (`_same_problem`)
     # Signatures of formulas the solver did not prove -> (the batch's timeout, the formula's share).
     _solver_failures: dict[Any, tuple[float, float]] = field(default_factory=dict)
 
@@ -220,17 +253,49 @@ class InstanceTable:
         if pair is None:
             return None
         key, leaves = pair
+        roots = _roots(a, b)
+        assert roots is not None  # `_pair` made a signature of them
+        reps = self._reps.get(key) if LOCKSTEP else None
+        if reps:
+            for j, (rep, unfolded, how) in enumerate(reps):
+                walked = [0]
+                same = _same_problem(self._canon, rep, roots, unfolded, walked)
+                self.walked += walked[0]
+                if same:
+                    self.hits += 1
+                    if j:
+                        reps.insert(0, reps.pop(j))
+                    return how
         patterns = self._patterns.get(key)
         if not patterns:
             return None
+        work = self._canon.work()
         for unfold, signatures in patterns.items():
-            got = self._unfolded(list(leaves), unfold, by_position=True)
+            expanded = list(leaves)
+            got = self._unfolded(expanded, unfold, by_position=True)
             how = signatures.get(got[0]) if got is not None else None
             if how is not None:
                 self.hits += 1
                 _to_front(patterns, unfold, signatures)
+                if self._quadratic(work):  # its neighbours are likelier its instances
+                    assert got is not None
+                    self._keep(key, roots, frozenset(expanded[i] for i in got[1]), how)
                 return how
         return None
+
+    def _quadratic(self, before: tuple[int, int]) -> bool:
+        """Whether the signature nodes made since `before` (`_Canon.work`) listed LOCKSTEP_RATIO
+        free constants each or more: then the pair is kept for lockstep comparisons."""
+        if not LOCKSTEP:
+            return False
+        nodes, entries = self._canon.work()
+        nodes -= before[0]
+        return nodes >= LOCKSTEP_NODES and entries - before[1] >= LOCKSTEP_RATIO * nodes
+
+    def _keep(self, key: Any, roots: list[Term], unfolded: frozenset[int], how: str) -> None:
+        reps = self._reps.setdefault(key, [])
+        reps.insert(0, (roots, unfolded, how))
+        del reps[REPS_PER_KEY:]
 
     def record(self, a: Any, b: Any, kind: Kind, unfolded: set[int], how: str) -> None:
         """(a, b) was proved (`how`) with the cut variables `unfolded` (ids) put in."""
@@ -240,6 +305,7 @@ class InstanceTable:
         if pair is None:
             return
         key, leaves = pair
+        work = self._canon.work()
         full = self._unfolded(list(leaves), frozenset(unfolded), by_position=False)
         if full is None:
             return
@@ -253,6 +319,10 @@ class InstanceTable:
         if full[0] not in signatures:
             signatures[full[0]] = how
             self.recorded += 1
+        if self._quadratic(work):
+            roots = _roots(a, b)
+            assert roots is not None  # `_pair` made a signature of them
+            self._keep(key, roots, frozenset(unfolded), how)
 
     def solver_failed(self, formula: Any, timeout_s: float, share: float) -> bool:
         """The solver failed before on this formula over other free constants, given at
@@ -335,6 +405,134 @@ class InstanceTable:
                     return None
             i += 1
         return tuple(out), frozenset(opened)
+
+
+def _same_problem(canon: _Canon, rep: list[Term], new: list[Term], unfolded: frozenset[int],
+                  walked: list[int] | None = None) -> bool:
+    """Whether the pair of terms `new` is the proved pair `rep` over other free constants:
+    walking both together from their roots, every node has the same kind, sort, data and
+    number of children (a polynomial's monomials read by its atoms' positions), integer and
+    Boolean cut variables are read through on both sides (as `_Canon` does), a cut
+    variable of `rep` in `unfolded` is met by a cut variable on the new side and both are
+    read through (their definitions put in), and every other free constant of `rep` is met
+    by one of the same facts (`_Canon.leaf`), one-to-one throughout: each constant of `rep`
+    (unfolded ones too) by one constant of `new`, and no constant of `new` by two. (That the
+    renaming is a function is what soundness needs: a formula valid for all values of its
+    constants stays valid when two of the same facts are made one. One-to-one is asked as
+    the signatures ask it.)
+
+    Then the new formula, with those definitions put in, is the proved one with its free
+    constants renamed one-to-one to constants of the same facts (by induction over the
+    walk: each node is the renamed node), so the proof, which held for all values of its
+    free constants within their facts, holds for it; putting a definition in is an
+    identity. This is what equal signatures with the proof's pattern show (module
+    docstring), decided without interning a node. A pair of nodes met again under the same
+    renaming is not walked again: the renaming only grows, so a match stays a match.
+    `walked[0]` (if given) counts the node pairs walked."""
+    if len(rep) != len(new):
+        return False
+    cuts = canon.cuts.cuts_by_id
+    leaf = canon.leaf
+    ren: dict[int, int] = {}  # rep's free constant id -> new's
+    back: dict[int, int] = {}  # new's -> rep's
+    seen: set[tuple[int, int]] = set()
+    stack = list(zip(rep, new))
+    pop, push = stack.pop, stack.extend
+    while stack:
+        y, x = pop()
+        k = (y.id, x.id)
+        if k in seen:
+            continue
+        seen.add(k)
+        if walked is not None:
+            walked[0] += 1
+        if y is x:
+            # The same term on both sides (a condition shared by neighbouring elements):
+            # it is its own renaming exactly when the renaming fixes the free constants it
+            # reaches (`_Canon`'s list, kept per term for the sweep: integer and Boolean cut
+            # variables read through) and, inside unfolded definitions, theirs.
+            got = canon.of(y)
+            if got is not None:
+                for c in got[1]:
+                    r = ren.get(c)
+                    if r is None:
+                        if c in back:
+                            return False
+                        ren[c] = back[c] = c
+                    elif r != c:
+                        return False
+                    if c in unfolded:
+                        d = cuts[c].term if c in cuts else None
+                        if type(d) is not Term:
+                            return False
+                        stack.append((d, d))
+                continue
+        kind = y.kind
+        if kind != x.kind or y.sort != x.sort:
+            return False
+        ya, xa = y.args, x.args
+        if ya or xa:
+            if len(ya) != len(xa):
+                return False
+            if kind == POLY:
+                if not _same_monomials(y, x):
+                    return False
+            elif y.data != x.data:
+                return False
+            push(zip(ya, xa))
+            continue
+        if kind not in (VAR, BVAR):
+            if y.data != x.data:  # a constant
+                return False
+            continue
+        cy, cx = cuts.get(y.id), cuts.get(x.id)
+        dy = cy.term if cy is not None and type(cy.term) is Term else None
+        dx = cx.term if cx is not None and type(cx.term) is Term else None
+        if y.sort in (INT, BOOL) and (dy is not None or dx is not None):
+            # Read through, as the case split does: no constant of its own.
+            if dy is None or dx is None:
+                return False
+            stack.append((dy, dx))
+            continue
+        got = ren.get(y.id)
+        if got is None:
+            if x.id in back:
+                return False
+            ren[y.id] = x.id
+            back[x.id] = y.id
+        elif got != x.id:
+            return False
+        if y.id in unfolded:
+            if dy is None or dx is None:
+                return False
+            stack.append((dy, dx))
+            continue
+        shape = leaf(y)
+        if shape is None or shape != leaf(x):
+            return False
+    return True
+
+
+def _same_monomials(y: Term, x: Term) -> bool:
+    """Two polynomials' monomials are the same, with each atom read as its position among the
+    node's children (`_Canon._combine` writes them so), coefficients and exponents equal."""
+    dy, dx = y.data, x.data
+    if len(dy) != len(dx):
+        return False
+    if len(y.args) == 1:  # every monomial is a power of the one atom (or the constant)
+        for (my, cy), (mx, cx) in zip(dy, dx):
+            if cy != cx or len(my) != len(mx) or (my and my[0][1] != mx[0][1]):
+                return False
+        return True
+    py = {a.id: i for i, a in enumerate(y.args)}
+    px = {a.id: i for i, a in enumerate(x.args)}
+    for (my, cy), (mx, cx) in zip(dy, dx):
+        if cy != cx or len(my) != len(mx):
+            return False
+        for (ay, ey), (ax, ex) in zip(my, mx):
+            if ey != ex or py[ay] != px[ax]:
+                return False
+    return True
 
 
 def _wire(ids: tuple[int, ...], pos: dict[int, int], leaves: list[int]) -> tuple[int, ...]:

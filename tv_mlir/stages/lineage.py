@@ -16,6 +16,7 @@ import numpy as np
 
 from tv_mlir.algebra import NumericAlgebra
 from tv_mlir.execute.interp import Interpreter
+from tv_mlir.execute.runs import Run
 from tv_mlir.execute.spmd import scatter
 from tv_mlir.ir import Mesh, Module, Op, Sharding
 from tv_mlir.semantics.common import Budget
@@ -47,15 +48,21 @@ class Link:
 Values = dict[str, list[Any]]  # name -> per run: an array (global) or a tuple of per-device arrays
 
 
-def trace(module: Module, input_sets: list[list[np.ndarray]], max_unroll: int, max_elements: int) -> Values:
+def trace(module: Module, input_sets: list[list[np.ndarray]], max_unroll: int, max_elements: int,
+          keep: list[Run] | None = None) -> Values:
     """Every top-level value of `module` on every run (per-device values as tuples);
-    `max_elements`: the elements one run may compute (the interpreter's budget)."""
+    `max_elements`: the elements one run may compute (the interpreter's budget). `keep`:
+    where each run is also kept as the proof's fingerprint runs record it (`Run`)."""
     values: Values = {}
     n = module.num_devices
     for inputs in input_sets:
         budget = Budget(max_iterations=max_unroll, max_elements=max_elements, calls=[module.entry])
-        interp = _Tracer(module, NumericAlgebra(), max_unroll, budget=budget)
-        interp.run(inputs)
+        interp = _Tracer(module, NumericAlgebra(), max_unroll, budget=budget,
+                         kept=Run() if keep is not None else None)
+        outputs = interp.run(inputs)
+        if interp.kept is not None and keep is not None:
+            interp.kept.outputs, interp.kept.checks = outputs, interp.replica_checks
+            keep.append(interp.kept)
         run = interp.seen
         if module.per_device:
             for name, s, x in zip(module.main.body.args, module.arg_shardings, inputs):
@@ -74,15 +81,32 @@ class _Tracer(Interpreter):
     device-qualified copy of the op, and a deep plan's trace spent a third of its time there."""
 
     seen: dict[str, Any] = field(default_factory=dict)
+    # The run as `prove.fingerprints.numeric_trace` records it, when kept for the proof: the
+    # names `Interpreter._observe` gives its observer (an op with a per-device result: each
+    # result on every device as `name@device`; the numeric algebra keys no device's arrays
+    # alike, so every device is observed).
+    kept: Run | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
         self.observer = _unused  # _step observes top-level ops only when there is an observer
 
     def _observe(self, op: Op, results: list[Any]) -> list[Any]:
+        local = False
         for name, r in zip(op.results, results):
             parts = getattr(r, "parts", None)
+            local = local or parts is not None
             self.seen[name] = tuple(parts) if parts is not None else r
+        if self.kept is not None:
+            kept = self.kept.values
+            if not local:
+                kept.update(zip(op.results, results))
+            else:
+                n = self.num_devices
+                for d in range(n):
+                    for name, r in zip(op.results, results):
+                        parts = getattr(r, "parts", None)
+                        kept[f"{name}@{d}"] = parts[d] if parts is not None else r
         return results
 
 

@@ -32,12 +32,14 @@ from tv_mlir.assume import resolve as resolve_bounds
 from tv_mlir.assume import signs as assume_signs
 from tv_mlir.driver import MAX_ELEMENTS, prove_pair
 from tv_mlir.errors import TvError
+from tv_mlir.execute.runs import KnownRuns, Run
 from tv_mlir.heap import full_collections_at_end
 from tv_mlir.ir import Module, Op
 from tv_mlir.options import Options
 from tv_mlir.passes.normalize import cse
 from tv_mlir.progress import progress
 from tv_mlir.prove.fingerprints import random_inputs
+from tv_mlir.semantics.ops import CALLS
 from tv_mlir.stages import lift as lift_runs
 from tv_mlir.stages import lineage, reuse
 from tv_mlir.stages.bar import StageBar
@@ -100,6 +102,10 @@ MAX_RUN_ELEMENTS = 2_500_000_000
 # Ops whose regions are control flow: their results are not "made like" a reference
 # value by their operands (`_cut`).
 CONTROL_FLOW = frozenset({"stablehlo.while", "stablehlo.if", "stablehlo.case"})
+# The lineage's runs of a pair are kept for its whole proof, which then makes two of its
+# eight fingerprint runs fewer (`_shares_runs`, `driver._trace`; docs/stages.md, "The flax
+# train step's costs, round 2"). The switch the tests flip.
+SHARE_RUNS = True
 # A stage that fails at free inputs is proved again with up to this many links before it
 # (`_widen`) before the pair is proved whole.
 MAX_WIDEN = 3
@@ -234,11 +240,14 @@ def _prove_cut(ref: Module, other: Module, options: Options, sizes: Mapping[int,
             lifted = _lift(ref, other, options, cut, record, summary, role)
             if lifted is not None:
                 return lifted
-        verdict = prove_pair(ref, other, options, sizes)
+        verdict = prove_pair(ref, other, options, sizes, cut.known)
         verdict.stages = summary
         if cut.located is not None and verdict.verdict != "equivalent":
             verdict.reason += f"; the random runs first differ in {cut.located.stage()} at {cut.located.loc}"
         return verdict
+    # Staged: the kept runs are not held through the stage proofs (a whole proof after a
+    # failed stage makes its own).
+    cut.known = None
     progress(options, f"cut into {len(stages)} stages ({time.perf_counter() - t0:.1f} s)")
     if not cut.outputs_agree and not any(s.loop for s in stages):
         # Every cut value held its reference value on the lineage's runs, so an output that
@@ -515,6 +524,7 @@ class Cut:
     proved: dict[str, dict] | None = None  # stage proofs of this verify by `memo_key` (`reuse.Memory.proved`)
     by_layout: int = 0  # prologue values held by their arguments' layouts, not proved (stages/prologue.py)
     scaled_tried: bool = False  # the scaled random runs were compared (`_lift_scaled`): not again
+    known: KnownRuns | None = None  # the lineage's runs, for the whole proof of the same programs
 
 
 def too_large_to_cut(ref: Module, other: Module) -> bool:
@@ -561,6 +571,11 @@ def _cut(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] 
         return Cut([], f"not cut: {flat.reason}")
     if ref.per_device:
         return Cut([], "not cut: the reference is a per-device program")
+    # The lineage's runs are kept for the whole proof (`Cut.known`) when it runs these very
+    # programs: then they are traced before CSE (which only drops ops that compute a value
+    # computed already), and the lineage reads the values CSE keeps.
+    share = _shares_runs(ref, other, flat.module)
+    given_ref, given_other = ref, flat.module
     # One name per value: a stage input the reference computes twice would be two inputs.
     ref, flat = cse(ref), replace(flat, module=cse(flat.module))
     # The lineage keeps every value of both programs on a few runs.
@@ -606,8 +621,19 @@ def _cut(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] 
         cut.keep = partial(memory.remember, shape_key, dict(links), cache, disk_key)
     else:
         cut.reused = ""
-        r_vals = lineage.trace(ref, input_sets[lineage.RUNS], options.max_unroll, MAX_RUN_ELEMENTS)
-        o_vals = lineage.trace(flat.module, input_sets[lineage.RUNS], options.max_unroll, MAX_RUN_ELEMENTS)
+        if share:
+            kept_r: list[Run] = []
+            kept_o: list[Run] = []
+            r_vals = _defined_in(ref, lineage.trace(given_ref, input_sets[lineage.RUNS], options.max_unroll,
+                                                    MAX_RUN_ELEMENTS, kept_r))
+            o_vals = _defined_in(flat.module, lineage.trace(given_other, input_sets[lineage.RUNS], options.max_unroll,
+                                                            MAX_RUN_ELEMENTS, kept_o))
+            at = range(len(input_sets))[lineage.RUNS]
+            cut.known = KnownRuns(given_ref, given_other, {k: input_sets[k] for k in at}, dict(zip(at, kept_r)),
+                                  dict(zip(at, kept_o)))
+        else:
+            r_vals = lineage.trace(ref, input_sets[lineage.RUNS], options.max_unroll, MAX_RUN_ELEMENTS)
+            o_vals = lineage.trace(flat.module, input_sets[lineage.RUNS], options.max_unroll, MAX_RUN_ELEMENTS)
         cut.outputs_agree = lineage.outputs_agree(r_vals, o_vals, ref, flat.module)
         wanted = [v for v, k in o_side.kind.items() if k in ("flow", "prologue")]
         candidates = [v for v, k in r_side.kind.items() if k != "const"]
@@ -691,6 +717,29 @@ def _cut(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] 
             cut.located = in_loop(r_side, o_side, links, cut.divergence, r_vals, o_vals, options.max_unroll,
                                   MAX_RUN_ELEMENTS)
     return cut
+
+
+def _shares_runs(ref: Module, other: Module, flat: Module) -> bool:
+    """Whether the lineage's runs of this pair are kept for its whole proof (`Cut.known`):
+    the other program is cut as it is (no manual region brought to a per-device entry), each
+    entry calls no function and has no loop (what a run computes is then bounded by its tensor
+    elements: tracing before CSE cannot pass the run budget where tracing after it would not),
+    and neither is over the whole proof's encoding budget (a pair the proof refuses needs
+    no runs; past it the kept runs would be memory held for nothing)."""
+    if not SHARE_RUNS or flat is not other:
+        return False
+    for m in (ref, other):
+        if any(op.name == "stablehlo.while" or op.name in CALLS for op in m.main.body.walk()):
+            return False
+    return max(_elements(ref), _elements(other)) <= MAX_ELEMENTS  # every function's ops: a bound
+
+
+def _defined_in(module: Module, values: lineage.Values) -> lineage.Values:
+    """The traced values that `module` (the program traced, after CSE) defines at its top
+    level: CSE keeps the first of equal ops under its own name, so each is the value the
+    program after CSE computes."""
+    names = set(module.main.body.args) | {r for op in module.main.body.ops for r in op.results}
+    return {v: runs for v, runs in values.items() if v in names}
 
 
 def _fits(link: lineage.Link, v: str, r_side: Side, o_side: Side) -> bool:
