@@ -41,9 +41,10 @@ the same shallow signature is tried with the variables at the same positions unf
 compared with the recorded signature as a whole. The elements of one tensor share most of
 their subterms, so a pair costs the nodes no earlier pair had, not its whole size.
 
-Before the signatures, a pair is compared in lockstep with a few proved pairs of its
-shallow signature (`_same_problem`): both walked together, node by node, building the
-renaming of free constants as it goes. It decides the same thing as the signatures (the
+Before the signatures, a pair is compared in lockstep with the few proved pairs of its
+shallow signature kept for that (`_same_problem`; kept where their signatures were
+quadratic, `_quadratic`): both walked together, node by node, building the renaming of free
+constants as it goes. It decides the same thing as the signatures (the
 new pair's formula, with the definitions at the proved pair's unfolded variables put in,
 is the proved formula with its free constants renamed one-to-one to constants of the same
 facts) without making a signature node: a signature lists the free constants under every
