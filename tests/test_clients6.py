@@ -58,3 +58,16 @@ def test_a_reproducer_of_an_unknown_is_never_a_wrong_witness() -> None:
     `unknown`, never exit 1."""
     v = verify(CLIENTS6 / "topk_softmax.ref.mlir", CLIENTS6 / "topk_softmax.split.mlir", cache=False, timeout_s=20)
     assert v.verdict in ("equivalent", "unknown"), v.reason
+
+
+@pytest.mark.parametrize("name", ["prefix_sum_ppermute", "argmax_vocab"])
+def test_plans_equal_over_the_reals_differ_over_ieee_values(gen6, name: str) -> None:
+    """Under inputs='ieee' two correct plans are not the reference: the exclusive offset
+    `inclusive - own total` is inf - inf = NaN where the reference's cumsum has no inf yet,
+    and a NaN logit is jnp.argmax's answer but fails the plan's `value == pmax` test (the
+    index returned is the sentinel 16). XLA shows both."""
+    p = gen6.PROGRAMS[name]()
+    v = client_generator("gen_clients").tj.check(
+        p.fn, *p.args, in_shardings=p.in_shardings, out_shardings=p.out_shardings, reference=p.reference,
+        cache=False, inputs="ieee", **p.options)
+    assert_confirmed_at_original_sizes(v)
