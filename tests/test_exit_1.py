@@ -17,7 +17,7 @@ from conftest import TESTDATA
 from tv_mlir import verify
 from tv_mlir.api import _exit_1_needs_confirmation
 from tv_mlir.options import Options
-from tv_mlir.verdict import Counterexample, Verdict
+from tv_mlir.verdict import Counterexample, Replay, Verdict
 
 
 def _verdict(confirmed: bool, confirmed_at: str | None, shrunk: bool = True) -> Verdict:
@@ -39,6 +39,17 @@ def test_an_exit_1_without_original_size_confirmation_is_unknown(confirmed: bool
     assert v.verdict == "unknown" and v.exit_code == 2
     assert v.reason == f"not confirmed at the original sizes ({why}): output 0 differs at index [0]"
     assert v.counterexample is not None  # the witness stays in the report, for the user to look at
+
+
+def test_an_xla_run_that_failed_is_not_reported_as_one_that_agreed() -> None:
+    v = _verdict(False, None)
+    assert v.counterexample is not None
+    v.counterexample.replay = [Replay("numeric", 1.0, 0.0, True),
+                               Replay("xla", None, None, False, error="the XLA child process died")]
+    _exit_1_needs_confirmation(v, Options())
+    assert v.verdict == "unknown"
+    assert v.reason == ("not confirmed at the original sizes (XLA could not run it: the XLA child process died): "
+                        "output 0 differs at index [0]")
 
 
 def test_a_confirmed_exit_1_stands_and_no_replay_is_left_unconfirmed() -> None:

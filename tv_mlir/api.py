@@ -37,6 +37,7 @@ from tv_mlir.stages.run import prove_staged, too_large_to_cut
 from tv_mlir.verdict import FullSizeCheck, Verdict
 from tv_mlir.witness import fullsize
 from tv_mlir.witness.replay import unshown_at_own_sizes
+from tv_mlir.witness.settle import XLA_FAILED
 
 # A path (str or os.PathLike), MLIR text, bytes, a text or binary stream (frontend.read.read_source
 # has the rule), or a module already read.
@@ -202,8 +203,11 @@ def _exit_1_needs_confirmation(verdict: Verdict, options: Options, ref: Module |
         return
     if c.confirmed and c.confirmed_at == "original sizes":
         return
-    where = ("XLA does not reproduce it" if not c.confirmed
-             else f"XLA shows it at the {c.confirmed_at or 'shrunk sizes'} only")
+    failed = next((r.error for r in c.replay if r.backend == "xla" and r.error), "")
+    if c.confirmed:
+        where = f"XLA shows it at the {c.confirmed_at or 'shrunk sizes'} only"
+    else:  # an XLA run that failed is no run that agreed: say which
+        where = f"{XLA_FAILED}: {failed}" if failed else "XLA does not reproduce it"
     verdict.verdict = "unknown"
     verdict.reason = f"not confirmed at the original sizes ({where}): {verdict.reason}"
 
