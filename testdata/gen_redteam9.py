@@ -158,8 +158,22 @@ def meet_slice(t: int, v: int, hd: int) -> Pair:
                 ref, pick(t - 1), pick(v - 1), f"the token at V - 1 = {v - 1} (a dynamic slice), not the last")
 
 
+def wrap_count_convert(t: int, hd: int) -> Pair:
+    """The tokens' count, a float, scaled by 2^27 and made int32 (2^31 at 16 tokens: out of
+    range) and shifted back: the count below 16 tokens, something else at 16."""
+    def ref(x: jax.Array) -> jax.Array:
+        return jnp.sum(x, axis=0) * _ones(_x0(x))
+
+    def bug(x: jax.Array) -> jax.Array:
+        c = (_ones(_x0(x)) * np.float32(1 << 27)).astype(I32)
+        return jnp.sum(x, axis=0) * lax.shift_right_arithmetic(c, np.int32(27)).astype(F32)
+    return Pair("wrap_count_convert", "a", "small", {"tokens": t, "hidden": hd}, [Arg((t, hd))], ref,
+                lambda x: jnp.sum(x, axis=0) * _ones(_x0(x)) * 1.0, bug,
+                "int32(count * 2^27) >> 27 (2^31 at 16 tokens leaves int32)")
+
+
 def pairs() -> list[Pair]:
-    return wraps() + bounded() + [meet_last(T, 12, HD), meet_slice(T, 12, HD)]
+    return wraps() + bounded() + [meet_last(T, 12, HD), meet_slice(T, 12, HD), wrap_count_convert(T, HD)]
 
 
 def main() -> int:

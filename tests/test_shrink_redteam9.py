@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import TESTDATA, GeneratedPairs, assert_confirmed_at_original_sizes
-from tv_mlir.shrink import constants, zero_types
+from tv_mlir.shrink import constants, overflow, zero_types
 
 D = TESTDATA / "redteam9"
 PAIRS = GeneratedPairs(D)
@@ -39,13 +39,15 @@ BOUND_HELD = ("bound_select", "bound_bool", "bound_pair", "bound_table")
 # same pick by a dynamic slice was held (the tokens pinned).
 MEET_HOLES = ("meet_last",)
 MEET_HELD = ("meet_slice",)
+# A float count made int32 past its range at the original sizes only (overflow.FLOATS).
+FLOAT_HOLES = ("wrap_count_convert",)
 COUNTS = WRAP_HOLES + BOUND_HOLES + SIGN_HOLES + RELATED_HOLES + BOUND_HELD
-HOLES = WRAP_HOLES + BOUND_HOLES + SIGN_HOLES + RELATED_HOLES + MEET_HOLES
+HOLES = WRAP_HOLES + BOUND_HOLES + SIGN_HOLES + RELATED_HOLES + MEET_HOLES + FLOAT_HOLES
 BUG_COUNT = 4  # the literal the bug twins write: the size the tokens shrank to before
 
 
 def test_manifest_lists_every_pair_ran_on_xla() -> None:
-    assert set(COUNTS + MEET_HOLES + MEET_HELD) == set(MANIFEST)
+    assert set(COUNTS + MEET_HOLES + MEET_HELD + FLOAT_HOLES) == set(MANIFEST)
     for e in MANIFEST.values():
         assert e["ran_on_xla"], e
         for f in e["files"].values():
@@ -137,7 +139,27 @@ def test_a_range_knows_its_type() -> None:
     assert zero_types._int_bounds("i1") is None and zero_types._int_bounds("f32") is None
 
 
-@pytest.mark.parametrize("pair", COUNTS + MEET_HOLES + MEET_HELD)
+def test_a_float_count_made_integer_past_its_type_keeps_the_tokens(monkeypatch: pytest.MonkeyPatch) -> None:
+    # int32(T * 2^27) leaves int32 at T = 16 only: the convert is a site, the tokens stay 16;
+    # off, they shrink to 2, where the bug's int32(T * 2^27) >> 27 is T.
+    assert _size("wrap_count_convert", TOKENS) == 16
+    assert _size("wrap_count_convert", TOKENS, "ok") < 16
+    monkeypatch.setattr(overflow, "FLOATS", False)
+    assert _size("wrap_count_convert", TOKENS) == 2
+
+
+def test_a_loosened_float_walk_without_zero_products_misses_the_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The count is a sum of x * 0 + 1: without `x * 0 is 0 whatever x is` it has no interval.
+    real = overflow._Walk.float_op
+
+    def loose(self: Any, op: Any, known: dict[str, Any]) -> None:
+        if op.name != "stablehlo.multiply":
+            real(self, op, known)
+    monkeypatch.setattr(overflow._Walk, "float_op", loose)
+    assert _size("wrap_count_convert", TOKENS) == 2
+
+
+@pytest.mark.parametrize("pair", COUNTS + MEET_HOLES + MEET_HELD + FLOAT_HOLES)
 def test_bug_twin_is_found_by_the_rules(pair: str) -> None:
     assert_confirmed_at_original_sizes(PAIRS.verify(pair, "bug", rules_only=True))
 

@@ -42,12 +42,20 @@ CONVERTS = True
 # scatter-add; red-team batch 3 in docs/shrinking.md). Off: a sum's result is of unknown
 # range, as before, and a count that wraps only at the original sizes shrinks away.
 SUMS = True
+# Floats made integers (red-team batch 9, wrap_count_convert): the tokens' count, a float
+# sum of ones, times 2^27 made int32 leaves int32 at 16 tokens (2^31) and not at 2; the walk
+# knew integers only, so the convert was no site and the tokens shrank to 2, where the bug
+# `int32(T * 2^27) >> 27` is T. Now float values computed from sizes have intervals too
+# (constants, converts from integers, sums of n terms, sums, differences and products,
+# a product with the constant 0 whatever the other factor), and a convert of one into an
+# integer type it leaves is a site. Off: floats are of unknown range.
+FLOATS = True
 
 
 @dataclass(frozen=True)
 class Known:
-    lo: int
-    hi: int
+    lo: float  # an integer's are integers; a float's (FLOATS) reals
+    hi: float
     constants: frozenset[str] = frozenset()  # the splat constants it was computed from
     classes: frozenset[int] = frozenset()  # the iota classes it was computed from
     # Computed from a value of unknown range (an input) and not clamped since: its
@@ -101,6 +109,9 @@ class _Walk:
             # included): a count of them is bounded by how many are counted.
             known[op.results[0]] = Known(0, 1)
             return
+        if FLOATS and op.results and op.result_types and op.result_types[0].is_float:
+            self.float_op(op, known)
+            return
         if not op.results or not op.result_types or not op.result_types[0].is_int:
             return
         t, r, name = op.result_types[0], op.results[0], op.name
@@ -113,8 +124,10 @@ class _Walk:
             n = self.fa.module.num_partitions if name == "stablehlo.partition_id" else self.fa.module.num_replicas
             known[r] = Known(0, max(n - 1, 0))
         elif CONVERTS and name == "stablehlo.convert" and ins and ins[0] is not None:
-            # (only integer values are known: the operand is an integer)
+            # (an integer, or with FLOATS a float whose truncation is what the convert takes)
             a = ins[0]
+            if not (isinstance(a.lo, int) and isinstance(a.hi, int)):
+                a = Known(_trunc(a.lo), _trunc(a.hi), a.constants, a.classes, a.free)
             lo_t, hi_t = _range(t)
             if a.lo < lo_t or a.hi > hi_t:
                 if not a.free:
@@ -149,6 +162,40 @@ class _Walk:
             # An operand of unknown range has its type's (an input, a loop-carried value).
             full = Known(*_range(t), free=True)
             self.arith(op, [k if k is not None else full for k in ins], t, known)
+
+    def float_op(self, op: Op, known: dict[str, Known]) -> None:
+        """A float value's interval (FLOATS), where it is computed from sizes and constants:
+        no site (floats do not wrap), but a convert of it into an integer can be one."""
+        r, name = op.results[0], op.name
+        ins = [known.get(o) for o in op.operands]
+        if name == "stablehlo.constant":
+            v = splat(op)
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and abs(float(v)) < float("inf"):
+                known[r] = Known(float(v), float(v), frozenset({r}))
+        elif name == "stablehlo.convert" and ins and ins[0] is not None:
+            known[r] = ins[0]
+        elif name in _LAYOUT and ins and ins[0] is not None:
+            known[r] = ins[0]
+        elif name == "stablehlo.multiply" and len(ins) == 2 and any(k is not None and k.lo == k.hi == 0 for k in ins):
+            z = next(k for k in ins if k is not None and k.lo == k.hi == 0)
+            known[r] = Known(0.0, 0.0, z.constants, z.classes)  # x * 0 is 0 whatever x is
+        elif name in ("stablehlo.add", "stablehlo.subtract", "stablehlo.multiply") and len(ins) == 2 and \
+                ins[0] is not None and ins[1] is not None:
+            a, b = ins[0], ins[1]
+            if name == "stablehlo.add":
+                lo, hi = a.lo + b.lo, a.hi + b.hi
+            elif name == "stablehlo.subtract":
+                lo, hi = a.lo - b.hi, a.hi - b.lo
+            else:
+                ends = [a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi]
+                lo, hi = min(ends), max(ends)
+            known[r] = Known(lo, hi, a.constants | b.constants, a.classes | b.classes, a.free or b.free)
+        elif SUMS and name == "stablehlo.reduce" and len(op.operands) == 2 and adds(op) and \
+                ins[0] is not None and ins[1] is not None:
+            n, classes = self._dims(op.operands[0], list(op.attrs.get("dimensions", ())))
+            k, base = ins[0], ins[1]
+            known[r] = Known(base.lo + n * min(k.lo, 0.0), base.hi + n * max(k.hi, 0.0), k.constants | base.constants,
+                             k.classes | base.classes | classes, k.free or base.free)
 
     def _dims(self, value: str, dims: Sequence[int]) -> tuple[int, frozenset[int]]:
         """How many positions `dims` of `value` hold at the original sizes, and their classes."""
@@ -282,6 +329,11 @@ class _Walk:
             known[r] = Known(lo, hi, consts, classes, free)
 
 
+def _trunc(x: float) -> int | float:
+    """A float made integer: truncated towards 0 (an infinite end stays infinite)."""
+    return int(x) if abs(x) < float("inf") else x
+
+
 def overflow_sites(fa: ProgramFacts, a: DimAnalysis,
                    ranges: Sequence[tuple[int, int] | None] | None = None) -> list[OverflowSite]:
     """Every integer add, subtract, multiply, negate or abs (and, with CONVERTS, narrowing
@@ -301,4 +353,4 @@ def overflow_sites(fa: ProgramFacts, a: DimAnalysis,
     return list(dict.fromkeys(w.out))
 
 
-__all__ = ["Known", "OverflowSite", "overflow_sites"]
+__all__ = ["FLOATS", "Known", "OverflowSite", "overflow_sites"]
