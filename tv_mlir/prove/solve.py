@@ -18,6 +18,7 @@ from typing import Any
 import z3
 
 from tv_mlir.algebra.term import INT
+from tv_mlir.prove import refine
 from tv_mlir.prove.known import Bound
 
 # z3's own Ctrl-C handling (on by default while a check runs) turns SIGINT into an
@@ -123,15 +124,56 @@ def interrupt_solvers() -> None:
 
 
 def solve_local(q: Query, timeout_s: float) -> Outcome:
+    """The query's status. A model that breaks a law of the approximated functions the term
+    layer folds with (exp 0 = 1, exp > 0) is refuted by that law and the query asked again
+    (`_refined`); when the refined query is neither proved nor given a model in its share of
+    the time, the first model stands (settled and replayed as before)."""
+    start = time.monotonic()
     s = _solver(timeout_s)
     s.add(*q.constraints)
     s.add(q.formula)
     r = _check(s)
     if r == z3.unsat:
         return Outcome(q.output, "unsat")
-    if r == z3.sat:
-        return Outcome(q.output, "sat", model=Model(s.model()))
-    return Outcome(q.output, "unknown", s.reason_unknown())
+    if r != z3.sat:
+        return Outcome(q.output, "unknown", s.reason_unknown())
+    first = s.model()
+    budget = min(timeout_s, max(refine.MIN_S, refine.FACTOR * (time.monotonic() - start)))
+    r, model = _refined(q, first, start + budget)
+    if r == z3.unsat:
+        return Outcome(q.output, "unsat")
+    return Outcome(q.output, "sat", model=Model(model if r == z3.sat else first))
+
+
+def _refined(q: Query, model: Any, deadline: float) -> tuple[Any, Any]:
+    """(z3.sat, a model keeping the laws `refine` checks), (z3.unsat, None), or (z3.unknown,
+    None) when the rounds or the time ran out first."""
+    if not refine.REFINE:
+        return z3.sat, model
+    apps = refine.applications([q.formula, *q.constraints])
+    if not apps:
+        return z3.sat, model
+    lemmas: list[Any] = []
+    for _ in range(refine.MAX_ROUNDS):
+        new = refine.broken_laws(apps, model)
+        if not new:
+            return z3.sat, model
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        lemmas += new
+        # A fresh solver, not s.add: assertions added after a check put z3 in its
+        # incremental mode, which leaves the tactics that close these queries unused (and
+        # reports its timeout as "canceled", which `_check` reads as an interrupt).
+        s = _solver(left)
+        s.add(*q.constraints)
+        s.add(q.formula)
+        s.add(*lemmas)
+        r = _check(s)
+        if r != z3.sat:
+            return (z3.unsat, None) if r == z3.unsat else (z3.unknown, None)
+        model = s.model()
+    return z3.unknown, None
 
 
 def solve_all(queries: Sequence[Query], timeout_s: float, jobs: int) -> list[Outcome]:
