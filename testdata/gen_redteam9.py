@@ -118,7 +118,8 @@ def bounded() -> list[Pair]:
         _count("bound_sos", lambda x, ids: x[:, 0] * x[:, 0] - 2.0 * x[:, 0] * x[:, 1] + x[:, 1] * x[:, 1] >= 0.0,
                "count(x0^2 - 2 x0 x1 + x1^2 >= 0)", 4.0, True),
         _count("bound_pair", lambda x, ids: (x <= 1.0) | (x * x > 1.0), "count(x <= 1 or x^2 > 1)", 4.0),
-        _count("bound_table", lambda x, ids: jnp.take(jnp.asarray(np.arange(1.0, 9.0, dtype=np.float32)), ids, mode="clip") > 0.0,
+        _count("bound_table",
+               lambda x, ids: jnp.take(jnp.asarray(np.arange(1.0, 9.0, dtype=np.float32)), ids, mode="clip") > 0.0,
                "count(table[ids] > 0) (a table of 1..8)", 4.0),
     ]
 

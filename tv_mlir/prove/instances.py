@@ -274,14 +274,14 @@ class InstanceTable:
         for unfold, signatures in patterns.items():
             expanded = list(leaves)
             got = self._unfolded(expanded, unfold, by_position=True)
-            how = signatures.get(got[0]) if got is not None else None
-            if how is not None:
+            proved = signatures.get(got[0]) if got is not None else None
+            if proved is not None:
                 self.hits += 1
                 _to_front(patterns, unfold, signatures)
                 if self._quadratic(work):  # its neighbours are likelier its instances
                     assert got is not None
-                    self._keep(key, roots, frozenset(expanded[i] for i in got[1]), how)
-                return how
+                    self._keep(key, roots, frozenset(expanded[i] for i in got[1]), proved)
+                return proved
         return None
 
     def _quadratic(self, before: tuple[int, int]) -> bool:
@@ -495,13 +495,13 @@ def _same_problem(canon: _Canon, rep: list[Term], new: list[Term], unfolded: fro
                 return False
             stack.append((dy, dx))
             continue
-        got = ren.get(y.id)
-        if got is None:
+        mapped = ren.get(y.id)
+        if mapped is None:
             if x.id in back:
                 return False
             ren[y.id] = x.id
             back[x.id] = y.id
-        elif got != x.id:
+        elif mapped != x.id:
             return False
         if y.id in unfolded:
             if dy is None or dx is None:
