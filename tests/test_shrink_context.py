@@ -140,10 +140,10 @@ def test_a_base_shared_across_the_per_trip_switch_would_hide_the_loop_bug(monkey
     real = plan.PlanMemo.base
 
     def loose(self: plan.PlanMemo, ref: Any, other: Any, analysis: Any, ranges: Any, per_trip: Any,
-              lookups: bool) -> plan.PlanBase:
+              lookups: bool, *rest: Any) -> plan.PlanBase:
         if self.bases:
             return next(iter(self.bases.values()))
-        return real(self, ref, other, analysis, ranges, per_trip, lookups)
+        return real(self, ref, other, analysis, ranges, per_trip, lookups, *rest)
     monkeypatch.setattr(plan.PlanMemo, "base", loose)
     ref, other = _paths("loops", "unrolled", "bug")
     v = tv_mlir.verify(ref, other, second_witness=False, **QUICK)

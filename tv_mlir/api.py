@@ -474,7 +474,8 @@ def _shrink(ref: Loaded | Module, other: Loaded | Module, ref_m: Module, other_m
         # the assumed ranges: rule k's index predicates (shrink/lookups.py)
         result = shrink_pair(ref, other, ref_m, other_m, grow=grow, budget=budget,
                              ranges=_assumed_bounds(ref_m, options), per_trip=per_trip,
-                             fallbacks=fallbacks, cut_limit=cut_limit, context=context)
+                             fallbacks=fallbacks, cut_limit=cut_limit, context=context,
+                             assume=options.assume)
     except Unsupported as exc:
         progress(options, f"shrink: not applied ({exc})")
         return ref_m, other_m, {"applied": False, "reason": str(exc)}, None

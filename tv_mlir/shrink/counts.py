@@ -32,6 +32,7 @@ from tv_mlir.shrink.lookups import IndexPredicates
 from tv_mlir.shrink.rules import Bounds
 from tv_mlir.shrink.scatters import data_scatter
 from tv_mlir.shrink.scatters import shapes as scatter_shapes
+from tv_mlir.shrink.zero_witness import Accepted
 
 # More predicates than this along one family: 2^m types is no useful bound; pinned.
 MAX_PREDICATES = 4
@@ -87,17 +88,19 @@ class PredicatedSums:
 
 def count_bounds(fa: ProgramFacts, a: DimAnalysis, families: dict[int, set[int]], degree: dict[int, int],
                  out: Bounds, lookups: IndexPredicates | None = None,
-                 other_poles: dict[frozenset[int], int] | None = None, counted: set[int] | None = None) -> None:
+                 other_poles: dict[frozenset[int], int] | None = None, counted: set[int] | None = None,
+                 accepted: list[Accepted] | None = None) -> None:
     """Rule (k) for one program: per family whose sums read data predicates, the bound
     D + T d + threshold on every class summed over (or a pin), into `out`. `lookups`: the
     program's compares evaluated on the assumed input ranges (`lookups.index_predicates`).
     `other_poles`: per family, the pair's other programs' S (`count_poles`): the difference
     of two fractions p1 / q1 - p2 / q2 has the numerator p1 q2 - p2 q1, whose degree is at
     most max(D1, D2) + S1 + S2. `counted` receives the classes whose predicated sums have
-    no reachable zero type (`zero_type_counts`): their sums can add up to the size."""
+    no reachable zero type (`zero_type_counts`): their sums can add up to the size;
+    `accepted` the families with one (for the numeric witness, zero_witness.py)."""
     lookups = lookups if LOOKUPS and lookups is not None else IndexPredicates()
     if counted is not None and zero_types.ZERO_TYPES:
-        counted |= zero_type_counts(fa, a, families, lookups)
+        counted |= zero_type_counts(fa, a, families, lookups, accepted)
     found = _predicated(fa, a, families, lookups)
     for fam, ps in found.items():
         if not ps.sums:
@@ -132,13 +135,15 @@ def count_bounds(fa: ProgramFacts, a: DimAnalysis, families: dict[int, set[int]]
 
 
 def zero_type_counts(fa: ProgramFacts, a: DimAnalysis, families: dict[int, set[int]],
-                     lookups: IndexPredicates) -> set[int]:
+                     lookups: IndexPredicates, accepted: list[Accepted] | None = None) -> set[int]:
     """Rule (k), zero types (zero_types.py): the classes summed over by predicated sums of
     a family with no reachable type at which every such summand lacks a constant term.
     There the counts can add up to the class's size (`sum(ids == ids)` is n), which the
     count argument does not carry: such a class is counted (rule a orders n). Decided
     compares are read too (their one outcome is a type restriction), so the walk takes
-    every data compare, the ones `lookups` decided included."""
+    every data compare, the ones `lookups` decided included. `accepted` receives the
+    families the normal form accepted, with their zero types, for a numeric witness
+    (zero_witness.py), which can only count them too."""
     every = IndexPredicates(gathers=lookups.gathers, outcomes=lookups.outcomes)
     found = _predicated(fa, a, families, every)
     out: set[int] = set()
@@ -162,8 +167,18 @@ def zero_type_counts(fa: ProgramFacts, a: DimAnalysis, families: dict[int, set[i
         sums = zero_types.summands(op for c_ops in ps.sums.values() for op in c_ops)
         degrees = Degrees(fa, a, set(fam))
         related = normal.related if zero_types.RELATED else normal.inside
-        if not any(_zero_type(degrees, sums, u) for u in zero_types.reachable(preds, ranged, related)):
+        types = zero_types.reachable(preds, ranged, related)
+        # every zero type when a witness will look for one, else the first settles it
+        zeros = [u for u in types if _zero_type(degrees, sums, u)] if accepted is not None else \
+            [u for u in types[:1 + next((i for i, u in enumerate(types) if _zero_type(degrees, sums, u)), len(types))]
+             if _zero_type(degrees, sums, u)]
+        if not zeros:
             out.update(ps.sums)
+        elif accepted is not None:
+            accepted.append(Accepted(fa.program, tuple(sorted(ps.predicates)),
+                                     tuple(tuple(sorted(u.items())) for u in zeros), frozenset(ps.sums),
+                                     tuple((op.results[0], tuple(op.operands),
+                                            str(op.attrs.get("comparison_direction", ""))) for op in ops)))
     return out
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from tv_mlir.frontend.read import Loaded, load_module_mlir
 from tv_mlir.ir import Module
+from tv_mlir.shrink import zero_witness
 from tv_mlir.shrink.context import ShrinkContext, editable
 from tv_mlir.shrink.dims import split_call_sites
 from tv_mlir.shrink.embed import Embedding, embedding
@@ -52,13 +53,17 @@ def _raw(spec: Any, prepared: Module) -> Loaded:
 def shrink_pair(ref_spec: Any, other_spec: Any, ref: Module, other: Module, grow: int = 0,
                 budget: int | None = None, ranges: Sequence[tuple[int, int] | None] | None = None,
                 per_trip: bool | None = None, fallbacks: Sequence[int] = (),
-                cut_limit: int | None = None, context: ShrinkContext | None = None) -> ShrinkResult | None:
+                cut_limit: int | None = None, context: ShrinkContext | None = None,
+                assume: Sequence[Any] | None = None) -> ShrinkResult | None:
     """None when nothing can shrink. Raises Unsupported when the rewrite fails. Without a
     `context`, the MLIR of a Loaded spec is edited in place (a second plan of the same pair
     must start from the prepared Modules, which are read again from their text); with one,
     the pair is read and analysed once for every shrink of it that passes the same context
     and the same prepared Modules (the specs of later calls are not read), and each rewrite
-    edits a copy. `grow`, `budget`, `ranges`, `per_trip`, `fallbacks`, `cut_limit`: see plan.plan."""
+    edits a copy. `grow`, `budget`, `ranges`, `per_trip`, `fallbacks`, `cut_limit`: see plan.plan.
+    `assume`: the user's `--assume` bounds as given (Options.assume), which the witness of
+    rule k's zero types draws its inputs inside as the verifier resolves them at the shrunk
+    sizes; without them, inputs with `ranges` get no witness (their families counted)."""
     from tv_mlir.shrink.rewrite import rewrite
 
     t0 = time.perf_counter()
@@ -67,14 +72,56 @@ def shrink_pair(ref_spec: Any, other_spec: Any, ref: Module, other: Module, grow
     else:
         lr = context.raw(ref, lambda: _raw(ref_spec, ref))
         lo = context.raw(other, lambda: _raw(other_spec, other))
-    p = plan(lr.module, lo.module, grow=grow, budget=budget, ranges=ranges, per_trip=per_trip,
-             fallbacks=fallbacks, cut_limit=cut_limit, memo=context.memo if context is not None else None)
-    if not p.shrinks:
-        return None
-    if context is not None:
-        lr, lo = editable(lr), editable(lo)
-    ref_text, other_text = rewrite(lr, "ref", p), rewrite(lo, "other", p)
+    unwitnessed: frozenset[int] = frozenset()
+    while True:
+        p = plan(lr.module, lo.module, grow=grow, budget=budget, ranges=ranges, per_trip=per_trip,
+                 fallbacks=fallbacks, cut_limit=cut_limit, memo=context.memo if context is not None else None,
+                 unwitnessed=unwitnessed)
+        if not p.shrinks:
+            return None
+        er, eo = (editable(lr), editable(lo)) if context is not None else (lr, lo)
+        ref_text, other_text = rewrite(er, "ref", p), rewrite(eo, "other", p)
+        if not (zero_witness.WITNESS and p.zero_witness):
+            break
+        # Rule k's zero types witnessed at these sizes (zero_witness.py); a family no run
+        # shows at one is counted and the pair planned again (counts only grow: it ends).
+        more = _unwitnessed(p, ref_text, other_text, lr.module, lo.module, ranges, assume) - unwitnessed
+        if not more:
+            break
+        unwitnessed |= more
+        if context is None:  # the rewrite edited the MLIR in place: the prepared Modules' texts
+            lr, lo = _raw(ref, ref), _raw(other, other)
+    lr, lo = er, eo
     return ShrinkResult(ref_text, other_text, p, time.perf_counter() - t0, embedding(p, lr.module))
+
+
+def _unwitnessed(p: ShrinkPlan, ref_text: bytes, other_text: bytes, ref: Module, other: Module,
+                 ranges: Sequence[tuple[int, int] | None] | None, assume: Sequence[Any] | None) -> frozenset[int]:
+    """The classes of `p.zero_witness`'s families that no run of the shrunk programs shows
+    at a zero type (zero_witness.unwitnessed), all of them when the runs cannot be made."""
+    from tv_mlir.assume import resolve, shrunk_sizes
+    from tv_mlir.prove.fingerprints import random_inputs
+
+    every = frozenset(c for f in p.zero_witness for c in f.classes)
+    try:
+        modules = {}
+        for name, text, m in (("ref", ref_text, ref), ("other", other_text, other)):
+            small = load_module_mlir(text).module
+            small.per_device, small.arg_shardings, small.result_shardings = \
+                m.per_device, m.arg_shardings, m.result_shardings
+            modules[name] = small
+        types = modules["ref"].global_arg_types()
+        if assume:  # as the verifier reads them at the shrunk sizes (driver: resolve_bounds)
+            bounds = resolve(assume, modules["ref"].input_names(), types, shrunk_sizes({"applied": True,
+                                                                                       **p.summary()}))
+        elif ranges and any(r is not None for r in ranges):
+            return every  # bounded inputs, bounds not known at the shrunk sizes: no witness
+        else:
+            bounds = []
+        input_sets = random_inputs(types, bounds=bounds)
+    except Exception:  # noqa: BLE001 -- no runs: no witness, the safe side
+        return every
+    return frozenset(zero_witness.unwitnessed(modules, p.zero_witness, input_sets))
 
 
 __all__ = ["ShrinkResult", "shrink_pair"]

@@ -42,6 +42,7 @@ from tv_mlir.shrink.positions import combined_positions
 from tv_mlir.shrink.rules import Bounds, exchanged, order_statistics
 from tv_mlir.shrink.trips import trip_constants
 from tv_mlir.shrink.unionfind import UnionFind
+from tv_mlir.shrink.zero_witness import Accepted
 
 # Rule (k), sums of data predicates (shrink/counts.py); the switch is for the tests that
 # show what the rule does.
@@ -98,6 +99,9 @@ class ShrinkPlan:
     # A grown plan under a budget: the budget it was planned with and how many of the
     # caller's fallbacks it took (plan's `cut_limit`); empty otherwise.
     budget: dict[str, int] = field(default_factory=dict)
+    # Rule k: the families whose zero type the normal form accepted and no numeric run has
+    # yet witnessed at these sizes (shrink_pair runs them, zero_witness.py).
+    zero_witness: list[Accepted] = field(default_factory=list)
 
     @property
     def shrinks(self) -> bool:
@@ -170,6 +174,8 @@ class PlanBase:
     argued: dict[int, dict[str, str]]
     first: list[int] = field(default_factory=list)
     tied: dict[tuple[str, str], float | int] = field(default_factory=dict)
+    # Rule k: the families the normal form accepted with a zero type (zero_witness.py)
+    accepted: list[Accepted] = field(default_factory=list)
 
     def state(self) -> _State:
         return _State(list(self.mins), dict(self.pins), {c: dict(d) for c, d in self.argued.items()})
@@ -190,13 +196,14 @@ class PlanMemo:
     made: int = 0  # bases computed (the rest were shared)
 
     def base(self, ref: Module, other: Module, analysis: DimAnalysis | None,
-             ranges: Sequence[tuple[int, int] | None] | None, per_trip: bool | None, lookups: bool) -> PlanBase:
+             ranges: Sequence[tuple[int, int] | None] | None, per_trip: bool | None, lookups: bool,
+             unwitnessed: frozenset[int] = frozenset()) -> PlanBase:
         if self.ref is None:
             self.ref, self.other = ref, other
         if ref is not self.ref or other is not self.other:
-            return _base(ref, other, analysis, ranges, per_trip, lookups)
+            return _base(ref, other, analysis, ranges, per_trip, lookups, unwitnessed)
         used = degree_rules.PER_TRIP if per_trip is None else per_trip
-        key = (tuple(ranges or ()), bool(used), lookups, COUNTS, COORDINATES, EQUALIZE)
+        key = (tuple(ranges or ()), bool(used), lookups, COUNTS, COORDINATES, EQUALIZE, unwitnessed)
         known = self.bases.get(key)
         if known is not None and (analysis is None or analysis is known.a):
             return known
@@ -204,7 +211,7 @@ class PlanMemo:
         # One analysis per pair: a base made without one (another key) takes the first's.
         if analysis is None and self.bases:
             analysis = next(iter(self.bases.values())).a
-        self.bases[key] = _base(ref, other, analysis, ranges, used, lookups)
+        self.bases[key] = _base(ref, other, analysis, ranges, used, lookups, unwitnessed)
         return self.bases[key]
 
 
@@ -227,7 +234,8 @@ def elements(a: DimAnalysis, sizes: list[int]) -> int:
 def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: int = 0,
          budget: int | None = None, ranges: Sequence[tuple[int, int] | None] | None = None,
          per_trip: bool | None = None, lookups: bool = True, fallbacks: Sequence[int] = (),
-         cut_limit: int | None = None, memo: PlanMemo | None = None) -> ShrinkPlan:
+         cut_limit: int | None = None, memo: PlanMemo | None = None,
+         unwitnessed: frozenset[int] = frozenset()) -> ShrinkPlan:
     """Both modules as read (not inlined) and classified. `grow` > 0: that many times,
     every shrunk class is raised to its next admissible size (at least one more element),
     for verifying again at less-shrunk sizes when a witness found at the smallest sizes
@@ -245,14 +253,17 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
     read as gathers (lookups.guarded_lookups); the plan is made again without them when a
     lookup that partitions the range at the original sizes does not at the planned ones.
     `memo`: the pair's plan bases (`PlanMemo`), shared by every plan of it in a verification.
+    `unwitnessed`: classes of rule k families whose zero type no numeric run showed
+    (zero_witness.py): counted, as for a family without one; `ShrinkPlan.zero_witness`
+    lists the families still to witness at this plan's sizes.
 
     Modules that were never classified (read and planned without `check_signatures`, as
     the plan snapshot tool and the tests' helpers may do) are classified here first: their
     `per_device` default (a global program) made an XLA per-device entry's shards look like
     global arguments of another size, so the same pair planned differently by caller
     (flax/fwd.partitioned: ffn 32 kept, or 32 -> 16 after check_signatures)."""
-    base = memo.base(ref, other, analysis, ranges, per_trip, lookups) if memo is not None else \
-        _base(ref, other, analysis, ranges, per_trip, lookups)
+    base = memo.base(ref, other, analysis, ranges, per_trip, lookups, unwitnessed) if memo is not None else \
+        _base(ref, other, analysis, ranges, per_trip, lookups, unwitnessed)
     a, facts, n, find, family_of = base.a, base.facts, len(base.a.classes), base.comp.__getitem__, base.family_of
     dead, roles, derived, where, looked = base.dead, base.roles, base.derived, base.where, base.looked
     # This plan's own copies of the state the first fixpoint left: growing extends them.
@@ -315,7 +326,7 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
     if COUNTS and any(lk.gathers for lk in looked) and \
             not _lookups_partition(facts, looked, ranges, rewritten, sizes, a):
         return plan(ref, other, a, grow, asked, ranges, per_trip, lookups=False, fallbacks=fallbacks,
-                    cut_limit=cut_limit, memo=memo)
+                    cut_limit=cut_limit, memo=memo, unwitnessed=unwitnessed)
     names = {("ref", v): n for v, n in zip(ref.main.body.args, ref.main.arg_names)}
     names.update({("ref", v): f"result {k}" for k, v in enumerate(ref.main.body.returns)})
     entries = []
@@ -349,11 +360,13 @@ def plan(ref: Module, other: Module, analysis: DimAnalysis | None = None, grow: 
             finest = min(inner, key=lambda m: a.classes[m].size)
             blocks[c] = (a.classes[finest].size, sizes[finest])
     used = {"budget": budget, "fallbacks_taken": tries} if grow and budget is not None else {}
-    return ShrinkPlan(a, sizes, rewritten, entries, blocks, held, base.lowered, used)
+    return ShrinkPlan(a, sizes, rewritten, entries, blocks, held, base.lowered, used,
+                      [f for f in base.accepted if not f.classes <= unwitnessed])
 
 
 def _base(ref: Module, other: Module, analysis: DimAnalysis | None,
-          ranges: Sequence[tuple[int, int] | None] | None, per_trip: bool | None, lookups: bool) -> PlanBase:
+          ranges: Sequence[tuple[int, int] | None] | None, per_trip: bool | None, lookups: bool,
+          unwitnessed: frozenset[int] = frozenset()) -> PlanBase:
     """`plan` up to its first fixpoint (`PlanBase`): what `grow`, `budget`, `fallbacks` and
     `cut_limit` do not enter."""
     if not (is_classified(ref) and is_classified(other)):
@@ -409,6 +422,7 @@ def _base(ref: Module, other: Module, analysis: DimAnalysis | None,
         exchanged(fa, a, rules)
     counts = Bounds()
     looked: list[IndexPredicates] = []
+    accepted: list[Accepted] = []
     if COUNTS:
         looked = [index_predicates(fa, ranges) for fa in facts]
         for fa, lk in zip(facts, looked):
@@ -421,7 +435,9 @@ def _base(ref: Module, other: Module, analysis: DimAnalysis | None,
                 if j != i:
                     for fam, sj in pj.items():
                         others[fam] = others.get(fam, 0) + sj
-            count_bounds(fa, a, families, degree, counts, lk, others, counted)
+            count_bounds(fa, a, families, degree, counts, lk, others, counted, accepted)
+    # Rule k, zero types witnessed: a family no run showed at a zero type is counted.
+    counted |= unwitnessed
     for c, b in counts.mins.items():
         mins[c] = max(mins[c], b)
         note(c, "k", f"rule k: {counts.why[c]} (at least {b})")
@@ -459,7 +475,7 @@ def _base(ref: Module, other: Module, analysis: DimAnalysis | None,
     trip_only = trip_constants(a, facts, constants)
 
     base = PlanBase(a, facts, comp, family_of, dead, roles, lowered, rules, counted, looked, derived, coordinates,
-                    constants, where, trip_only, mins, pins, argued)
+                    constants, where, trip_only, mins, pins, argued, accepted=accepted)
     # The first fixpoint extends the base's own state: what every plan of the pair starts from.
     base.first, base.tied = _fixpoint(base, _State(mins, pins, argued))
     return base
