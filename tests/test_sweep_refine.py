@@ -75,3 +75,24 @@ def test_lemmas_off(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(refine, "REFINE", False)
     assert _status(exp(x) != 1, x == 0) == "sat"
     assert _status(exp(x) <= 0) == "sat"
+
+
+# -- off while proving shrunk programs (Options.refine_models) ---------------------------------
+
+def test_shrunk_programs_are_proved_without_refinement() -> None:
+    """Shrinking's rules read exp(p) of a polynomial p as varying where the refined solver
+    folds it, so a proof of shrunk programs must not refine (test_shrink_redteam7/8's
+    NOT_FOLDED twins are `equivalent` with the rules alone otherwise). The same pair, proved
+    as shrunk programs (a class 8 -> 4 in `sizes`), is left `unknown`; at its own sizes it
+    is `equivalent`."""
+    from tv_mlir.api import prepare
+    from tv_mlir.driver import prove_pair
+    from tv_mlir.options import Options
+    from tv_mlir.stages.run import options_fingerprint
+
+    options = Options(stages=False, jobs=1)
+    ref, other = (prepare(str(f), options) for f in (REF, CLIENTS6 / "topk_softmax.split.mlir"))
+    assert prove_pair(ref, other, options).verdict == "equivalent"
+    assert prove_pair(ref, other, options, {8: 4}).verdict == "unknown"
+    # A stage proved with refinement is not a cached answer for a shrunk pair's stage.
+    assert options_fingerprint(options) != options_fingerprint(Options(stages=False, jobs=1, refine_models=False))

@@ -8,7 +8,7 @@ import gc
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from functools import partial
 from typing import Any
@@ -171,6 +171,8 @@ def prove_pair(ref: Module, other: Module, options: Options, sizes: Mapping[int,
     shrunk dimension classes, for the bounds of `Options.assume` (assume.resolve).
     `runs`: numeric runs of these programs made already (the stage cut's), taken for the
     input sets they were made on (`_numeric_runs`)."""
+    if sizes:
+        options = replace(options, refine_models=False)  # shrunk programs: Options.refine_models
     if deadline.remaining(options.deadline) <= 0:
         # Cheap on purpose: every stage after the deadline comes here (63 on the FSDP step).
         verdict = Verdict("unknown", f"the time budget ({options.time_budget_s:g} s, --time-budget) was spent "
@@ -500,7 +502,7 @@ def _solve(p: _Proof) -> None:
     # proofs close every element before this, and translating them was a fifth of a
     # 405B-shaped stack's stage-proof time (one formula per input element).
     constraints = [T.formula(c) for c in p.constraints] if p.pending else []
-    queries = [Query(i, T.any_of(T.negation(e.eq) for e in elems), constraints)
+    queries = [Query(i, T.any_of(T.negation(e.eq) for e in elems), constraints, refine=p.options.refine_models)
                for i, elems in p.pending.items()]
     if queries:
         progress(p.options, f"solving {len(queries)} quer{'y' if len(queries) == 1 else 'ies'} "

@@ -33,6 +33,7 @@ class Query:
     output: int
     formula: Any  # z3 BoolRef
     constraints: list[Any] = field(default_factory=list)
+    refine: bool = True  # refute models that break an approximated function's laws (Options.refine_models)
 
     def smt2(self) -> str:
         """SMT-LIB text for a worker process. Every constant and function of the query is
@@ -148,7 +149,7 @@ def solve_local(q: Query, timeout_s: float) -> Outcome:
 def _refined(q: Query, model: Any, deadline: float) -> tuple[Any, Any]:
     """(z3.sat, a model keeping the laws `refine` checks), (z3.unsat, None), or (z3.unknown,
     None) when the rounds or the time ran out first."""
-    if not refine.REFINE:
+    if not refine.REFINE or not q.refine:
         return z3.sat, model
     apps = refine.applications([q.formula, *q.constraints])
     if not apps:
