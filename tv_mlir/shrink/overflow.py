@@ -71,6 +71,16 @@ class OverflowSite:
     where: str
 
 
+def _arith(name: str, a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]:
+    """The interval of an add, subtract or multiply (any other name) of two intervals."""
+    if name == "stablehlo.add":
+        return a[0] + b[0], a[1] + b[1]
+    if name == "stablehlo.subtract":
+        return a[0] - b[1], a[1] - b[0]
+    ends = [a[0] * b[0], a[0] * b[1], a[1] * b[0], a[1] * b[1]]
+    return min(ends), max(ends)
+
+
 def _range(t: TensorType) -> Interval:
     w = t.bit_width
     return (0, (1 << w) - 1) if t.is_unsigned else (-(1 << (w - 1)), (1 << (w - 1)) - 1)
@@ -182,13 +192,7 @@ class _Walk:
         elif name in ("stablehlo.add", "stablehlo.subtract", "stablehlo.multiply") and len(ins) == 2 and \
                 ins[0] is not None and ins[1] is not None:
             a, b = ins[0], ins[1]
-            if name == "stablehlo.add":
-                lo, hi = a.lo + b.lo, a.hi + b.hi
-            elif name == "stablehlo.subtract":
-                lo, hi = a.lo - b.hi, a.hi - b.lo
-            else:
-                ends = [a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi]
-                lo, hi = min(ends), max(ends)
+            lo, hi = _arith(name, (a.lo, a.hi), (b.lo, b.hi))
             known[r] = Known(lo, hi, a.constants | b.constants, a.classes | b.classes, a.free or b.free)
         elif SUMS and name == "stablehlo.reduce" and len(op.operands) == 2 and adds(op) and \
                 ins[0] is not None and ins[1] is not None:
@@ -289,13 +293,7 @@ class _Walk:
         lo_t, hi_t = _range(t)
         if name in ("stablehlo.add", "stablehlo.subtract", "stablehlo.multiply") and len(ins) == 2:
             a, b = ins
-            if name == "stablehlo.add":
-                lo, hi = a.lo + b.lo, a.hi + b.hi
-            elif name == "stablehlo.subtract":
-                lo, hi = a.lo - b.hi, a.hi - b.lo
-            else:
-                ends = [a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi]
-                lo, hi = min(ends), max(ends)
+            lo, hi = _arith(name, (a.lo, a.hi), (b.lo, b.hi))
             if lo < lo_t or hi > hi_t:
                 if not free:
                     # Only bounded operands: the sizes it was computed from make it wrap.
