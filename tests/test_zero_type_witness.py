@@ -136,6 +136,21 @@ def test_a_zero_type_is_witnessed_at_one_position_of_every_predicate() -> None:
     assert not witnessed(part, [{"%p": [np.array([0], np.int8)], "%q": [np.array([0], np.int8)]}])
 
 
+def test_uniform_outcomes_need_no_lining_up() -> None:
+    """Arrays of one size whose every element is at the zero type witness it whatever their
+    shapes (the 8B forward's take_along_axis bound checks, (4, 32, 1) beside (4, 32)); one
+    element off the type, another size, or a uniform type that is no zero type does not."""
+    fam = Accepted("ref", ("%p", "%q"), ((("%p", False), ("%q", True)),), frozenset({0}))
+    p, q = np.zeros((4, 32), np.int8), np.ones((4, 32, 1), np.int8)
+    assert witnessed(fam, [{"%p": [p], "%q": [q]}])
+    q_off = q.copy()
+    q_off[1, 2, 0] = 0
+    assert not witnessed(fam, [{"%p": [p], "%q": [q_off]}])  # lining up would be needed
+    assert not witnessed(fam, [{"%p": [p], "%q": [np.ones((4, 16, 1), np.int8)]}])
+    assert not witnessed(fam, [{"%p": [p], "%q": [np.zeros((4, 32, 1), np.int8)]}])
+    assert not witnessed(fam, [{"%p": [np.full((4, 32), -1, np.int8)], "%q": [q]}])  # unknown outcomes
+
+
 def test_bounded_inputs_without_the_users_bounds_get_no_witness() -> None:
     from tv_mlir.shrink.pair import _unwitnessed
 
