@@ -213,3 +213,30 @@ def test_a_hole_is_not_equivalent_with_the_rules_alone(loose_normal_form: None) 
     # The normal form loosened as for the plans above: through api.verify (which hands the
     # witness the user's bounds) the bug twin is found, confirmed at the original sizes.
     assert_confirmed_at_original_sizes(R9.verify("bound_sign", "bug", rules_only=True))
+
+
+_PAST_THE_RUN_BUDGET = b"""
+func.func @main(%arg0: tensor<4xf32>) -> (tensor<4x1250000xf32>, tensor<4xi1>) {
+  %0 = stablehlo.broadcast_in_dim %arg0, dims = [0] : (tensor<4xf32>) -> tensor<4x1250000xf32>
+  %1 = stablehlo.compare GT, %arg0, %arg0 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
+  return %0, %1 : tensor<4x1250000xf32>, tensor<4xi1>
+}
+"""
+
+
+def test_a_witness_run_may_compute_past_a_verification_runs_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """5M elements before the compare: a verification run's 4M budget refuses the program
+    (at the second witness's sizes the 8B forward's cross-entropy families went unwitnessed
+    that way, and its vocabulary grew to 320); the witness run's own budget reaches the compare."""
+    from tv_mlir.errors import Unsupported
+    from tv_mlir.frontend.read import load_module_mlir
+    from tv_mlir.options import MAX_EXECUTED_ELEMENTS
+
+    m = load_module_mlir(_PAST_THE_RUN_BUDGET).module
+    op = next(o for o in m.funcs[m.entry].body.ops if o.name == "stablehlo.compare")
+    compares = {op.results[0]: (tuple(op.operands), "GT")}
+    seen = zero_witness.observe(m, compares, [np.zeros(4, np.float32)])
+    assert list(seen) == [op.results[0]] and seen[op.results[0]][0].shape == (4,)
+    monkeypatch.setattr(zero_witness, "WITNESS_ELEMENTS", MAX_EXECUTED_ELEMENTS)
+    with pytest.raises(Unsupported):
+        zero_witness.observe(m, compares, [np.zeros(4, np.float32)])

@@ -33,6 +33,12 @@ WITNESS = True
 # A float compare's outcome is taken when |lhs - rhs| > MARGIN * max(1, |lhs|, |rhs|).
 MARGIN = 1e-6
 _UNKNOWN, _FALSE, _TRUE = -1, 0, 1
+# Elements a witness run may compute (counted over the run, every device's part included):
+# 4x a verification run's budget (options.MAX_EXECUTED_ELEMENTS). At the second witness's
+# grown sizes the 8B forward's partitioned program passed 4M before its cross-entropy's
+# bound checks, so their families went unwitnessed and counted, and the vocabulary grew to
+# 320 (unknown, too large). The run stops once every predicate is seen.
+WITNESS_ELEMENTS = 16_000_000
 
 
 @dataclass(frozen=True)
@@ -154,11 +160,13 @@ def observe(module: Module, compares: Mapping[str, tuple[tuple[str, ...], str]],
     from tv_mlir.algebra import NumericAlgebra
     from tv_mlir.execute.interp import Interpreter
     from tv_mlir.execute.spmd import Local
+    from tv_mlir.semantics.common import Budget
 
     names = set(compares)
     seen: dict[str, list[np.ndarray]] = {}
     devices: dict[str, list[str]] = {}
-    interp = Interpreter(module, NumericAlgebra())
+    interp = Interpreter(module, NumericAlgebra(),
+                         budget=Budget(max_elements=WITNESS_ELEMENTS, calls=[module.entry]))
 
     def watch(op: Op, results: list[Any]) -> None:
         if op.name != "stablehlo.compare" or not op.results:
