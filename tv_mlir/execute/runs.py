@@ -43,7 +43,6 @@ class KnownRuns:
                 if k < len(input_sets) and k in self.ref_runs and k in self.other_runs
                 and _same_inputs(given, input_sets[k])]
 
-
     def take(self, ref: Module, other: Module, input_sets: list[list[np.ndarray]]
              ) -> tuple[dict[int, Run], dict[int, Run]]:
         """The usable runs of each program, by input set index; read once: every run is

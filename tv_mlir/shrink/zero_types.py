@@ -331,6 +331,28 @@ class Normal:
             self.forms[v] = self._form(v, depth)
         return self.forms[v]
 
+    def _read_through(self, v: str) -> str | None:
+        """The value whose form v has across a call boundary (CALL_FORMS), else None: a
+        function argument with one caller is that caller's operand (rule s gives every further
+        call site its own copy); a call whose callee's arguments each have this one caller is
+        its callee's return, read with the arguments as this call's operands (jnp.where's
+        `_where`). `_form` and `_exact` both read through here."""
+        if not CALL_FORMS:
+            return None
+        d = self.facts.defs.get(v)
+        if d is None:
+            callers = self.facts.callers.get(v, [])
+            if v in self.facts.func_of_arg and len(callers) == 1:
+                call, k = callers[0]
+                return call.operands[k]
+            return None
+        op = d[0]
+        if op.name == "func.call":
+            fn = self.facts.module.funcs.get(op.attrs.get("callee", ""))
+            if fn is not None and all(len(self.facts.callers.get(a, [])) == 1 for a in fn.body.args):
+                return fn.body.returns[d[1]]
+        return None
+
     def _atom(self, v: str) -> Affine:
         k = self.key(v)
         self.atom_values.setdefault(k, v)
@@ -340,22 +362,13 @@ class Normal:
         d = self.facts.defs.get(v)
         if depth > 64:
             return self._atom(v)
+        through = self._read_through(v)
+        if through is not None:
+            return self.form(through, depth + 1)
         if d is None:
-            callers = self.facts.callers.get(v, [])
-            if CALL_FORMS and v in self.facts.func_of_arg and len(callers) == 1:
-                # A function argument with one caller is that caller's operand (rule s
-                # gives every further call site its own copy).
-                call, k = callers[0]
-                return self.form(call.operands[k], depth + 1)
             return self._atom(v)
         op = d[0]
         n = op.name
-        if n == "func.call" and CALL_FORMS:
-            fn = self.facts.module.funcs.get(op.attrs.get("callee", ""))
-            if fn is not None and all(len(self.facts.callers.get(a, [])) == 1 for a in fn.body.args):
-                # Its callee's return, read with the arguments as this call's operands
-                # (jnp.where's `_where`): exact, since every argument has this one caller.
-                return self.form(fn.body.returns[d[1]], depth + 1)
         if n in _CHOICES and CHOICES_ALIKE:
             # where(p, a, a), max(a, a), min(a, a), clamp(a, a, a) are a (the verifier folds
             # them so).
@@ -472,17 +485,14 @@ class Normal:
         f = self.form(v)
         if f is None or depth > 64 or f == ({self.key(v): 1.0}, 0.0):
             return True  # no form, or v as an atom: its own value
+        through = self._read_through(v)
+        if through is not None:
+            return self.exact(through, depth + 1)
         d = self.facts.defs.get(v)
         if d is None:
-            callers = self.facts.callers.get(v, [])
-            return not (CALL_FORMS and v in self.facts.func_of_arg and len(callers) == 1) or \
-                self.exact(callers[0][0].operands[callers[0][1]], depth + 1)
+            return True
         op = d[0]
         n = op.name
-        if n == "func.call" and CALL_FORMS:
-            fn = self.facts.module.funcs.get(op.attrs.get("callee", ""))
-            if fn is not None and all(len(self.facts.callers.get(a, [])) == 1 for a in fn.body.args):
-                return self.exact(fn.body.returns[d[1]], depth + 1)
         if n in _CHOICES and CHOICES_ALIKE:
             first = 1 if n == "stablehlo.select" else 0
             forms = [self.form(o) for o in op.operands[first:]]
