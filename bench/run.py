@@ -9,6 +9,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ def rows() -> list[tuple[str, Path, Path, str]]:
 def main() -> int:
     timeout = float(os.environ.get("BENCH_TIMEOUT", "60"))
     sections = os.environ.get("BENCH_SECTIONS",
-                              "big,sharded,realistic,patterns,core,depth,cores,flax8b,flaxstep,clients").split(",")
+                              "big,sharded,realistic,patterns,core,depth,cores,oldcore,flax8b,flaxstep,clients").split(",")
     if "big" in sections:
         big(timeout)
     if "sharded" in sections:
@@ -47,6 +48,8 @@ def main() -> int:
         depth(timeout)
     if "cores" in sections:
         cores(timeout)
+    if "oldcore" in sections:
+        oldcore(timeout)
     if "flax8b" in sections:
         flax8b(timeout)
     if "flaxstep" in sections:
@@ -288,6 +291,67 @@ def cores(timeout: float) -> None:
           "core: sym plus the checks that follow it on the core's terms (counterexample_cpu_s, local_cpu_s, "
           "solve_cpu_s); "
           f"per-query solver timeout {timeout:.0f} s (BENCH_TIMEOUT); {os.cpu_count()} cores)")
+
+
+# The engine as it was when issue 11 was filed: the last commit before the own term store
+# (c0c8653), i.e. the z3 core with the framework of that day. The `cores` section compares
+# today's two cores, which share every framework change made since; this one compares what
+# a user ran then with what a user runs now.
+OLD_ENGINE = "c0c8653^"
+
+
+def oldcore(timeout: float) -> None:
+    """Issue 11's "old engine / new engine" read literally: every testdata/big pair and every
+    sharded plan's Shardy form through the CLI of OLD_ENGINE (checked out from this clone's
+    history into a temporary directory) and through today's, one process each, one after the
+    other per pair (the proof cache off: a cached stage would time the disk). CPU is the
+    child's user + sys (imports, parse, numeric runs, XLA replay: all a user waits for);
+    sym is stats['symbolic_s'], the wall seconds of the symbolic execution, the only phase
+    figure the old engine reports (so read it on a quiet machine)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        old = Path(tmp) / "old"
+        for cmd in (["git", "clone", "--quiet", "--no-checkout", str(ROOT), str(old)],
+                    ["git", "-C", str(old), "checkout", "--quiet", OLD_ENGINE]):
+            if subprocess.run(cmd, capture_output=True).returncode != 0:
+                print(f"oldcore: {OLD_ENGINE} is not in this clone's history (a shallow clone?); section skipped\n")
+                return
+        d = ROOT / "testdata/sharded"
+        pairs = list(rows()) + [(f"{e['name']}.shardy", d / e["ref"], d / e["shardy"], e["expect"])
+                                for e in json.loads((d / "manifest.json").read_text())]
+        print(f"{'old / new engine pair':<42} {'expect':<15} {'verdict old':<15} {'verdict new':<15} "
+              f"{'cpu old':>8} {'cpu new':>8} {'ratio':>7} {'sym old':>8} {'sym new':>8} {'ratio':>7}")
+        ratios: dict[str, list[float]] = {"cpu": [], "sym": []}
+        for name, a, b, expect in pairs:
+            (v_old, cpu_old, sym_old), (v_new, cpu_new, sym_new) = (
+                _cli_verify(tree, a, b, timeout, Path(tmp)) for tree in (old, ROOT))
+            r_cpu, r_sym = _ratio(cpu_old, cpu_new), _ratio(sym_old, sym_new)
+            ratios["cpu"] += [r_cpu] if r_cpu == r_cpu else []
+            ratios["sym"] += [r_sym] if r_sym == r_sym else []
+            mark = "" if v_old == v_new == expect else "  <- " + ", ".join(
+                f"{who} {v}" for who, v in (("old", v_old), ("new", v_new)) if v != expect)
+            print(f"{name:<42} {expect:<15} {v_old:<15} {v_new:<15} {cpu_old:>8.2f} {cpu_new:>8.2f} {r_cpu:>6.1f}x "
+                  f"{sym_old:>8.3f} {sym_new:>8.3f} {r_sym:>6.1f}x{mark}")
+        print(f"{len(pairs)} pairs; old / new: " + "; ".join(
+            f"{key} median {_median(xs):.1f}x, geometric mean {_geomean(xs):.1f}x over {len(xs)}"
+            for key, xs in ratios.items()))
+        print(f"(old engine: {OLD_ENGINE}; per-query solver timeout {timeout:.0f} s; {os.cpu_count()} cores)\n")
+
+
+def _cli_verify(tree: Path, a: Path, b: Path, timeout: float, cwd: Path) -> tuple[str, float, float]:
+    """(verdict, CPU s of the CLI process and its children, stats['symbolic_s']) of `tv-mlir verify
+    --json` run from the package at `tree`; verdict "error" when it printed no JSON."""
+    cmd = [sys.executable, "-m", "tv_mlir", "verify", "--json", "--timeout", str(timeout), str(a), str(b)]
+    if tree == ROOT:
+        cmd.insert(5, "--no-cache")  # the old engine has no proof cache
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    c = _children_cpu()
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd)
+    cpu = _children_cpu() - c
+    try:
+        out = json.loads(p.stdout)
+    except ValueError:
+        return "error", cpu, float("nan")
+    return str(out.get("verdict")), cpu, float(out.get("stats", {}).get("symbolic_s", float("nan")))
 
 
 def _gen_flax(args: list[str], timeout: float) -> dict[str, Any] | None:
