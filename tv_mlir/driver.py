@@ -8,7 +8,7 @@ import gc
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import partial
 from typing import Any
@@ -171,8 +171,6 @@ def prove_pair(ref: Module, other: Module, options: Options, sizes: Mapping[int,
     shrunk dimension classes, for the bounds of `Options.assume` (assume.resolve).
     `runs`: numeric runs of these programs made already (the stage cut's), taken for the
     input sets they were made on (`_numeric_runs`)."""
-    if sizes:
-        options = replace(options, refine_models=False)  # shrunk programs: Options.refine_models
     if deadline.remaining(options.deadline) <= 0:
         # Cheap on purpose: every stage after the deadline comes here (63 on the FSDP step).
         verdict = Verdict("unknown", f"the time budget ({options.time_budget_s:g} s, --time-budget) was spent "

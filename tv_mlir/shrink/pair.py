@@ -11,7 +11,7 @@ from typing import Any
 
 from tv_mlir.frontend.read import Loaded, load_module_mlir
 from tv_mlir.ir import Module
-from tv_mlir.shrink import zero_witness
+from tv_mlir.shrink import same_witness, zero_witness
 from tv_mlir.shrink.context import ShrinkContext, editable
 from tv_mlir.shrink.dims import split_call_sites
 from tv_mlir.shrink.embed import Embedding, embedding
@@ -81,11 +81,13 @@ def shrink_pair(ref_spec: Any, other_spec: Any, ref: Module, other: Module, grow
             return None
         er, eo = (editable(lr), editable(lo)) if context is not None else (lr, lo)
         ref_text, other_text = rewrite(er, "ref", p), rewrite(eo, "other", p)
-        if not (zero_witness.WITNESS and p.zero_witness):
+        if not (zero_witness.WITNESS and p.zero_witness or same_witness.WITNESS):
             break
-        # Rule k's zero types witnessed at these sizes (zero_witness.py); a family no run
-        # shows at one is counted and the pair planned again (counts only grow: it ends).
-        more = _unwitnessed(p, ref_text, other_text, lr.module, lo.module, ranges, assume) - unwitnessed
+        # Rule k's zero types and Newton's atoms witnessed at these sizes (zero_witness.py,
+        # same_witness.py); a family no run shows at one, or a class along which an atom is
+        # not seen varying, is counted and the pair planned again (counts only grow: it ends).
+        more = _unwitnessed(p, ref_text, other_text, lr.module, lo.module, ranges, assume,
+                            atoms=same_witness.WITNESS) - unwitnessed
         if not more:
             break
         unwitnessed |= more
@@ -96,13 +98,39 @@ def shrink_pair(ref_spec: Any, other_spec: Any, ref: Module, other: Module, grow
 
 
 def _unwitnessed(p: ShrinkPlan, ref_text: bytes, other_text: bytes, ref: Module, other: Module,
-                 ranges: Sequence[tuple[int, int] | None] | None, assume: Sequence[Any] | None) -> frozenset[int]:
+                 ranges: Sequence[tuple[int, int] | None] | None, assume: Sequence[Any] | None,
+                 atoms: bool = False) -> frozenset[int]:
     """The classes of `p.zero_witness`'s families that no run of the shrunk programs shows
-    at a zero type (zero_witness.unwitnessed), all of them when the runs cannot be made."""
+    at a zero type (zero_witness.unwitnessed); with `atoms`, also the summed classes of the
+    families along which an atom is not seen varying (same_witness.unwitnessed); all of them
+    when the runs cannot be made."""
+    zero = zero_witness.WITNESS and bool(p.zero_witness)
+    raw = {"ref": ref, "other": other}
+    every = frozenset(c for f in p.zero_witness for c in f.classes) if zero else frozenset()
+    todo = same_witness.atoms(p, raw) if atoms else []
+    every |= {c for t in todo for c in t.summed}
+    if not every:
+        return every
+    runs = _shrunk_runs(p, ref_text, other_text, ref, other, ranges, assume)
+    if runs is None:
+        return every
+    modules, input_sets = runs
+    out = zero_witness.unwitnessed(modules, p.zero_witness, input_sets) if zero else set()
+    if todo:
+        out |= same_witness.unwitnessed(todo, modules, input_sets)
+    return frozenset(out)
+
+
+def _shrunk_runs(p: ShrinkPlan, ref_text: bytes, other_text: bytes, ref: Module, other: Module,
+                 ranges: Sequence[tuple[int, int] | None] | None, assume: Sequence[Any] | None
+                 ) -> tuple[dict[str, Module], list[list[Any]]] | None:
+    """The shrunk programs (read from their texts, classified as `ref` and `other`) and the
+    input sets a witness runs them on (fingerprints.random_inputs inside the --assume bounds
+    as the verifier resolves them at the shrunk sizes); None when they cannot be made
+    (bounded inputs without the user's bounds, a text that does not read)."""
     from tv_mlir.assume import resolve, shrunk_sizes
     from tv_mlir.prove.fingerprints import random_inputs
 
-    every = frozenset(c for f in p.zero_witness for c in f.classes)
     try:
         modules = {}
         for name, text, m in (("ref", ref_text, ref), ("other", other_text, other)):
@@ -115,13 +143,12 @@ def _unwitnessed(p: ShrinkPlan, ref_text: bytes, other_text: bytes, ref: Module,
             bounds = resolve(assume, modules["ref"].input_names(), types, shrunk_sizes({"applied": True,
                                                                                        **p.summary()}))
         elif ranges and any(r is not None for r in ranges):
-            return every  # bounded inputs, bounds not known at the shrunk sizes: no witness
+            return None  # bounded inputs, bounds not known at the shrunk sizes: no witness
         else:
             bounds = []
-        input_sets = random_inputs(types, bounds=bounds)
+        return modules, random_inputs(types, bounds=bounds)
     except Exception:  # noqa: BLE001 -- no runs: no witness, the safe side
-        return every
-    return frozenset(zero_witness.unwitnessed(modules, p.zero_witness, input_sets))
+        return None
 
 
 __all__ = ["ShrinkResult", "shrink_pair"]
