@@ -33,7 +33,7 @@ from tv_mlir.algebra.base import (
     wrap_int,
 )
 from tv_mlir.algebra.intervals import interval, wrap
-from tv_mlir.algebra.term import BOOL, INT, REAL, Bool, Term, TermStore
+from tv_mlir.algebra.term import BOOL, DEFER, DEFERRED, INT, REAL, Bool, Term, TermStore
 from tv_mlir.ir import TensorType
 
 FIN, POS, NEG, NAN = 0, 1, 2, 3  # IEEE classes of a float element (as in `symbolic`)
@@ -126,6 +126,40 @@ CLASS_DEPTH = 4  # class cut variables read through, nested, to decide a select'
 # element (16 per row: no verdict in 100 s). The narrowing only sharpens a class; leaving
 # it is the select's class over both branches, which is what it is without the condition.
 CLASS_WHERE_NODES = 400
+
+
+# A division whose class depends on its operands' values (a divisor that may be 0, an
+# operand of a symbolic class), and an uninterpreted function of an operand of a symbolic
+# class, get their class as one node (`TermStore.deferred`) built into the case split's term
+# only when something reads it (the solver, an evaluation, a select's narrowing, a
+# substitution, a case split). The default of `FastAlgebra.defer_classes`, which the tests
+# flip; docs/architecture.md, round 11.
+DEFER_CLASSES = False
+DIV_CLASS = "div_class"  # the DEFER rule: the class of a / b over (a.v, a.k, b.v, b.k)
+
+
+def _div_class_rule(store: TermStore, name: str, args: tuple[Term, ...]) -> Cls:
+    """The class a non-deferring algebra's `f_div` gives a / b: the node stands for exactly
+    the eager case split over the same operand terms (a known class is an int there)."""
+    av, ak, bv, bk = args
+    eager = FastAlgebra(store=store, defer_classes=False)
+    return eager.f_div(FF(av, _cls_of(ak)), FF(bv, _cls_of(bk))).k
+
+
+UF_CLASS = "uf_class."  # DEFER rules "uf_class.<name>": the class of an uninterpreted function
+
+
+def _uf_class_rule(store: TermStore, name: str, args: tuple[Term, ...]) -> Cls:
+    """The class a non-deferring algebra's `uf` gives the function `name` (its rule's name
+    past UF_CLASS) at operands (v0, k0, v1, k1, ...)."""
+    eager = FastAlgebra(store=store, defer_classes=False)
+    xs = [FF(args[i], _cls_of(args[i + 1])) for i in range(0, len(args), 2)]
+    return eager._uf_apply(name.removeprefix(UF_CLASS), xs).k
+
+
+def _cls_of(k: Term) -> Cls:
+    c = k.const
+    return int(c) if c is not None else k
 
 
 SUM_CLASSES = "sum_classes"  # store cache: a sum's class term id -> (its operand class terms, literal classes)
@@ -453,11 +487,14 @@ def _exact_root(x: Fraction, k: int) -> Fraction | None:
     return None if num is None or den is None else Fraction(num, den)
 
 
-@dataclass(frozen=True, eq=False, slots=True)
+@dataclass(eq=False, slots=True)
 class FF:
     """A symbolic float: value (meaningful only when finite) and IEEE class. Slots: one
     per float element of every value (350 k on a 1-layer train step), each with a dict
-    of its own otherwise."""
+    of its own otherwise. Never changed once made (nothing assigns to its fields), but
+    not `frozen`: a frozen dataclass sets each field through `object.__setattr__`, which
+    made its constructor 2.2x as slow (0.47 against 0.21 us); the constructor was 2.8% of
+    the symbolic phase of llama_train_step (py-spy, round 11)."""
 
     v: Term
     k: Cls
@@ -472,6 +509,11 @@ class FastAlgebra:
     store: TermStore = field(default_factory=TermStore)
     approximations: set[str] = field(default_factory=set)
     element_ops: int = 0  # scalar operations performed (see `_vec`, `dot`, `reduce_sum`)
+    defer_classes: bool = field(default_factory=lambda: DEFER_CLASSES)
+
+    def __post_init__(self) -> None:
+        # The store can build the deferred classes it holds whichever algebra reads them.
+        self.store.caches.setdefault(DEFERRED, {})[DIV_CLASS] = _div_class_rule
 
     def _vec(self, fn: Any, *arrays: np.ndarray) -> np.ndarray:
         """fn elementwise, counted: one element op per result element."""
@@ -583,6 +625,8 @@ class FastAlgebra:
                         decided[q.id] = v
                 elif q.id in defs:
                     cuts[q.id] = defs[q.id]  # a cut variable is its definition: an identity
+                elif q.kind == DEFER:
+                    cuts[q.id] = s.expand(q)  # a deferred class is its term: an identity too
             if decided:
                 out = s.substitute(t, decided)
                 assert isinstance(out, Term)
@@ -649,9 +693,18 @@ class FastAlgebra:
             # sign tests it then drops. Only a zero divisor leaves the finite class; there
             # b's sign test is false, so a's sign alone decides the infinity's sign.
             zb = self._sign_test(b.v, "eq")
+            if zb is not False and self.defer_classes:
+                # Not FIN whatever a is (b may be 0): the split's node (`_div_class_rule`).
+                return FF(s.div(a.v, b.v), self._deferred_div_class(a, b))
             k = self._ite_cls(zb, self._ite_cls(self._sign_test(a.v, "eq"), NAN,
                                                 self._ite_cls(self._sign_test(a.v, "lt"), NEG, POS)), FIN)
             return FF(s.div(a.v, b.v), k)
+        if self.defer_classes:
+            # The value reads a's finiteness and b's infinity as the split below does; the
+            # class is the split's node.
+            fa, ib = self.fin(a), self.inf(b)
+            v = s.ite(s.and_(fa, ib), s.real(0), s.div(a.v, b.v))
+            return FF(v, self._deferred_div_class(a, b))
         # The full case split (an Adam step of an input-dependent class: 4,400 divisions of
         # the Llama training step). Each test is made once and reused, in the order the
         # split reads them, so the terms made are the ones the split as written makes (a
@@ -670,6 +723,10 @@ class FastAlgebra:
             k = self._ite_cls(nan, NAN, self._ite_cls(inf, self._ite_cls(sign, NEG, POS), FIN))
         v = s.ite(s.and_(fa, ib), s.real(0), s.div(a.v, b.v))
         return FF(v, k)
+
+    def _deferred_div_class(self, a: FF, b: FF) -> Cls:
+        """The class of a / b as one node over the operands' four terms (`_div_class_rule`)."""
+        return self.store.deferred(DIV_CLASS, (a.v, self._int(a.k), b.v, self._int(b.k)))
 
     def _trunc_real(self, v: Term) -> Term:
         s = self.store
@@ -1114,26 +1171,35 @@ class FastAlgebra:
         arity = UNINTERPRETED[name]
         assert len(args) == arity
         self.approximations.add(name)
-        s = self.store
-        zero = s.real(0)
 
         def apply(*xs: FF) -> FF:
-            vs = [x.v for x in xs]
-            if all(x.k == FIN and isinstance(x.k, int) for x in xs):
-                exact = exact_value(name, [s.constant(v) for v in vs])
-                if exact is not None:
-                    return FF(s.real(exact), FIN)
-                fresh = s.uf(f"{name}.domain_class", vs, INT)
-                return FF(s.uf(name, vs), self._domain(name, vs, fresh))
-            all_fin = s.and_(*[self.fin(x) for x in xs])
-            norm = [s.ite(self.fin(x), x.v, zero) for x in xs]
-            ks = [self._int(x.k) for x in xs]
-            v = s.ite(all_fin, s.uf(name, norm), s.uf(f"{name}.special", norm + ks))
-            dom = self._domain(name, norm, s.uf(f"{name}.domain_class", norm, INT))
-            k = self._ite_cls(all_fin, dom, s.uf(f"{name}.class", norm + ks, INT))
-            return FF(v, k)
+            return self._uf_apply(name, xs)
 
         return self._vec(apply, *args)
+
+    def _uf_apply(self, name: str, xs: Sequence[FF]) -> FF:
+        s = self.store
+        vs = [x.v for x in xs]
+        if all(x.k == FIN and isinstance(x.k, int) for x in xs):
+            exact = exact_value(name, [s.constant(v) for v in vs])
+            if exact is not None:
+                return FF(s.real(exact), FIN)
+            fresh = s.uf(f"{name}.domain_class", vs, INT)
+            return FF(s.uf(name, vs), self._domain(name, vs, fresh))
+        zero = s.real(0)
+        all_fin = s.and_(*[self.fin(x) for x in xs])
+        norm = [s.ite(self.fin(x), x.v, zero) for x in xs]
+        ks = [self._int(x.k) for x in xs]
+        v = s.ite(all_fin, s.uf(name, norm), s.uf(f"{name}.special", norm + ks))
+        if self.defer_classes:
+            # An operand of a symbolic class (Adam's sqrt of a bias-corrected nu): the class
+            # is the node of the split below over the operands (`_uf_class_rule`).
+            rule = UF_CLASS + name
+            s.caches.setdefault(DEFERRED, {})[rule] = _uf_class_rule
+            return FF(v, s.deferred(rule, tuple(t for x in xs for t in (x.v, self._int(x.k)))))
+        dom = self._domain(name, norm, s.uf(f"{name}.domain_class", norm, INT))
+        k = self._ite_cls(all_fin, dom, s.uf(f"{name}.class", norm + ks, INT))
+        return FF(v, k)
 
     # -- contractions ---------------------------------------------------------------
     def dot(self, a: np.ndarray, b: np.ndarray, kind: Kind) -> np.ndarray:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 
 from tv_mlir.algebra.base import type_range, wrap_int
-from tv_mlir.algebra.term import BITS, IDIV, IMOD, INT, ITE, POLY, VAR, Term, TermStore
+from tv_mlir.algebra.term import BITS, DEFER, IDIV, IMOD, INT, ITE, POLY, VAR, Term, TermStore
 
 Bound = int | float  # an int, or +-inf
 Interval = tuple[Bound, Bound]
@@ -88,6 +88,8 @@ def _combine(u: Term, store: TermStore, memo: dict[int, Interval]) -> Interval:
     if u.kind == BITS:
         _, width, signed = u.data
         return type_range(width, signed)
+    if u.kind == DEFER:  # a deferred IEEE class (`fast.DEFER_CLASSES`): FIN, POS, NEG or NAN
+        return 0, 3
     return UNBOUNDED
 
 

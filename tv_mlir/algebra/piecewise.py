@@ -29,6 +29,7 @@ from tv_mlir.algebra.term import (
     BOOL,
     BVAR,
     CMP,
+    DEFER,
     INT,
     ITE,
     NOT,
@@ -151,6 +152,8 @@ class _Evaluator:
                 acc = [(a, b, join(u, v)) for a, b, u, v in _overlay(acc, self.pieces(arg, lo, hi))]
                 acc = _merge(acc)
             return acc
+        if k == DEFER:  # a class built only when read (`fast.DEFER_CLASSES`): its term
+            return self.pieces(s.expand(t), lo, hi)
         raise _GiveUp(k)  # the variable under an uninterpreted function, a division, ...
 
     def _poly(self, t: Term, lo: Bound, hi: Bound) -> Pieces:

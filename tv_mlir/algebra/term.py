@@ -50,6 +50,8 @@ NOT = "not"
 CMP = "cmp"        # data: "lt0" | "le0" | "eq0"; args: (poly,)
 BITE = "bite"      # Boolean select: args (cond, then, else)
 BUF = "buf"        # Boolean-valued uninterpreted function; data: name
+DEFER = "defer"    # an int term built only when read (an IEEE class); data: its rule's name; args: operands
+DEFERRED = "deferred"  # TermStore.caches key: a DEFER rule's name -> (store, name, args) -> the int term or int
 
 REAL, INT, BOOL = "real", "int", "bool"
 
@@ -511,6 +513,31 @@ class TermStore:
             return self._atom_poly(self._exp_atom(args[0]))
         return self._atom_poly(self._mk(UF, sort, tuple(args), name))
 
+    # -- deferred terms ----------------------------------------------------------
+    def deferred(self, name: str, args: Sequence[Term]) -> Term:
+        """The int term the rule `name` (registered in `caches[DEFERRED]`) builds from args,
+        as one node that stands for it until something reads it (`expand`). Hash-consed
+        like any node: the same rule over the same operand terms is one node, which is sound
+        because a rule is a function of its operands' terms (docs/architecture.md, round 11)."""
+        return self._atom_poly(self._mk(DEFER, INT, tuple(args), name))
+
+    def expand(self, t: Term) -> Term:
+        """What a DEFER node (or `1 * node`) stands for: its rule's term over its args."""
+        node = self.atom_of(t) if t.kind == POLY else t
+        assert node is not None and node.kind == DEFER, t
+        memo: dict[int, Term] = self.caches.setdefault(DEFERRED + ".memo", {})
+        got = memo.get(node.id)
+        if got is None:
+            got = memo[node.id] = self._apply_rule(node.data, node.args)
+        return got
+
+    def _apply_rule(self, name: str, args: Sequence[Term]) -> Term:
+        rules = self.caches.get(DEFERRED) or {}
+        if name not in rules:
+            raise ValueError(f"no rule {name!r} for a deferred term")
+        k = rules[name](self, name, tuple(args))
+        return self.int_(k) if isinstance(k, int) else k
+
     # -- selects -----------------------------------------------------------------
     def ite(self, c: Bool, a: Term, b: Term, canonical: bool = False) -> Term:
         """if c then a else b. canonical=True (the value of a program's select) rebuilds a
@@ -891,6 +918,8 @@ class TermStore:
             return self.bits(t.data[0], t.data[1], t.data[2], args)
         if k == BITE:
             return self.bite(args[0], args[1], args[2])
+        if k == DEFER:  # the rule over the new operands: what the node stood for, put in
+            return self._apply_rule(t.data, args)
         raise ValueError(f"unknown term kind {k}")
 
 

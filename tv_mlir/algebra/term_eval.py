@@ -20,6 +20,7 @@ from tv_mlir.algebra.term import (
     BUF,
     BVAR,
     CMP,
+    DEFER,
     FLOOR,
     IDIV,
     IMOD,
@@ -105,6 +106,8 @@ def _value(t: Term, memo: dict[int, Value], env: Mapping[str, Fraction | int | b
                 raise EvalError(f"{t.data!r} is Boolean, given {v!r}")
             return v
         return _of_sort(t.sort, Fraction(v))
+    if k == DEFER:  # a class built only when read: the value of the term it stands for
+        return evaluate(t.store.expand(t), env, funcs)
     if k in (UF, BUF):
         if funcs is None:
             raise EvalError(f"uninterpreted function {t.data!r} has no value")

@@ -20,6 +20,7 @@ from tv_mlir.algebra.term import (
     BUF,
     BVAR,
     CMP,
+    DEFER,
     FLOOR,
     IDIV,
     IMOD,
@@ -114,6 +115,8 @@ class Z3Translator:
         if k in (UF, BUF):
             f = self.function(t.data, tuple(a.sort for a in t.args), t.sort)
             return f(*args)
+        if k == DEFER:  # a class built only when read: the solver reads the term it stands for
+            return self.to_z3(self.store.expand(t))
         if k == INV:
             return z3.RealVal(1) / args[0]
         if k == FLOOR:

@@ -25,7 +25,7 @@ from tv_mlir.algebra.base import Kind
 from tv_mlir.algebra.fast import FF
 from tv_mlir.algebra.piecewise import int_range
 from tv_mlir.algebra.symbolic import FIN, NAN, NEG, POS, POSITIVE_CUT_PREFIX, SF, Simplifier, known_positive, lift_any
-from tv_mlir.algebra.term import BOOL, BVAR, INT, REAL, VAR, Term, TermStore
+from tv_mlir.algebra.term import BOOL, BVAR, DEFER, INT, REAL, VAR, Term, TermStore
 from tv_mlir.algebra.term import TermBudget as TermBudget  # re-exported: callers catch it here
 from tv_mlir.algebra.term_z3 import Z3Translator
 
@@ -302,8 +302,8 @@ def _own_scan(t: Term, stop: Container[int]) -> tuple[frozenset[int], frozenset[
         if x.kind in (VAR, BVAR):
             (vs if x.id in stop else leaves).add(x.id)
             continue
-        if x.kind in ("uf", "buf"):
-            uf = True
+        if x.kind in ("uf", "buf") or (x.kind == DEFER and str(x.data).startswith(fast.UF_CLASS)):
+            uf = True  # a deferred class of a function applies it (and its class functions)
         stack.extend(x.args)
     return frozenset(vs), frozenset(leaves), uf
 
