@@ -16,6 +16,9 @@ prints its difference from the reference on XLA, which must not be 0):
 - alibi_tp: causal attention with ALiBi, heads sharded over tp; each device takes its heads'
   slopes from the model's slope table at its head offset. Bug: the first heads' slopes on
   every device (the table sliced at 0, not at the shard's head offset).
+- ulysses_alibi: DeepSpeed-Ulysses with ALiBi: an all_to_all trades the sequence shards for
+  head shards, so each device's slopes are the table's at its post-all-to-all head offset.
+  Bug: sliced at 0.
 - rope_cp: context parallelism (Llama-3 style): the sequence sharded over sp, RoPE at global
   positions, k/v all-gathered, a causal mask from the global query positions. Bugs: RoPE at
   local positions (_bug); the causal mask from local query positions (_mask).
@@ -136,6 +139,34 @@ def _alibi(bug: bool) -> Program:
                    + (" (bug: slopes sliced at 0)" if bug else ""),
                    _smap(body, m, (spec,) * 3, spec, check_vma=False), (_sds((b, h, s, d)),) * 3,
                    (S("dp", "tp"),) * 3, S("dp", "tp"), reference=ref)
+
+
+def _ulysses_alibi(bug: bool) -> Program:
+    """DeepSpeed-Ulysses with ALiBi: q, k, v arrive sharded over the sequence with every
+    head; an all_to_all trades sequence for heads, so after it device i holds heads
+    i * h/n .. and their slopes are the table's at that offset."""
+    m = mesh((2, 4), ("dp", "sp"))
+    b, h, s, d = 2, 8, 16, 4
+    table = _alibi_slopes(h)
+
+    def ref(q, k, v):
+        return _alibi_attn(q, k, v, jnp.asarray(table))
+
+    def body(q, k, v):  # [b, h, s/n, d] -> [b, h/n, s, d]
+        a2a = lambda x: lax.all_to_all(x, "sp", 1, 2, tiled=True)  # noqa: E731
+        q, k, v = a2a(q), a2a(k), a2a(v)
+        hl = q.shape[1]
+        start = 0 if bug else lax.axis_index("sp") * hl
+        o = _alibi_attn(q, k, v, lax.dynamic_slice(jnp.asarray(table), (start,), (hl,)))
+        return lax.all_to_all(o, "sp", 2, 1, tiled=True)  # back to [b, h, s/n, d]
+
+    spec = P("dp", None, "sp")
+    S = _shardings(m)
+    return Program("ulysses_alibi_bug" if bug else "ulysses_alibi",
+                   "Ulysses (all_to_all seq <-> heads) + causal ALiBi, slopes at the post-a2a head offset, 2x4"
+                   + (" (bug: slopes sliced at 0)" if bug else ""),
+                   _smap(body, m, (spec,) * 3, spec, check_vma=False), (_sds((b, h, s, d)),) * 3,
+                   (S("dp", None, "sp"),) * 3, S("dp", None, "sp"), reference=ref)
 
 
 # ---------------------------------------------------------------------------
@@ -632,6 +663,7 @@ def lion_zero1_jit() -> Program:
 
 PROGRAMS: g.Programs = {
     "alibi_tp": lambda: _alibi(False), "alibi_tp_bug": lambda: _alibi(True),
+    "ulysses_alibi": lambda: _ulysses_alibi(False), "ulysses_alibi_bug": lambda: _ulysses_alibi(True),
     "rope_cp": lambda: _rope_cp(""), "rope_cp_bug": lambda: _rope_cp("rope"),
     "rope_cp_mask": lambda: _rope_cp("mask"),
     "relpos_bias_sp": lambda: _relpos(False), "relpos_bias_sp_bug": lambda: _relpos(True),

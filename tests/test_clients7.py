@@ -1,5 +1,5 @@
 """The seventh batch of real clients (testdata/gen_clients7.py, helper-73): plans users write
-by hand in shard_map (ALiBi with heads over tp, context parallelism with RoPE, a learned
+by hand in shard_map (ALiBi with heads over tp and after Ulysses' all_to_all, context parallelism with RoPE, a learned
 relative-position bias over a sharded sequence, ZeRO-2, LAMB's trust ratio, 2D tensor
 parallelism, int8 weight-only scales, a ring-buffer KV cache, masked pooling, z-loss, a
 circular pipeline, dynamic loss scaling) and three jit steps XLA partitions, through
@@ -23,7 +23,7 @@ def gen7():
 
 
 @pytest.mark.parametrize("name", [
-    "alibi_tp", "rope_cp", "relpos_bias_sp", "zero2_momentum", "lamb_tp", "tp2d_mlp", "int8_wo_tp",
+    "alibi_tp", "ulysses_alibi", "rope_cp", "relpos_bias_sp", "zero2_momentum", "lamb_tp", "tp2d_mlp", "int8_wo_tp",
     "masked_pool_sp", "vocab_zloss", "circular_pipeline", "tp2d_jit", "int8_wo_jit", "lion_zero1_jit",
 ])
 def test_client_through_check(gen7, name: str) -> None:
@@ -33,6 +33,7 @@ def test_client_through_check(gen7, name: str) -> None:
 
 @pytest.mark.parametrize("name", [
     "alibi_tp_bug",  # slopes sliced at head 0 on every device
+    "ulysses_alibi_bug",  # the same after Ulysses' all_to_all made heads the sharded dim
     "rope_cp_bug",  # RoPE at local positions
     "rope_cp_mask",  # causal mask from local query positions
     "relpos_bias_sp_bug",  # relative positions from local query positions
