@@ -9,6 +9,8 @@ exp(v0 - m), equal to it only because top_k sorts. Without the law exp(0) = 1 th
 picked exponential(0) = 1/3 and the verdict was `unknown`."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import z3
 
@@ -77,14 +79,15 @@ def test_lemmas_off(monkeypatch: pytest.MonkeyPatch) -> None:
     assert _status(exp(x) <= 0) == "sat"
 
 
-# -- off while proving shrunk programs (Options.refine_models) ---------------------------------
+# -- on while proving shrunk programs too (shrink/same_witness.py) ----------------------------
 
-def test_shrunk_programs_are_proved_without_refinement() -> None:
-    """Shrinking's rules read exp(p) of a polynomial p as varying where the refined solver
-    folds it, so a proof of shrunk programs must not refine (test_shrink_redteam7/8's
-    NOT_FOLDED twins are `equivalent` with the rules alone otherwise). The same pair, proved
-    as shrunk programs (a class 8 -> 4 in `sizes`), is left `unknown`; at its own sizes it
-    is `equivalent`."""
+def test_shrunk_programs_are_proved_with_refinement() -> None:
+    """Shrinking's Newton bound no longer rests on the verifier being unable to fold exp(p)
+    of a polynomial p that is 0: the atoms it reads as varying are witnessed varying by a
+    numeric run (shrink/same_witness.py, tests/test_same_witness.py hold the six red-team
+    twins that hid before). So shrunk programs are proved with the refinement as well: the
+    same pair, proved as shrunk programs (a class 8 -> 4 in `sizes`), is `equivalent` as at
+    its own sizes; with the refinement off it is `unknown` in both."""
     from tv_mlir.api import prepare
     from tv_mlir.driver import prove_pair
     from tv_mlir.options import Options
@@ -93,6 +96,7 @@ def test_shrunk_programs_are_proved_without_refinement() -> None:
     options = Options(stages=False, jobs=1)
     ref, other = (prepare(str(f), options) for f in (REF, CLIENTS6 / "topk_softmax.split.mlir"))
     assert prove_pair(ref, other, options).verdict == "equivalent"
-    assert prove_pair(ref, other, options, {8: 4}).verdict == "unknown"
-    # A stage proved with refinement is not a cached answer for a shrunk pair's stage.
+    assert prove_pair(ref, other, options, {8: 4}).verdict == "equivalent"
+    assert prove_pair(ref, other, replace(options, refine_models=False), {8: 4}).verdict == "unknown"
+    # A stage proved with refinement is not a cached answer for a stage proved without.
     assert options_fingerprint(options) != options_fingerprint(Options(stages=False, jobs=1, refine_models=False))

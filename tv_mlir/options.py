@@ -141,12 +141,9 @@ class Options:
     # computes its key before setting it, and stage keys name their options one by one.
     deadline: float | None = None
     # The final queries' models refined by the laws of the approximated functions
-    # (prove/refine.py). Off while proving shrunk programs: shrinking's rules (constant_terms'
-    # Same, zero types) read an atom such as exp(p) as varying where the verifier, refining,
-    # folds it (exp of a polynomial that is 0 is 1), so at the shrunk sizes the verifier would
-    # prove more than the rules allow for: six red-team bug twins (test_shrink_redteam7/8)
-    # were `equivalent` with the rules alone. Set by `driver.prove_pair` / `stages.run.prove_staged`
-    # when a class was shrunk; part of the stage cache key.
+    # (prove/refine.py), shrunk programs included: shrinking's Newton bound reads atoms such
+    # as exp(p) as varying only where a numeric run shows them varying (shrink/same_witness.py),
+    # so what the refined solver folds cannot hide a bug there. Part of the stage cache key.
     refine_models: bool = True
 
     def __post_init__(self) -> None:

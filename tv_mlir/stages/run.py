@@ -147,8 +147,6 @@ def prove_staged(ref: Module, other: Module, options: Options, sizes: Mapping[in
     again). A lineage kept there or in the proof cache (stages/reuse.py) is only evidence,
     so this is sound whatever it holds; if the stages do not all prove, the pair is cut
     again from its own runs and proved as any other."""
-    if sizes:
-        options = replace(options, refine_models=False)  # shrunk programs: Options.refine_models
     if not options.stages:
         return prove_pair(ref, other, options, sizes)
     # The cut and its stages build objects that live until the verdict (the flat program,
