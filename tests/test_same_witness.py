@@ -165,3 +165,17 @@ def test_a_pair_without_atoms_is_not_run(monkeypatch: pytest.MonkeyPatch) -> Non
     ref, other = R8.files("fixed_clamp", "ok")  # an atom: run
     assert shrink_pair(ref, other, prepare(ref, Options()), prepare(other, Options())) is not None
     assert calls
+
+
+def test_inputs_too_large_to_draw_count_the_atoms(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A plan whose inputs pass the witness's element budget is not drawn for (the 8B pairs
+    # without their bounds: 11 GB): its atoms are not witnessed, so their classes are counted.
+    from tv_mlir.shrink import zero_witness
+
+    monkeypatch.setattr(zero_witness, "WITNESS_ELEMENTS", 1)
+
+    def refuse(*args: Any) -> Any:
+        raise AssertionError("no run for inputs past the budget")
+
+    monkeypatch.setattr(same_witness, "observe", refuse)
+    assert _shrunk(R8, "fixed_clamp") > 2

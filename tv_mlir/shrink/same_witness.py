@@ -26,6 +26,7 @@ docs). Atoms the run does not reach at the top level or in a manual computation'
 (loop bodies) are not seen, so their classes are counted."""
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -91,6 +92,13 @@ def atoms(p: ShrinkPlan, modules: Mapping[str, Module]) -> list[Atom]:
                         out.append(Atom(program, op.results[0], c, tuple(k for k, x in enumerate(classes) if x == c),
                                         families[c]))
     return out
+
+
+def input_elements(p: ShrinkPlan, ref: Module) -> int:
+    """Elements of the reference's inputs at the plan's sizes (what one draw allocates)."""
+    a = p.analysis
+    args = ref.funcs[ref.entry].body.args
+    return sum(math.prod(p.new_shape("ref", v)) for v in args if ("ref", v) in a.types)
 
 
 def varies(values: Any, dims: Sequence[int]) -> bool:
@@ -181,4 +189,5 @@ def unwitnessed(todo: Sequence[Atom], shrunk: Mapping[str, Module],
     return out
 
 
-__all__ = ["ATOMS", "WITNESS", "Atom", "atoms", "observe", "summed_families", "unwitnessed", "varies"]
+__all__ = ["ATOMS", "WITNESS", "Atom", "atoms", "input_elements", "observe", "summed_families", "unwitnessed",
+           "varies"]
