@@ -14,7 +14,9 @@ of size N (its *lane dim*) or none (*lane-free*). It is accepted when
   (`_operand_roles`: elementwise ops, all_reduce / collective_permute /
   collective_broadcast, broadcast_in_dim, reshape keeping the lane dim apart, transpose,
   reduce over other dims, dot_general with the lane a batch dim or a free dim of one
-  operand, constants equal at every lane position);
+  operand, gather with the lane a batch dim (not a window or batching dim) and its
+  operand lane-free, scatter with the lane a window dim no index starts and the update
+  window spans whole (its indices lane-free), constants equal at every lane position);
 - a lane-free value is made from lane-free values only (any op);
 - each stage input slot has one role in both programs (or is unused in one), with the
   lane at the same index of its global type, and the other program's layout does not
@@ -62,6 +64,9 @@ FOLD_LANES = True
 MIN_ELEMENTS = 4096
 # Dims folded per stage at most (each fold is the argument above, applied again).
 MAX_FOLDS = 4
+# A gather's batch dims and a scatter's whole window dims as lanes (docs/stages.md,
+# "Gathers and scatters as lanes"): the switch the tests flip.
+GATHER_LANES = True
 
 Role = int | None  # the lane dim, or None: lane-free
 
@@ -245,6 +250,36 @@ def _operand_roles(op: Op, d: int, operand_types: list[TensorType], n: int) -> l
         if d < len(lb) + len(lf):
             return [lf[d - len(lb)], None]
         return [None, rf[d - len(lb) - len(lf)]]
+    if name == "stablehlo.gather" and GATHER_LANES:
+        # Result dims are the offset dims (the window: position i reads the operand at a
+        # data start plus i, so it tells positions apart) and the batch dims, which take
+        # the start indices' dims but the index vector dim, in order. Along a batch dim,
+        # position i is one function of the indices' position i and the whole operand
+        # (the start read there, clamped into the operand): the operand is lane-free.
+        # An operand batching dim is indexed by the batch position itself: refused.
+        g = op.attrs["dimension_numbers"]
+        if g.operand_batching_dims or g.start_indices_batching_dims or d in g.offset_dims:
+            raise _Refused("gather: the lane is a window or batching dim")
+        k = [i for i in range(len(rt.shape)) if i not in g.offset_dims].index(d)
+        index_dims = [i for i in range(len(operand_types[1].shape)) if i != g.index_vector_dim]
+        return [None, index_dims[k]]
+    if name == "stablehlo.scatter" and GATHER_LANES:
+        # A window dim of the inputs that no scatter index starts (its start is 0) and that
+        # the update window spans whole: update position i lands at position i, and whether
+        # an update lands at all (its whole window in bounds) is decided by the other dims'
+        # starts, the same for every i. So result position i is one function of the inputs'
+        # and the updates' position i and the indices (lane-free). Batching dims, inserted
+        # dims and dims an index starts tell positions apart: refused.
+        s = op.attrs["scatter_dimension_numbers"]
+        half = (len(operand_types) - 1) // 2
+        window = [i for i in range(len(rt.shape))
+                  if i not in s.inserted_window_dims and i not in s.input_batching_dims]
+        if d not in window or d in s.scatter_dims_to_operand_dims:
+            raise _Refused("scatter: the lane is not a whole window dim")
+        u = s.update_window_dims[window.index(d)]
+        if any(t.shape[u] != rt.shape[d] for t in operand_types[half + 1:]):
+            raise _Refused("scatter: the window does not span the lane")
+        return [d] * half + [None] + [u] * half
     raise _Refused(f"{name}: not known to keep positions apart")
 
 
