@@ -1,0 +1,41 @@
+"""Proof by cases through `verify` (tv_mlir/prove/cases.py, called by the driver for outputs
+the solver leaves unknown; docs/cases.md): the masked split softmax reproducer of
+testdata/clients6 with n assumed in [1, 5) is `equivalent`, with a range one past the
+budget it stays `unknown`, and its two twins (testdata/gen_cases.py) are `not-equivalent`
+with a counterexample XLA confirms."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import tv_mlir
+from conftest import TESTDATA, assert_confirmed_at_original_sizes
+
+REF = TESTDATA / "clients6" / "masked_split_softmax.ref.mlir"
+SPLIT = TESTDATA / "clients6" / "masked_split_softmax.split.mlir"
+BUG_LE = TESTDATA / "cases" / "masked_split_softmax_bug_le.split.mlir"
+BUG_LAST = TESTDATA / "cases" / "masked_split_softmax_bug_last.split.mlir"
+
+
+def test_reproducer_equivalent() -> None:
+    v = tv_mlir.verify(REF, SPLIT, assume={"arg2": (1, 5)}, cache=False)
+    assert v.verdict == "equivalent", v.reason
+
+
+def test_reproducer_at_the_budget_equivalent() -> None:
+    """64 values of n (most past the 4 positions: every mask all true) are 64 cases."""
+    v = tv_mlir.verify(REF, SPLIT, assume={"arg2": (1, 65)}, cache=False)
+    assert v.verdict == "equivalent", v.reason
+
+
+def test_reproducer_over_budget_stays_unknown() -> None:
+    v = tv_mlir.verify(REF, SPLIT, assume={"arg2": (1, 66)}, cache=False)
+    assert v.verdict == "unknown", v.reason
+
+
+@pytest.mark.parametrize("twin", [BUG_LE, BUG_LAST])
+def test_twins_not_equivalent(twin: Path) -> None:
+    assert_confirmed_at_original_sizes(tv_mlir.verify(REF, twin, assume={"arg2": (1, 5)}, cache=False))
+
+
