@@ -39,3 +39,22 @@ def test_twins_not_equivalent(twin: Path) -> None:
     assert_confirmed_at_original_sizes(tv_mlir.verify(REF, twin, assume={"arg2": (1, 5)}, cache=False))
 
 
+
+
+def test_not_while_proving_shrunk_programs() -> None:
+    """A proof of shrunk programs (`sizes` given) does not enumerate (Options.by_cases): the
+    same pair proved as if a class had shrunk is `unknown`, at its own sizes `equivalent`.
+    A stage cache key tells the two apart."""
+    from dataclasses import replace
+
+    from tv_mlir.api import prepare
+    from tv_mlir.driver import prove_pair
+    from tv_mlir.options import Options
+    from tv_mlir.stages.run import options_fingerprint
+
+    options = Options(stages=False, jobs=1, assume={"arg2": (1, 5)})
+    ref, other = (prepare(str(f), options) for f in (REF, SPLIT))
+    assert prove_pair(ref, other, options).verdict == "equivalent"
+    assert prove_pair(ref, other, options, {8: 4}).verdict == "unknown"
+    assert prove_pair(ref, other, replace(options, by_cases=False)).verdict == "unknown"
+    assert options_fingerprint(options) != options_fingerprint(replace(options, by_cases=False))

@@ -145,6 +145,14 @@ class Options:
     # as exp(p) as varying only where a numeric run shows them varying (shrink/same_witness.py),
     # so what the refined solver folds cannot hide a bug there. Part of the stage cache key.
     refine_models: bool = True
+    # Outputs left unknown whose open elements read integer input elements of a small assumed
+    # range are proved by cases over those values (prove/cases.py). Off while proving shrunk
+    # programs (set by `driver.prove_pair` / `stages.run.prove_staged` when a class was
+    # shrunk, carried into their stages): shrinking's rules were checked against a verifier
+    # without it, and a new way to close a query is not admitted there until a rule's
+    # argument says why it may be (the lesson of the refinement, docs/architecture.md).
+    # Part of the stage cache key.
+    by_cases: bool = True
 
     def __post_init__(self) -> None:
         from tv_mlir.assume import normalize

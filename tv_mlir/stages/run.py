@@ -147,6 +147,8 @@ def prove_staged(ref: Module, other: Module, options: Options, sizes: Mapping[in
     again). A lineage kept there or in the proof cache (stages/reuse.py) is only evidence,
     so this is sound whatever it holds; if the stages do not all prove, the pair is cut
     again from its own runs and proved as any other."""
+    if sizes:
+        options = replace(options, by_cases=False)  # shrunk programs: Options.by_cases
     if not options.stages:
         return prove_pair(ref, other, options, sizes)
     # The cut and its stages build objects that live until the verdict (the flat program,
@@ -819,7 +821,7 @@ def tool_fingerprint() -> str:
 def options_fingerprint(options: Options) -> str:
     o = stage_options(options)
     return (f"{tool_fingerprint()}|{o.inputs}|{o.core}|{o.sweep}|{o.timeout_s}|{o.strict_dtypes}|{o.max_unroll}"
-            f"|{o.refine_models}")
+            f"|{o.refine_models}|{o.by_cases}")
 
 
 def _ieee(stage: StagePair, finite: set[str]) -> tuple[int, ...]:
