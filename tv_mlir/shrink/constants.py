@@ -31,7 +31,7 @@ from tv_mlir.shrink.facts import (
 from tv_mlir.shrink.linear import MAX_FACTORS, Multiplier, multipliers
 from tv_mlir.shrink.linear import value as multiplier_value
 from tv_mlir.shrink.meets import Meets, Reach, apart
-from tv_mlir.shrink.overflow import OverflowSite, overflow_sites
+from tv_mlir.shrink.overflow import FoldSite, OverflowSite, fold_sites, overflow_sites, preimages
 from tv_mlir.shrink.positions import NamedPosition, named_positions
 from tv_mlir.shrink.ranged import RangedPosition, ranged_positions
 from tv_mlir.shrink.scatters import data_scatter
@@ -168,6 +168,8 @@ class Sites:
     chains: list[Multiplier] = field(default_factory=list)
     # Rule (a), integer overflow: arithmetic that leaves its type at the original sizes.
     overflows: list[OverflowSite] = field(default_factory=list)
+    # Rule (a), functions of sizes the verifier folds (overflow.FOLDS).
+    folds: list[FoldSite] = field(default_factory=list)
     # Offset tables (OFFSET_TABLES): (program, constant) -> (block counts q, block class),
     # the table holding q * B for the class's size B; and tables read at blocks of two
     # different classes or sizes (not rewritten: the sites that read them pin).
@@ -198,6 +200,7 @@ def sites(a: DimAnalysis, facts: list[ProgramFacts],
         out.named.extend(named_positions(fa, a))
         out.chains.extend(multipliers(fa))
         out.overflows.extend(overflow_sites(fa, a, ranges))
+        out.folds.extend(fold_sites(fa, a, ranges))
         out.clamps.extend(implicit_clamps(fa, a))
         out.ranged.extend(ranged_positions(fa, a, ranges))
         for op in fa.ops():
@@ -766,6 +769,7 @@ def order(a: DimAnalysis, where: Sites, sizes: list[int], constants: list[Consta
                         out.bounds[c] = max(out.bounds.get(c, 0), int(u) + 1 + below)
                 else:
                     out.grow.add(min(classes, key=lambda c: sizes[c]))
+    _folded(a, where, sizes, tied_classes, out)
     if SCALED_COUNTS and where.scales is not None:
         _scaled_counts(a, where, sizes, counted, tied, out, trip_only)
     met = _met_positions(a, where, sizes, tied, tied_classes) if POSITION_SIZES else []
@@ -783,6 +787,33 @@ def order(a: DimAnalysis, where: Sites, sizes: list[int], constants: list[Consta
 
 
 _Key = tuple[str, str] | tuple[str, Clamp]
+
+
+def _folded(a: DimAnalysis, where: Sites, sizes: list[int], tied_classes: dict[tuple[str, str], tuple[int, ...]],
+            out: Order) -> None:
+    """Rule (a) through a function the verifier folds (overflow.FOLDS): f(s) for a size
+    value s meets a literal u where s meets f's preimage of u, so s keeps its order with
+    every literal's preimages (a preimage below s bounds the class past it; one equal to s
+    is ambiguous and pins). An operand that is not one shrunk class's size (2 * T, T - 1,
+    a product of classes) has no new value this can order: its classes are pinned."""
+    for f in where.folds:
+        classes = set(f.classes) | {c for name in f.constants for c in tied_classes.get((f.program, name), ())}
+        shrunk = sorted(c for c in classes if sizes[c] < a.classes[c].size)
+        if not shrunk:
+            continue
+        o = f.operand
+        if len(shrunk) != 1 or a.classes[shrunk[0]].size != o:
+            for c in shrunk:
+                out.pins.setdefault(c, f"a function the verifier folds of a value computed from sizes ({f.where})")
+            continue
+        c = shrunk[0]
+        for program, name, v in where.literals:
+            for p in preimages(f.fn, v):
+                if abs(p - o) <= 1e-6 * o:
+                    out.pins.setdefault(c, f"literal {_fmt(v)} ({program} {name}) is {f.where} of this size, "
+                                           "not rewritten with it")
+                elif p < o and sizes[c] <= p:
+                    out.bounds[c] = max(out.bounds.get(c, 0), math.floor(p) + 1)
 
 
 def _scaled_counts(a: DimAnalysis, where: Sites, sizes: list[int], counted: set[int],

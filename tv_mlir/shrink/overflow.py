@@ -50,6 +50,35 @@ SUMS = True
 # a product with the constant 0 whatever the other factor), and a convert of one into an
 # integer type it leaves is a site. Off: floats are of unknown range.
 FLOATS = True
+# Iotas past their type (red-team batch 10, iota_int8): an int8 iota along 200 tokens wraps
+# from position 128 on, and along the 4 they shrank to it does not, so `sum_t x_t * t` with
+# t an int8 iota was equal there to the int32 reference. Now an iota whose last position
+# leaves its type is a site (its class kept), its value unknown past it. Off: an iota's
+# interval is [0, n - 1] whatever its type, as before.
+IOTAS = True
+# Counted loops (red-team batch 10, loop_int8_count): a loop `while i < N` whose counter
+# starts at a constant and steps by 1 runs N - i0 trips, N a constant the sizes may rewrite;
+# an int8 count carried through 200 trips wraps and through the 2 they shrank to does not.
+# The walk read loop-carried values as unknown (no site). Now the body is walked trip by
+# trip from the initial values' intervals (every trip up to LOOP_TRIPS, stopping at a
+# fixpoint; past it, an affine growth is extrapolated to N trips and the body walked once
+# more on that hull, an integer that grew otherwise is a site), the bound's
+# constant among what every carried value after a trip was computed from: an add that
+# leaves its type within the N trips is a site that keeps the bound's classes. Off:
+# carried values are of unknown range, as before.
+LOOPS = True
+LOOP_TRIPS = 1024
+# Trips walked in one program in all (nested counted loops multiply): past it, every loop
+# takes the affine extrapolation after its first trips.
+LOOP_BUDGET = 1 << 14
+# Functions of sizes the verifier folds (red-team batch 10, rsqrt_count): `x * rsqrt(T)` with
+# T the tokens' count is rsqrt(4) = 0.5 exactly at T' = 4, which the verifier folds, so a bug
+# writing the literal 0.5 (1 / sqrt(16) = 0.25 at the original sizes) was equal there. The
+# walk records every sqrt, rsqrt, cbrt, log, log_plus_one, exponential or
+# exponential_minus_one of a value computed from sizes and constants (a point interval) as
+# a fold site; `constants.order` keeps the literals' preimages under the function on the
+# side of the operand they are on at the original sizes. Off: no fold sites.
+FOLDS = True
 
 
 @dataclass(frozen=True)
@@ -69,6 +98,23 @@ class OverflowSite:
     constants: frozenset[str]
     classes: frozenset[int]
     where: str
+
+
+@dataclass(frozen=True)
+class FoldSite:
+    """A monotone function the verifier evaluates (at exact points) of a value computed from
+    sizes and constants only: `operand` its value at the original sizes (FOLDS)."""
+    program: str
+    fn: str
+    operand: float
+    constants: frozenset[str]
+    classes: frozenset[int]
+    where: str
+
+
+# The functions of FOLDS (monotone on their domain, so a literal's preimage orders them).
+_FOLDED = frozenset({"stablehlo.sqrt", "stablehlo.rsqrt", "stablehlo.cbrt", "stablehlo.log",
+                     "stablehlo.log_plus_one", "stablehlo.exponential", "stablehlo.exponential_minus_one"})
 
 
 def _arith(name: str, a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]:
@@ -100,6 +146,8 @@ class _Walk:
     fa: ProgramFacts
     a: DimAnalysis
     out: list[OverflowSite] = field(default_factory=list)
+    folds: list[FoldSite] = field(default_factory=list)
+    walked: int = 0  # trips of counted loops walked (LOOP_BUDGET)
     done: dict[tuple[str, tuple[Known | None, ...]], list[Known | None]] = field(default_factory=dict)
 
     def func(self, fn: Func, args: tuple[Known | None, ...]) -> list[Known | None]:
@@ -110,8 +158,74 @@ class _Walk:
     def block(self, block: Block, known: dict[str, Known]) -> None:
         for op in block.ops:
             self.op(op, known)
+            if LOOPS and op.name == "stablehlo.while" and len(op.regions) == 2 and self.loop(op, known):
+                continue
             for region in op.regions:
                 self.block(region, known)  # region arguments: unknown
+
+    def loop(self, op: Op, known: dict[str, Known]) -> bool:
+        """A counted loop's carried values trip by trip (LOOPS); False when the loop is not
+        counted (its regions are then walked with unknown arguments)."""
+        counted = _counted(op, known)
+        if counted is None:
+            return False
+        trips, bound = counted
+        cond, body = op.regions
+        self.block(cond, dict(known))
+        history: list[list[Known | None]] = [[known.get(o) for o in op.operands]]
+        done = 0
+        while done < min(trips, LOOP_TRIPS) and (done < 2 or self.walked < LOOP_BUDGET):
+            history.append(self._trip(body, known, history[-1], bound))
+            done += 1
+            self.walked += 1
+            if history[-1] == history[-2]:
+                done = trips  # a fixpoint: every further trip is the same
+        carried = history[-1]
+        if done < trips:
+            # Values that grew by the same step on the last two trips grow by it on every
+            # further trip (an affine step: a counter, a count): the hull of the remaining
+            # trips is walked once. Any other growth (c = c + i, c = 2 c) is not
+            # extrapolated: an integer of it is a site (its bound's classes kept), a float
+            # of it unknown (floats do not wrap).
+            hull: list[Known | None] = []
+            k = trips - done
+            for i, c in enumerate(carried):
+                p = history[-2][i]
+                q = history[-3][i] if len(history) > 2 else None
+                if c is None or p is None:
+                    hull.append(None)
+                elif q is not None and (c.lo - p.lo, c.hi - p.hi) == (p.lo - q.lo, p.hi - q.hi) and \
+                        all(abs(x) < float("inf") for x in (c.lo, c.hi, p.lo, p.hi)):
+                    hull.append(Known(min(c.lo, c.lo + k * (c.lo - p.lo)), max(c.hi, c.hi + k * (c.hi - p.hi)),
+                                      c.constants, c.classes, c.free))
+                else:
+                    if i < len(op.result_types) and op.result_types[i].is_int and not c.free:
+                        self.out.append(OverflowSite(self.fa.program, c.constants, c.classes,
+                                                     f"a value carried through {trips} trips of {op.name} at {op.loc}"))
+                    hull.append(None)
+            last = self._trip(body, known, hull, bound)
+            carried = [c if c is None or h is None else
+                       Known(min(c.lo, h.lo), max(c.hi, h.hi), c.constants, c.classes, c.free)
+                       for c, h in zip(last, hull)]
+        for res, c in zip(op.results, carried):
+            if c is not None:
+                known[res] = c
+        return True
+
+    def _trip(self, body: Block, known: dict[str, Known], carried: list[Known | None],
+              bound: frozenset[str]) -> list[Known | None]:
+        inner = dict(known)
+        for arg, c in zip(body.args, carried):
+            if c is not None:
+                inner[arg] = c
+            else:
+                inner.pop(arg, None)
+        self.block(body, inner)
+        out: list[Known | None] = []
+        for r in body.returns:
+            k = inner.get(r)
+            out.append(None if k is None else Known(k.lo, k.hi, k.constants | bound, k.classes, k.free))
+        return out
 
     def op(self, op: Op, known: dict[str, Known]) -> None:
         if SUMS and op.results and op.result_types and op.result_types[0].is_bool:
@@ -148,6 +262,9 @@ class _Walk:
             d = int(op.attrs.get("iota_dimension", 0))
             cls = self.a.class_of.get((self.fa.program, r, d))
             classes = frozenset({cls}) if cls is not None else frozenset()
+            if IOTAS and t.shape[d] - 1 > _range(t)[1]:
+                self.out.append(OverflowSite(self.fa.program, frozenset(), classes, f"{name} at {op.loc}"))
+                return  # wrapped: unknown from here on
             known[r] = Known(0, max(t.shape[d] - 1, 0), frozenset(), classes)
         elif name == "func.call":
             callee = self.fa.module.funcs.get(op.attrs.get("callee", ""))
@@ -186,6 +303,11 @@ class _Walk:
             known[r] = ins[0]
         elif name in _LAYOUT and ins and ins[0] is not None:
             known[r] = ins[0]
+        elif FOLDS and name in _FOLDED and len(ins) == 1 and ins[0] is not None:
+            k = ins[0]
+            if k.lo == k.hi and not k.free and (k.constants or k.classes):
+                self.folds.append(FoldSite(self.fa.program, name, float(k.lo), k.constants, k.classes,
+                                           f"{name} at {op.loc}"))
         elif name == "stablehlo.multiply" and len(ins) == 2 and any(k is not None and k.lo == k.hi == 0 for k in ins):
             z = next(k for k in ins if k is not None and k.lo == k.hi == 0)
             known[r] = Known(0.0, 0.0, z.constants, z.classes)  # x * 0 is 0 whatever x is
@@ -198,8 +320,16 @@ class _Walk:
                 ins[0] is not None and ins[1] is not None:
             n, classes = self._dims(op.operands[0], list(op.attrs.get("dimensions", ())))
             k, base = ins[0], ins[1]
-            known[r] = Known(base.lo + n * min(k.lo, 0.0), base.hi + n * max(k.hi, 0.0), k.constants | base.constants,
-                             k.classes | base.classes | classes, k.free or base.free)
+            if FOLDS and k.lo == k.hi and base.lo == base.hi:
+                # A reduce adds every one of its n terms: of one value, exactly n of it; of
+                # zeros, 0 whatever n is (no class of the sum's dims made it).
+                lo = hi = base.lo + n * k.lo
+                if k.lo == 0:
+                    classes = frozenset()
+            else:
+                lo, hi = base.lo + n * min(k.lo, 0.0), base.hi + n * max(k.hi, 0.0)
+            known[r] = Known(lo, hi, k.constants | base.constants, k.classes | base.classes | classes,
+                             k.free or base.free)
 
     def _dims(self, value: str, dims: Sequence[int]) -> tuple[int, frozenset[int]]:
         """How many positions `dims` of `value` hold at the original sizes, and their classes."""
@@ -327,17 +457,74 @@ class _Walk:
             known[r] = Known(lo, hi, consts, classes, free)
 
 
+def _counted(op: Op, known: dict[str, Known]) -> tuple[int, frozenset[str]] | None:
+    """A while loop's trips and the constant that bounds them, when its condition is
+    `arg_j < N` (N a splat integer constant of the condition, the counter's initial value a
+    known constant i0, its next value `arg_j + 1` in the body): (N - i0, {N's name})."""
+    cond, body = op.regions
+    defs = {r: o for o in cond.ops for r in o.results}
+    test = defs.get(cond.returns[0]) if len(cond.returns) == 1 else None
+    if test is None or test.name != "stablehlo.compare" or len(test.operands) != 2:
+        return None
+    direction = str(test.attrs.get("comparison_direction", "")).upper()
+    lhs, rhs = test.operands
+    if direction.endswith("GT"):
+        lhs, rhs, direction = rhs, lhs, "LT"
+    if not direction.endswith("LT") or lhs not in cond.args:
+        return None
+    c = defs.get(rhs)
+    n = splat(c) if c is not None and c.name == "stablehlo.constant" else None
+    j = cond.args.index(lhs)
+    init = known.get(op.operands[j]) if j < len(op.operands) else None
+    if not isinstance(n, int) or isinstance(n, bool) or init is None or init.lo != init.hi or j >= len(body.returns):
+        return None
+    bdefs = {r: o for o in body.ops for r in o.results}
+    step = bdefs.get(body.returns[j])
+    if step is None or step.name != "stablehlo.add" or body.args[j] not in step.operands:
+        return None
+    other = next((o for o in step.operands if o != body.args[j]), body.args[j])
+    one = bdefs.get(other)
+    if one is None or one.name != "stablehlo.constant" or splat(one) != 1:
+        return None
+    return max(int(n - init.lo), 0), frozenset({rhs})
+
+
 def _trunc(x: float) -> int | float:
     """A float made integer: truncated towards 0 (an infinite end stays infinite)."""
     return int(x) if abs(x) < float("inf") else x
 
 
-def overflow_sites(fa: ProgramFacts, a: DimAnalysis,
-                   ranges: Sequence[tuple[int, int] | None] | None = None) -> list[OverflowSite]:
-    """Every integer add, subtract, multiply, negate or abs (and, with CONVERTS, narrowing
-    convert) whose interval at the original sizes leaves its type (see the module
-    docstring). `ranges`: the closed bounds the user assumes per program input; a bound
-    whose end is a class's size (hi + 1) moves with that class, which is its class here."""
+def preimages(fn: str, v: float) -> list[float]:
+    """The operands x > 0 at which a function of FOLDS takes the value v or -v (literals are
+    read by their magnitude)."""
+    import math
+
+    out: list[float] = []
+    for y in (v, -v):
+        if fn == "stablehlo.sqrt" and y > 0:
+            out.append(y * y)
+        elif fn == "stablehlo.rsqrt" and y > 0:
+            out.append(1.0 / (y * y))
+        elif fn == "stablehlo.cbrt" and y > 0:
+            out.append(y ** 3)
+        elif fn == "stablehlo.log" and abs(y) < 700:
+            out.append(math.exp(y))
+        elif fn == "stablehlo.log_plus_one" and abs(y) < 700:
+            out.append(math.expm1(y))
+        elif fn == "stablehlo.exponential" and y > 0:
+            out.append(math.log(y))
+        elif fn == "stablehlo.exponential_minus_one" and y > -1:
+            out.append(math.log1p(y))
+    return [x for x in out if x > 0]
+
+
+def fold_sites(fa: ProgramFacts, a: DimAnalysis,
+               ranges: Sequence[tuple[int, int] | None] | None = None) -> list[FoldSite]:
+    """Every FOLDS site of the program (see FoldSite): the walk `overflow_sites` makes."""
+    return list(dict.fromkeys(_walk(fa, a, ranges).folds)) if FOLDS else []
+
+
+def _walk(fa: ProgramFacts, a: DimAnalysis, ranges: Sequence[tuple[int, int] | None] | None) -> _Walk:
     w = _Walk(fa, a)
     main = fa.module.funcs.get(fa.module.entry)
     if main is not None:
@@ -348,7 +535,17 @@ def overflow_sites(fa: ProgramFacts, a: DimAnalysis,
                     classes = frozenset(c for c, cls in enumerate(a.classes) if cls.size == b[1] + 1)
                     args[i] = Known(b[0], b[1], frozenset(), classes)
         w.func(main, tuple(args))
-    return list(dict.fromkeys(w.out))
+    return w
 
 
-__all__ = ["FLOATS", "Known", "OverflowSite", "overflow_sites"]
+def overflow_sites(fa: ProgramFacts, a: DimAnalysis,
+                   ranges: Sequence[tuple[int, int] | None] | None = None) -> list[OverflowSite]:
+    """Every integer add, subtract, multiply, negate or abs (and, with CONVERTS, narrowing
+    convert) whose interval at the original sizes leaves its type (see the module
+    docstring). `ranges`: the closed bounds the user assumes per program input; a bound
+    whose end is a class's size (hi + 1) moves with that class, which is its class here."""
+    return list(dict.fromkeys(_walk(fa, a, ranges).out))
+
+
+__all__ = ["FLOATS", "FOLDS", "IOTAS", "LOOPS", "LOOP_BUDGET", "LOOP_TRIPS", "FoldSite", "Known", "OverflowSite",
+           "fold_sites", "overflow_sites", "preimages"]
