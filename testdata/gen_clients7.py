@@ -77,6 +77,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import optax  # noqa: E402
 from gen_clients import Program, mesh  # noqa: E402
+from gen_clients6 import _rope, _sds, _smap  # noqa: E402  (the sixth batch's helpers, the same)
 from jax.sharding import NamedSharding  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
@@ -84,14 +85,6 @@ lax = jax.lax
 f32 = jnp.float32
 i32 = jnp.int32
 INF = float("inf")
-
-
-def _sds(shape: tuple[int, ...], dtype=f32) -> jax.ShapeDtypeStruct:
-    return jax.ShapeDtypeStruct(shape, dtype)
-
-
-def _smap(body, m, in_specs, out_specs, check_vma: bool = True):
-    return jax.shard_map(body, mesh=m, in_specs=in_specs, out_specs=out_specs, check_vma=check_vma)
 
 
 def _shardings(m):
@@ -171,14 +164,6 @@ def _ulysses_alibi(bug: bool) -> Program:
 
 # ---------------------------------------------------------------------------
 # 2. Context parallelism with RoPE: k/v all-gathered, positions global.
-
-def _rope(x, pos):
-    half = x.shape[-1] // 2
-    freq = 1.0 / (10000.0 ** (jnp.arange(half, dtype=f32) / half))
-    ang = pos.astype(f32)[:, None] * freq[None, :]
-    cos, sin = jnp.cos(ang), jnp.sin(ang)
-    x1, x2 = x[..., :half], x[..., half:]
-    return jnp.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1)
 
 
 def _causal(q, k, v, qpos, kpos):
