@@ -179,3 +179,24 @@ def test_inputs_too_large_to_draw_count_the_atoms(monkeypatch: pytest.MonkeyPatc
 
     monkeypatch.setattr(same_witness, "observe", refuse)
     assert _shrunk(R8, "fixed_clamp") > 2
+
+
+def _plan(ref: str, other: str) -> list[tuple[int, int, str]]:
+    res = shrink_pair(ref, other, prepare(ref, Options()), prepare(other, Options()))
+    assert res is not None
+    return [(e.original, e.verified, e.where) for e in res.plan.entries]
+
+
+def test_atoms_in_a_scan_body_are_witnessed(monkeypatch: pytest.MonkeyPatch) -> None:
+    # stages/scan_L4: the layers' softmax and RMSNorm atoms are in a scan's body. Observed
+    # there (any trip), the plan is the one without the witness; seen at the top level only,
+    # they go unwitnessed and the hidden class is counted (4 -> 8).
+    from tv_mlir.execute.interp import Interpreter
+
+    ref, other = str(TESTDATA / "stages" / "scan_L4.ref.mlir"), str(TESTDATA / "stages" / "scan_L4.shardy.mlir")
+    on = _plan(ref, other)
+    monkeypatch.setattr(same_witness, "WITNESS", False)
+    assert _plan(ref, other) == on
+    monkeypatch.setattr(same_witness, "WITNESS", True)
+    monkeypatch.setattr(same_witness, "_nested_interpreter", lambda: Interpreter)
+    assert _plan(ref, other) != on

@@ -22,8 +22,9 @@ by more than zero_witness.MARGIN of their size (float64 is not the reals).
 
 What it does not witness: that atoms varying along a class are free enough for Newton
 (exp(x) and exp(2x) are algebraically related; the verifier's laws do not relate them:
-docs). Atoms the run does not reach at the top level or in a manual computation's body
-(loop bodies) are not seen, so their classes are counted."""
+docs). Atoms are seen at the top level, in manual computations' bodies and in loop bodies
+(any trip); ones the run does not reach (a per-device view's regions, a run that stops
+first) are not seen, so their classes are counted."""
 from __future__ import annotations
 
 import math
@@ -125,19 +126,37 @@ class _Seen(Exception):
     """Every atom seen varying: the rest of the run is not needed."""
 
 
+def _nested_interpreter() -> type:
+    """An Interpreter that also shows the atoms it computes below the top level (a loop's
+    body, every trip) to `nested`: the observer sees the top level and manual computations
+    only, and a scan's atoms (scan_L4's layers) went unwitnessed and counted. A run's values
+    at any trip are the program's, so any trip may witness."""
+    from tv_mlir.execute.interp import Interpreter
+
+    class Nested(Interpreter):
+        nested: Any = None
+
+        def _step(self, op: Op) -> None:
+            super()._step(op)
+            if self.nested is not None and self._depth > 1 and op.name in ATOMS and op.results:
+                self.nested(op, [self._env[op.results[0]]])
+
+    return Nested
+
+
 def observe(module: Module, wanted: Mapping[str, list[Atom]], inputs: Sequence[np.ndarray]) -> set[Atom]:
     """The atoms of `wanted` (by name in `module`, calls inlined) one run shows varying
-    along their class's dims, at the top level or in a manual computation's body (each
-    device's part on its own). The run stops once every one is seen; a run that fails
-    part way (the element budget) keeps what it showed before."""
+    along their class's dims, at the top level, in a manual computation's body or in a
+    loop's body (each device's part on its own). The run stops once every one is seen; a
+    run that fails part way (the element budget) keeps what it showed before."""
     from tv_mlir.algebra import NumericAlgebra
-    from tv_mlir.execute.interp import Interpreter
+    from tv_mlir.execute.spmd import Local
     from tv_mlir.semantics.common import Budget
 
     left = {name: list(xs) for name, xs in wanted.items()}
     seen: set[Atom] = set()
-    interp = Interpreter(module, NumericAlgebra(),
-                         budget=Budget(max_elements=WITNESS_ELEMENTS, calls=[module.entry]))
+    interp = _nested_interpreter()(module, NumericAlgebra(),
+                                   budget=Budget(max_elements=WITNESS_ELEMENTS, calls=[module.entry]))
 
     def watch(op: Op, results: list[Any]) -> None:
         if op.name not in ATOMS or not op.results:
@@ -147,14 +166,16 @@ def observe(module: Module, wanted: Mapping[str, list[Atom]], inputs: Sequence[n
         if not pending:
             return
         value = results[0]
+        parts = value.parts if isinstance(value, Local) else (value,)
         for atom in list(pending):
-            if varies(value, atom.dims):
+            if any(varies(part, atom.dims) for part in parts):
                 seen.add(atom)
                 pending.remove(atom)
         if not any(left.values()):
             raise _Seen
 
     interp.observer = watch
+    interp.nested = watch
     try:
         interp.run(inputs)
     except _Seen:
