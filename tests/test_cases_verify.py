@@ -19,24 +19,26 @@ BUG_LAST = TESTDATA / "cases" / "masked_split_softmax_bug_last.split.mlir"
 
 
 def test_reproducer_equivalent() -> None:
-    v = tv_mlir.verify(REF, SPLIT, assume={"arg2": (1, 5)}, cache=False)
+    v = tv_mlir.verify(REF, SPLIT, assume={"arg2": (1, 5)}, cache=False, timeout_s=5)
     assert v.verdict == "equivalent", v.reason
 
 
 def test_reproducer_at_the_budget_equivalent() -> None:
     """64 values of n (most past the 4 positions: every mask all true) are 64 cases."""
-    v = tv_mlir.verify(REF, SPLIT, assume={"arg2": (1, 65)}, cache=False)
+    # The solver's final query is unknown before the cases are tried: its timeout is waited
+    # for, so it is short here.
+    v = tv_mlir.verify(REF, SPLIT, assume={"arg2": (1, 65)}, cache=False, timeout_s=5)
     assert v.verdict == "equivalent", v.reason
 
 
 def test_reproducer_over_budget_stays_unknown() -> None:
-    v = tv_mlir.verify(REF, SPLIT, assume={"arg2": (1, 66)}, cache=False)
+    v = tv_mlir.verify(REF, SPLIT, assume={"arg2": (1, 66)}, cache=False, timeout_s=5)
     assert v.verdict == "unknown", v.reason
 
 
 @pytest.mark.parametrize("twin", [BUG_LE, BUG_LAST])
 def test_twins_not_equivalent(twin: Path) -> None:
-    assert_confirmed_at_original_sizes(tv_mlir.verify(REF, twin, assume={"arg2": (1, 5)}, cache=False))
+    assert_confirmed_at_original_sizes(tv_mlir.verify(REF, twin, assume={"arg2": (1, 5)}, cache=False, timeout_s=5))
 
 
 
@@ -52,7 +54,7 @@ def test_not_while_proving_shrunk_programs() -> None:
     from tv_mlir.options import Options
     from tv_mlir.stages.run import options_fingerprint
 
-    options = Options(stages=False, jobs=1, assume={"arg2": (1, 5)})
+    options = Options(stages=False, jobs=1, assume={"arg2": (1, 5)}, timeout_s=5)  # unknowns wait for it
     ref, other = (prepare(str(f), options) for f in (REF, SPLIT))
     assert prove_pair(ref, other, options).verdict == "equivalent"
     assert prove_pair(ref, other, options, {8: 4}).verdict == "unknown"
