@@ -21,39 +21,26 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import gen_clients6 as g6  # noqa: E402  (the reproducer's programs)
+
 OUT = Path(__file__).resolve().parent / "cases"
-N_ALL, BLOCKS = 4, 2
+N_ALL = 4  # the reproducer: 4 scores in 2 blocks
 
 
-def ref(s, v, n):
-    ok = jnp.arange(N_ALL) < n
-    return jnp.sum(jax.nn.softmax(jnp.where(ok, s, -jnp.inf)) * v)
+ARGS = (jax.ShapeDtypeStruct((N_ALL,), jnp.float32), jax.ShapeDtypeStruct((N_ALL,), jnp.float32),
+        jax.ShapeDtypeStruct((), jnp.int32))
 
 
 def _split(mask):
-    def split(s, v, n):
-        bl = N_ALL // BLOCKS
-        parts = []
-        for j in range(BLOCKS):
-            sj, vj = s[j * bl:(j + 1) * bl], v[j * bl:(j + 1) * bl]
-            ok = mask(jnp.arange(bl) + j * bl, n, j)
-            mj = jnp.max(jnp.where(ok, sj, -jnp.inf))
-            parts.append((mj, jnp.where(ok, jnp.exp(sj - mj), 0.0), vj))
-        mx = parts[0][0]
-        for mj, _, _ in parts[1:]:
-            mx = jnp.maximum(mx, mj)
-        num = sum(jnp.sum(p * vj) * jnp.exp(mj - mx) for mj, p, vj in parts)
-        den = sum(jnp.sum(p) * jnp.exp(mj - mx) for mj, p, _ in parts)
-        return num / den
-    return split
+    return g6._masked_split_softmax_pair(ARGS[0], mask)[1]
 
 
+ref = g6._masked_split_softmax_pair(ARGS[0])[0]
 TWINS = {
     "masked_split_softmax_bug_le": _split(lambda pos, n, j: pos < n if j == 0 else pos <= n),
     "masked_split_softmax_bug_last": _split(lambda pos, n, j: pos < (n if j == 0 else jnp.minimum(n, 3))),
 }
-ARGS = (jax.ShapeDtypeStruct((N_ALL,), jnp.float32), jax.ShapeDtypeStruct((N_ALL,), jnp.float32),
-        jax.ShapeDtypeStruct((), jnp.int32))
 
 
 def write() -> None:

@@ -881,7 +881,10 @@ def _topk_softmax_pair(x):
     return ref, split
 
 
-def _masked_split_softmax_pair(s):
+def _masked_split_softmax_pair(s, mask=lambda pos, n, j: pos < n):
+    """A length-masked softmax-weighted sum and its two-block split merged by max rescaling;
+    `mask(pos, n, j)`: block j's mask at positions pos (testdata/gen_cases.py's twins pass
+    wrong ones)."""
     n_all, blocks = s.shape[0], 2
 
     def ref(s, v, n):
@@ -893,7 +896,7 @@ def _masked_split_softmax_pair(s):
         parts = []
         for j in range(blocks):
             sj, vj = s[j * bl:(j + 1) * bl], v[j * bl:(j + 1) * bl]
-            ok = jnp.arange(bl) + j * bl < n
+            ok = mask(jnp.arange(bl) + j * bl, n, j)
             mj = jnp.max(jnp.where(ok, sj, -jnp.inf))
             parts.append((mj, jnp.where(ok, jnp.exp(sj - mj), 0.0), vj))
         mx = parts[0][0]

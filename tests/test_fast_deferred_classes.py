@@ -161,21 +161,15 @@ def test_the_op_suite_meets_deferred_nodes(deferred: None) -> None:
     assert made >= 20
 
 
-@pytest.mark.parametrize("name", ["divide_f32", "ieee_arith", "minmax_f32"])
+@pytest.mark.parametrize("rule,name", [("_div_class_rule", n) for n in ("divide_f32", "ieee_arith", "minmax_f32")]
+                         + [("_uf_class_rule", n) for n in ("uf_stablehlo_sqrt", "uf_stablehlo_log",
+                                                             "uf_stablehlo_rsqrt")])
 def test_mutation_deferred_class_read_as_finite(xla, deferred: None, monkeypatch: pytest.MonkeyPatch,
-                                                name: str) -> None:
-    monkeypatch.setattr(F, "_div_class_rule", lambda store, rule, args: FIN)
-    c = next(c for c in CASES if c.name == name)
-    # The own terms' output differs from XLA's, or is a finite quotient by 0, which has
-    # no value: either way the harness rejects it.
-    with pytest.raises(AssertionError, match=r"symbolic output \d+ \(own terms\)|symbolic result has no value"):
-        check_against_xla(xla, c.text, c.inputs(rng_for(c.name)), rtol=c.rtol, atol=c.atol)
-
-
-@pytest.mark.parametrize("name", ["uf_stablehlo_sqrt", "uf_stablehlo_log", "uf_stablehlo_rsqrt"])
-def test_mutation_deferred_function_class_read_as_finite(xla, deferred: None, monkeypatch: pytest.MonkeyPatch,
-                                                         name: str) -> None:
-    monkeypatch.setattr(F, "_uf_class_rule", lambda store, rule, args: FIN)
+                                                rule: str, name: str) -> None:
+    """A deferred class (a division's, or a function's of an operand with a symbolic class)
+    read as finite: the own terms' output differs from XLA's, or is a finite quotient by 0,
+    which has no value; either way the harness rejects it."""
+    monkeypatch.setattr(F, rule, lambda store, rule, args: FIN)
     c = next(c for c in CASES if c.name == name)
     with pytest.raises(AssertionError, match=r"symbolic output \d+ \(own terms\)|symbolic result has no value"):
         check_against_xla(xla, c.text, c.inputs(rng_for(c.name)), rtol=c.rtol, atol=c.atol)
