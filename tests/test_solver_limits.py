@@ -1,0 +1,88 @@
+"""A solver call's limit is z3's work count, not wall time, and a call that has not ended in
+a short slice is started again with another seed (tv_mlir/prove/solve.py: RLIMIT_PER_S,
+WALL_SLACK, RESTART_SLICES). Both are about a verdict not changing with the machine's
+load or with what the process built before: CI failed on tests/test_cases.py when a merge
+the sweep needed ran out of its 0.5 s wall at load ~3, and on one order of that file's
+tests when a 0.03 s sat query ran out its 20 s."""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+import z3
+
+from tv_mlir.prove import solve
+from tv_mlir.prove.solve import Query
+
+
+def _cubic() -> Query:
+    """A small nonlinear query z3 answers (sat) after ~24 k work units."""
+    x, y = z3.Reals("x y")
+    return Query(0, z3.And(x * x * x + y * y * y == 7 * x * y + 1, x > 0, y > 0, x * y > 3), refine=False)
+
+
+def test_the_work_count_ends_a_call_long_before_its_wall_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    q = _cubic()
+    assert solve.solve_local(q, 30.0).status == "sat"
+    monkeypatch.setattr(solve, "RLIMIT_PER_S", 100)  # 3,000 units for 30 s
+    monkeypatch.setattr(solve, "RESTART_SLICES", ())
+    t = time.monotonic()
+    out = solve.solve_local(q, 30.0)
+    assert (out.status, out.reason) == ("unknown", "timeout")  # z3's "max. resource limit exceeded"
+    assert time.monotonic() - t < 10.0
+
+
+def test_the_worker_counts_the_same_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(solve, "RLIMIT_PER_S", 100)
+    assert solve._solve_text(_cubic().smt2(), 30.0) == ("unknown", "timeout")
+    monkeypatch.setattr(solve, "RLIMIT_PER_S", None)
+    assert solve._solve_text(_cubic().smt2(), 30.0) == ("sat", "")
+
+
+def test_wall_time_is_the_backstop() -> None:
+    assert solve.wall_s(2.0) == pytest.approx(2.0 * solve.WALL_SLACK)
+    # Past z3's 32-bit work limit the wall timeout alone bounds the call, unstretched.
+    huge = 2 * (2**32) / solve.RLIMIT_PER_S
+    assert solve.wall_s(huge) == huge
+
+
+class _Recorded:
+    """A z3 solver that remembers its timeout and the seed it was given."""
+
+    def __init__(self, solver: z3.Solver, timeout_s: float) -> None:
+        self.solver, self.timeout_s, self.seed = solver, timeout_s, 0
+
+    def set(self, name: str, value: Any) -> None:
+        if name == "random_seed":
+            self.seed = value
+        self.solver.set(name, value)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.solver, name)
+
+
+def test_a_call_out_of_its_slice_is_started_again_with_another_seed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first two runs 'time out'; the third, with seed 2 and what is left of the time,
+    answers. Without the restarts the query is unknown."""
+    runs: list[_Recorded] = []
+    real_solver, real_check = solve._solver, solve._check
+    monkeypatch.setattr(solve, "_solver", lambda t: _Recorded(real_solver(t), t))
+
+    def check(s: _Recorded) -> Any:
+        runs.append(s)
+        return z3.unknown if len(runs) <= 2 else real_check(s.solver)
+
+    monkeypatch.setattr(solve, "_check", check)
+    monkeypatch.setattr(solve, "_reason", lambda s: "timeout")
+    out = solve.solve_local(_cubic(), 20.0)
+    assert out.status == "sat"
+    assert [s.seed for s in runs] == [0, 1, 2]
+    slices = [s.timeout_s for s in runs]
+    assert slices[:2] == pytest.approx([20.0 * r for r in solve.RESTART_SLICES])
+    assert sum(slices) == pytest.approx(20.0)
+
+    runs.clear()
+    monkeypatch.setattr(solve, "RESTART_SLICES", ())
+    assert solve.solve_local(_cubic(), 20.0).status == "unknown"
+    assert len(runs) == 1
