@@ -23,6 +23,10 @@ from tv_mlir.semantics.reduction import simple_reducer
 
 # Sees every top-level op and its results; may return replacement results.
 Observer = Callable[[Op, list[np.ndarray]], "list[np.ndarray] | None"]
+# Sees the results of an op below the top level (a loop's body at every trip, a call's, a
+# reduction's body); it cannot change them. For numeric witnesses that need every value a
+# run computes, not only the ones a divergence report names (shrink/same_witness.py).
+InnerObserver = Callable[[Op, list[np.ndarray]], None]
 
 
 @dataclass
@@ -81,6 +85,7 @@ class Interpreter:
     alg: Algebra
     max_unroll: int = DEFAULT_MAX_UNROLL  # loop iterations in the whole run (Budget.max_iterations)
     observer: Observer | None = None  # sees every top-level op's results (for divergence reports)
+    inner_observer: InnerObserver | None = None  # sees every op's results below the top level
     shared: SharedValues | None = None
     device: int | None = None  # set in a per-device view of an SPMD run
     # Obligations found while running: replicas that must agree (spmd.ReplicaCheck).
@@ -241,6 +246,8 @@ class Interpreter:
             self._types[name] = t
             if fixed:
                 self._fixed[name] = True
+        if self.inner_observer is not None and self._depth > 1:
+            self.inner_observer(op, results)
 
     def apply(self, op: Op, args: list[np.ndarray], types: tuple[TensorType, ...],
               fixed: bool = False) -> list[np.ndarray]:

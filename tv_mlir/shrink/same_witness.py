@@ -51,6 +51,9 @@ ATOMS = TRANSCENDENTAL_OPS
 # where 100M lets the run see them (2.2 s CPU, 393 MB for the whole shrink) and keeps 4.
 # The stages' lineage runs programs up to 2e8 elements (stages.run.MAX_CUT_ELEMENTS).
 RUN_ELEMENTS = 100_000_000
+# The run is watched below the top level as well (loop bodies); off only to show a test what
+# that adds.
+NESTED = True
 
 
 @dataclass(frozen=True)
@@ -133,37 +136,19 @@ class _Seen(Exception):
     """Every atom seen varying: the rest of the run is not needed."""
 
 
-def _nested_interpreter() -> type:
-    """An Interpreter that also shows the atoms it computes below the top level (a loop's
-    body, every trip) to `nested`: the observer sees the top level and manual computations
-    only, and a scan's atoms (scan_L4's layers) went unwitnessed and counted. A run's values
-    at any trip are the program's, so any trip may witness."""
-    from tv_mlir.execute.interp import Interpreter
-
-    class Nested(Interpreter):
-        nested: Any = None
-
-        def _step(self, op: Op) -> None:
-            super()._step(op)
-            if self.nested is not None and self._depth > 1 and op.name in ATOMS and op.results:
-                self.nested(op, [self._env[op.results[0]]])
-
-    return Nested
-
-
 def observe(module: Module, wanted: Mapping[str, list[Atom]], inputs: Sequence[np.ndarray]) -> set[Atom]:
     """The atoms of `wanted` (by name in `module`, calls inlined) one run shows varying
     along their class's dims, at the top level, in a manual computation's body or in a
     loop's body (each device's part on its own). The run stops once every one is seen; a
     run that fails part way (the element budget) keeps what it showed before."""
     from tv_mlir.algebra import NumericAlgebra
+    from tv_mlir.execute.interp import Interpreter
     from tv_mlir.execute.spmd import Local
     from tv_mlir.semantics.common import Budget
 
     left = {name: list(xs) for name, xs in wanted.items()}
     seen: set[Atom] = set()
-    interp = _nested_interpreter()(module, NumericAlgebra(),
-                                   budget=Budget(max_elements=RUN_ELEMENTS, calls=[module.entry]))
+    interp = Interpreter(module, NumericAlgebra(), budget=Budget(max_elements=RUN_ELEMENTS, calls=[module.entry]))
 
     def watch(op: Op, results: list[Any]) -> None:
         if op.name not in ATOMS or not op.results:
@@ -181,8 +166,12 @@ def observe(module: Module, wanted: Mapping[str, list[Atom]], inputs: Sequence[n
         if not any(left.values()):
             raise _Seen
 
+    # Below the top level too (a loop's body, every trip): a scan's atoms (scan_L4's layers)
+    # went unwitnessed and counted. A run's values at any trip are the program's, so any
+    # trip may witness.
     interp.observer = watch
-    interp.nested = watch
+    if NESTED:
+        interp.inner_observer = watch
     try:
         interp.run(inputs)
     except _Seen:
