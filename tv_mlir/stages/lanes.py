@@ -14,9 +14,12 @@ of size N (its *lane dim*) or none (*lane-free*). It is accepted when
   (`_operand_roles`: elementwise ops, all_reduce / collective_permute /
   collective_broadcast, broadcast_in_dim, reshape keeping the lane dim apart, transpose,
   reduce over other dims, dot_general with the lane a batch dim or a free dim of one
-  operand, gather with the lane a batch dim (not a window or batching dim) and its
-  operand lane-free, scatter with the lane a window dim no index starts and the update
-  window spans whole (its indices lane-free), constants equal at every lane position);
+  operand, gather with the lane a batch dim (not a window dim) and its operand lane-free,
+  or its operand's paired batching dim when the lane is a batching dim, scatter with the
+  lane a window dim no index starts and the update window spans whole (its indices
+  lane-free), or an input batching dim (the indices and updates at their paired dims),
+  slice / concatenate / pad that keep the lane dim whole, constants equal at every lane
+  position);
 - a lane-free value is made from lane-free values only (any op);
 - each stage input slot has one role in both programs (or is unused in one), with the
   lane at the same index of its global type, and the other program's layout does not
@@ -67,6 +70,12 @@ MAX_FOLDS = 4
 # A gather's batch dims and a scatter's whole window dims as lanes (docs/stages.md,
 # "Gathers and scatters as lanes"): the switch the tests flip.
 GATHER_LANES = True
+# A gather's or a scatter's batching dims as lanes (take_along_axis and its transpose, in
+# the cross-entropy of a training step; docs/stages.md, "Batching dims as lanes").
+BATCHING_LANES = True
+# Slices, concatenations and pads that keep the lane dim whole (docs/stages.md, "Batching
+# dims as lanes"): the switch the tests flip.
+SHAPE_LANES = True
 
 Role = int | None  # the lane dim, or None: lane-free
 
@@ -229,6 +238,25 @@ def _operand_roles(op: Op, d: int, operand_types: list[TensorType], n: int) -> l
         raise _Refused("reshape: the lane dim does not stay apart")
     if name == "stablehlo.transpose":
         return [int(op.attrs["permutation"][d])]
+    if name == "stablehlo.slice" and SHAPE_LANES:
+        # The lane dim taken whole (start 0, stride 1, to its end): position i is the
+        # operand's position i, sliced along the other dims alike for every i.
+        starts, limits = op.attrs["start_indices"], op.attrs["limit_indices"]
+        strides = op.attrs.get("strides") or (1,) * len(starts)
+        if int(starts[d]) != 0 or int(strides[d]) != 1 or int(limits[d]) != operand_types[0].shape[d]:
+            raise _Refused("slice: along the lane")
+        return [d]
+    if name == "stablehlo.concatenate" and SHAPE_LANES:
+        # Joined along another dim: position i is the operands' positions i, joined.
+        if int(op.attrs["dimension"]) == d:
+            raise _Refused("concatenate: along the lane")
+        return [d] * len(operand_types)
+    if name == "stablehlo.pad" and SHAPE_LANES:
+        # No padding along the lane: position i is the operand's position i padded along
+        # the other dims with the (scalar, lane-free) padding value.
+        if any(int(op.attrs[k][d]) != 0 for k in ("edge_padding_low", "edge_padding_high", "interior_padding")):
+            raise _Refused("pad: along the lane")
+        return [d, None]
     if name == "stablehlo.reduce":
         half = len(op.operands) // 2
         reduced = {int(x) for x in op.attrs["dimensions"]}
@@ -256,13 +284,22 @@ def _operand_roles(op: Op, d: int, operand_types: list[TensorType], n: int) -> l
         # the start indices' dims but the index vector dim, in order. Along a batch dim,
         # position i is one function of the indices' position i and the whole operand
         # (the start read there, clamped into the operand): the operand is lane-free.
-        # An operand batching dim is indexed by the batch position itself: refused.
         g = op.attrs["dimension_numbers"]
-        if g.operand_batching_dims or g.start_indices_batching_dims or d in g.offset_dims:
-            raise _Refused("gather: the lane is a window or batching dim")
+        if d in g.offset_dims:
+            raise _Refused("gather: the lane is a window dim")
         k = [i for i in range(len(rt.shape)) if i not in g.offset_dims].index(d)
         index_dims = [i for i in range(len(operand_types[1].shape)) if i != g.index_vector_dim]
-        return [None, index_dims[k]]
+        at = index_dims[k]
+        if at in g.start_indices_batching_dims and BATCHING_LANES:
+            # A batching dim (take_along_axis): position i reads the operand's slab at
+            # its paired operand batching dim's position i, at a start read from the
+            # indices' position i. The operand takes the lane there: position i is one
+            # function of both operands' position i (docs/stages.md, "Batching dims as lanes").
+            return [g.operand_batching_dims[list(g.start_indices_batching_dims).index(at)], at]
+        if g.operand_batching_dims or g.start_indices_batching_dims:
+            # Not needed so far, and its own argument: refused.
+            raise _Refused("gather: batching dims and the lane is not one of them")
+        return [None, at]
     if name == "stablehlo.scatter" and GATHER_LANES:
         # A window dim of the inputs that no scatter index starts (its start is 0) and that
         # the update window spans whole: update position i lands at position i, and whether
@@ -272,6 +309,17 @@ def _operand_roles(op: Op, d: int, operand_types: list[TensorType], n: int) -> l
         # dims and dims an index starts tell positions apart: refused.
         s = op.attrs["scatter_dimension_numbers"]
         half = (len(operand_types) - 1) // 2
+        if d in s.input_batching_dims and BATCHING_LANES:
+            # An input batching dim (take_along_axis's transpose): an update lands at
+            # position i along it exactly when its scatter position at the paired indices
+            # batching dim is i, from a start read at the indices' position i there. So the
+            # inputs, the indices and the updates take the lane (the paired dims), and
+            # result position i is one function of their position i (docs/stages.md,
+            # "Batching dims as lanes").
+            at = s.scatter_indices_batching_dims[list(s.input_batching_dims).index(d)]
+            index_dims = [i for i in range(len(operand_types[half].shape)) if i != s.index_vector_dim]
+            scatter_dims = [i for i in range(len(operand_types[half + 1].shape)) if i not in s.update_window_dims]
+            return [d] * half + [at] + [scatter_dims[index_dims.index(at)]] * half
         window = [i for i in range(len(rt.shape))
                   if i not in s.inserted_window_dims and i not in s.input_batching_dims]
         if d not in window or d in s.scatter_dims_to_operand_dims:
@@ -302,6 +350,11 @@ def _rewrite(m: Module, roles: dict[str, Role]) -> Module:
         attrs = op.attrs
         if op.name == "stablehlo.constant":
             attrs = {**attrs, "value": _one_lane(attrs.get("value"), op.result_types[0], roles[op.results[0]])}
+        elif op.name == "stablehlo.slice":  # the lane taken whole from 0: now [0, 1)
+            lane = roles[op.results[0]]
+            assert lane is not None
+            attrs = {**attrs, "limit_indices": tuple(1 if i == lane else int(x)
+                                                     for i, x in enumerate(attrs["limit_indices"]))}
         ops.append(replace(op, result_types=folded, attrs=attrs))
     arg_types = tuple(fold(a, t) for a, t in zip(body.args, body.arg_types))
     new_body = Block(body.args, arg_types, ops, body.returns)
