@@ -33,6 +33,40 @@ def test_the_work_count_ends_a_call_long_before_its_wall_time(monkeypatch: pytes
     assert time.monotonic() - t < 10.0
 
 
+def test_a_work_limit_z3_reports_as_canceled_is_a_timeout_not_an_interrupt(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Some of z3's tactics end on the work limit with "canceled", the reason an interrupt
+    gives too: read as Ctrl-C, it ended a make test worker with KeyboardInterrupt."""
+    x, y, z = z3.Reals("x y z")
+    f = z3.Function("f", z3.RealSort(), z3.RealSort())
+    q = Query(0, z3.And(x * y * z == 1, x + y + z == 10, f(x * y) > f(z) * x), refine=False)
+    monkeypatch.setattr(solve, "RESTART_SLICES", ())
+    monkeypatch.setattr(solve, "RLIMIT_PER_S", 1000)  # 1,000 units: "canceled" (z3 4.13)
+    s = solve._solver(1.0)
+    s.add(q.formula)
+    assert s.check() == z3.unknown and s.reason_unknown() == "canceled"
+    assert (solve.solve_local(q, 1.0).status, solve.solve_local(q, 1.0).reason) == ("unknown", "timeout")
+    monkeypatch.setattr(solve, "RLIMIT_PER_S", None)
+    assert solve.solve_local(q, 30.0).status == "sat"
+
+
+def test_an_interrupt_is_still_one() -> None:
+    """interrupt_solvers (the CLI's Ctrl-C, from its signal thread) during a check: raised."""
+    import threading
+
+    a, b = z3.Ints("a b")
+    s = z3.Solver()
+    s.set("timeout", 60000)
+    s.add(a * b == 1000000016000000063, a > 1, b > 1)  # a semiprime: z3 does not factor it fast
+    timer = threading.Timer(0.3, solve.interrupt_solvers)
+    timer.start()
+    t = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        solve._check(s)
+    assert time.monotonic() - t < 30.0
+    timer.join()
+    assert solve.solve_local(_cubic(), 30.0).status == "sat"  # the flag went with the interrupt
+
+
 def test_the_worker_counts_the_same_work(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(solve, "RLIMIT_PER_S", 100)
     assert solve._solve_text(_cubic().smt2(), 30.0) == ("unknown", "timeout")
