@@ -5,6 +5,7 @@ search of `witness/`."""
 from __future__ import annotations
 
 import gc
+import math
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -20,7 +21,7 @@ from tv_mlir.algebra import terms as T
 from tv_mlir.algebra.base import input_symbol
 from tv_mlir.algebra.checks import difference_is_zero, trivially_equal
 from tv_mlir.algebra.fast import FastAlgebra
-from tv_mlir.algebra.term import TermStore
+from tv_mlir.algebra.term import Term, TermStore
 from tv_mlir.assume import FloatRange, Resolved
 from tv_mlir.assume import resolve as resolve_bounds
 from tv_mlir.assume import signs as assume_signs
@@ -123,6 +124,11 @@ class _Proof:
     ctx: _Context | None = None
     # Per input: its assumed closed bounds (Options.assume at these sizes), or None.
     bounds: list[Resolved] = field(default_factory=list)
+    # Input elements held at one value in this run: (input, index) -> value (`_pinned_split`).
+    pins: dict[tuple[int, tuple[int, ...]], int] = field(default_factory=dict)
+    # What the term-level cases left open, for `_pinned_split`: group of atoms -> the
+    # (output, element index) pairs whose terms read them.
+    split: dict[tuple[cases.Atom, ...], list[tuple[int, tuple[int, ...]]]] = field(default_factory=dict)
 
     @property
     def types(self) -> tuple[TensorType, ...]:
@@ -180,13 +186,18 @@ def prove_pair(ref: Module, other: Module, options: Options, sizes: Mapping[int,
     else:
         try:
             with full_collections_at_end(), _no_automatic_collections(), deadline.time_limit(options.deadline):
-                verdict = _prove_pair(ref, other, options, sizes, runs)
+                verdict = _proved(_prove_pair(ref, other, options, sizes, runs))
         except deadline.OutOfTime as exc:
             phase = _phase_of(exc)
             verdict = Verdict("unknown", f"the time budget ({options.time_budget_s:g} s, --time-budget) ran out "
                               f"in this proof's {phase}{exc.hint}", stats={"out_of_time": phase})
     verdict.inputs = options.inputs
     return verdict
+
+
+def _proved(v: Verdict | _Proof) -> Verdict:
+    assert isinstance(v, Verdict)  # without pins, _prove_pair gives a verdict
+    return v
 
 
 # The phases of `_prove_pair`, as an out-of-time verdict names them.
@@ -231,13 +242,19 @@ def _no_automatic_collections() -> Iterator[None]:
 
 
 def _prove_pair(ref: Module, other: Module, options: Options, sizes: Mapping[int, int] | None = None,
-                runs: KnownRuns | None = None) -> Verdict:
+                runs: KnownRuns | None = None,
+                pins: Mapping[tuple[int, tuple[int, ...]], int] | None = None,
+                only: set[tuple[int, tuple[int, ...]]] | None = None) -> Verdict | _Proof:
+    """The verdict; with `pins`, the proof itself after the full expansion (no solver: what
+    `_pinned_split` reads is which elements closed without it), proving only the (output,
+    index) elements of `only`."""
     stats: dict[str, Any] = {"pipeline": options.pipeline, "ops_ref": sum(1 for _ in ref.main.body.walk()),
                              "ops_other": sum(1 for _ in other.main.body.walk())}
     too_big = _too_large(ref, other, options)
     if too_big:
         return Verdict("unknown", too_big, stats=stats)
     p = _Proof(ref, other, options, stats, alg=FastAlgebra() if options.core == "own" else SymbolicAlgebra())
+    p.pins = dict(pins or {})
     p.bounds = resolve_bounds(options.assume, p.names, p.types, sizes)
     for k, lo, hi in options.input_bounds:  # a stage's inputs: the reference's value ranges
         given = p.bounds[k]  # integer and i1 inputs only: never a float range
@@ -251,11 +268,18 @@ def _prove_pair(ref: Module, other: Module, options: Options, sizes: Mapping[int
         ref_out, other_out, ref_checks, other_checks = _symbolic_runs(p)
         _compare_output_types(p)
         _build_obligations(p, ref_out, other_out, ref_checks, other_checks)
+        if only is not None:  # the rest is another case's: not looked at, so not proved here
+            p.open_ = {i: kept for i, es in p.open_.items() if (kept := [e for e in es if (i, e[0]) in only])}
         _random_counterexamples(p)
         _local_proofs(p)
         _expand(p)
+        if p.pins:
+            return p
         _solve(p)
-        return _verdict(p)
+        verdict = _verdict(p)
+        if verdict.verdict == "unknown" and p.split:
+            verdict = _pinned_split(p, sizes) or verdict
+        return verdict
     except _Stop as stop:
         return stop.verdict
     except T.TermBudget as exc:
@@ -294,6 +318,9 @@ def _numeric_runs(p: _Proof, known: KnownRuns | None = None) -> None:
     with _timed(p, "numeric_s"):
         try:
             p.input_sets = random_inputs(p.types, bounds=p.bounds, signs=_signs(p))
+            for (k, idx), v in p.pins.items():
+                for inputs in p.input_sets:
+                    inputs[k][idx] = v
             ref_runs, other_runs = known.take(p.ref, p.other, p.input_sets) if known is not None else ({}, {})
             p.ref_trace = _trace(p.ref, p.input_sets, p.options.max_unroll, ref_runs)
             p.other_trace = _trace(p.other, p.input_sets, p.options.max_unroll, other_runs)
@@ -350,6 +377,9 @@ def _symbolic_runs(p: _Proof) -> tuple[list[np.ndarray], list[np.ndarray], list[
         arr, cons = p.alg.inputs(input_symbol(k, name), t.shape, Kind.of(t), t.is_unsigned, int_width(t) or 64,
                                  ieee=p.options.inputs == "ieee" or k in p.options.ieee_inputs,
                                  bounds=bounds, sign=sign)  # a float's: its range (assume.FloatRange)
+        for (j, idx), v in p.pins.items():
+            if j == k:
+                arr[idx] = v  # a literal: the algebra folds what reads it
         p.inputs.append(arr)
         p.constraints += cons
     assert p.ref_trace is not None and p.other_trace is not None
@@ -563,6 +593,78 @@ def _by_cases(p: _Proof) -> None:
                 p.found(cex, res)
             else:
                 res.detail += f"; {found.detail}"
+                _note_split(p, elems, atoms)
+
+
+def _note_split(p: _Proof, elems: Sequence[_Element], atoms: Mapping[int, cases.Atom]) -> None:
+    """Group an output's open elements by the atoms their terms read, for `_pinned_split`."""
+    for e in elems:
+        group = cases.atoms_in(T.element_terms(e.ref) + T.element_terms(e.other), atoms)
+        p.split.setdefault(group, []).append((e.output, e.index))
+
+
+# Whole symbolic runs `_pinned_split` may make, over all groups: each is a run of both
+# programs without the solver (0.3-0.6 s on flash_decode_sp).
+PINNED_RUNS = 64
+
+
+def _pinned_split(p: _Proof, sizes: Mapping[int, int] | None) -> Verdict | None:
+    """The outputs the term-level cases left unknown, proved by running both programs again
+    with each group's input elements pinned to each of their values (docs/cases.md, "Whole
+    runs per case"). Where the solver cannot merge two forms of one value over a symbolic
+    length (flash_decode_sp's max over a row against a pmax of shard maxima), the run with
+    the length a literal merges them during the sweep, before any select is built on them.
+    None when a case leaves a member element open or a group cannot be enumerated; a case
+    whose run shows a confirmed counterexample is the verdict."""
+    unknown = {i for i, r in enumerate(p.results) if r.verdict == "unknown"}
+    members = {i for group in p.split.values() for i, _ in group}
+    if () in p.split or unknown - members or sum(math.prod(a.size for a in g) for g in p.split) > PINNED_RUNS:
+        return None
+    where = _atom_elements(p)
+    atoms = {a for g in p.split for a in g}
+    runs = 0
+    with _timed(p, "pinned_s"):
+        for group, elems in p.split.items():
+            for values in cases.assignments(group):
+                # The other atoms at their lowest value: the members' terms do not read them,
+                # so they are the same function of the rest whatever value those take, and
+                # the run folds what does read them (the other rows' lengths).
+                pins = {where[a.id]: a.lo for a in atoms if a not in group}
+                pins.update({where[a.id]: v for a, v in zip(group, values)})
+                q = _prove_pair(p.ref, p.other, replace(p.options, progress=False), sizes, pins=pins,
+                                only=set(elems))
+                runs += 1
+                if not isinstance(q, _Proof):  # stopped early (an op it cannot run): no answer
+                    return None
+                if q.counterexample is not None:
+                    # This proof's outputs, that one refuted: the run's others were not proved.
+                    i = next(i for i, r in enumerate(q.results) if r.verdict == "not-equivalent")
+                    p.results[i] = q.results[i]
+                    p.found(q.counterexample, q.results[i])
+                    p.stats["pinned_runs"] = runs
+                    v = _verdict(p)
+                    v.reason += " (" + ", ".join(f"{a.name} = {x}" for a, x in zip(group, values)) + ", pinned)"
+                    return v
+                left = {(i, e.index) for i, es in q.pending.items() for e in es}
+                if any((i, idx) in left or (q.results[i].verdict == "unknown" and i not in q.pending)
+                       for i, idx in elems):
+                    p.stats["pinned_runs"] = runs
+                    return None
+    p.stats["pinned_runs"] = runs
+    for i in unknown:
+        p.results[i].verdict, p.results[i].detail = "equivalent", ""
+    return _verdict(p)
+
+
+def _atom_elements(p: _Proof) -> dict[int, tuple[int, tuple[int, ...]]]:
+    """Each integer input element's atom id -> (input, index)."""
+    out: dict[int, tuple[int, tuple[int, ...]]] = {}
+    for k, arr in enumerate(p.inputs):
+        for idx in np.ndindex(*arr.shape):
+            x = arr[idx]
+            if isinstance(x, Term) and x.leaf is not None:
+                out[x.leaf.id] = (k, idx)
+    return out
 
 
 def _verdict(p: _Proof) -> Verdict:
