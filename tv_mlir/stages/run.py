@@ -59,6 +59,7 @@ from tv_mlir.stages.plan import Side, choose_cuts, largest, region_uses, schedul
 from tv_mlir.stages.pool import Executor, Job, run_jobs
 from tv_mlir.stages.prologue import by_layout
 from tv_mlir.stages.ranges import Ranges, value_ranges
+from tv_mlir.stages.same import same_program
 from tv_mlir.verdict import Counterexample, OutputResult, Verdict
 
 # A pair cut into fewer stages than this is proved whole: cutting costs a numeric run and
@@ -905,6 +906,10 @@ def _prove_stages(stages: list[StagePair], options: Options, finite: set[str], s
             results[ph] = known
             how[k] = "reused"
             continue
+        if same_program(folded.ref, folded.other) and not folded.loop:
+            results[ph] = memo[keys[ph]] = _same_record(folded.ref)
+            how[k] = "proved"
+            continue
         hit = cache.get(cache_key(ph, ofp))
         if hit is not None and hit.get("verdict") == "equivalent":
             results[ph] = hit
@@ -922,6 +927,8 @@ def _prove_stages(stages: list[StagePair], options: Options, finite: set[str], s
     for k in range(len(stages)):
         if how[k] == "cached":
             bar.done(stages[k].name, "cached")
+        elif how[k] == "proved" and proof[hashes[k]][2] in results:  # the same program on both sides
+            bar.done(stages[k].name, "equivalent")
 
     def done(res: Any) -> None:
         if res.ok:
@@ -949,6 +956,16 @@ def _prove_stages(stages: list[StagePair], options: Options, finite: set[str], s
                                    list(s.locs[:3]), r.get("first_divergence"),
                                    list(r.get("lanes", [])) if how[k] == "proved" else []))
     return records, {h[:16]: results[proof[h][2]] for h in hashes}
+
+
+def _same_record(ref: Module) -> dict[str, Any]:
+    """A stage proof's record for a stage that is the same program on both sides
+    (stages/same.py): every output equal, none by simplification or the solver."""
+    outputs = [OutputResult(i, "equivalent", elements=t.size, what=f"output {i}")
+               for i, t in enumerate(ref.global_result_types())]
+    return {"verdict": "equivalent", "reason": "the same program on both sides (stages/same.py)", "time_s": 0.0,
+            "approximations": [], "precision": [], "outputs": [asdict(o) for o in outputs],
+            "first_divergence": None, "elements": 0, "syntactic": 0}
 
 
 def _summary(records: list[StageRecord], time_s: float) -> dict[str, Any]:
