@@ -1,15 +1,10 @@
 """Structural sharing across the two programs (execute/interp.py, SharedValues) must tell
 reductions with different reducers apart: a reduce whose body is `add` and one whose body
 is `maximum`, over the very same argument arrays with the same dimensions and result type,
-are two values. SharedValues.key leaves the body out (only whether it is a simple
-reducer), so the second program takes the first one's sum for its max and the pair is
-proved `equivalent` (found by helper-75, 2026-12-07; the fix, a key that holds each
-region's reducer, is in helper-75's report for the lead, execute/interp.py not being its
-file).
-
-Strict xfail until that fix: the test passes (as an expected failure) while the bug is
-there and fails (XPASS) once it is fixed, when the marker is to be removed. Each pair's
-bug twin is confirmed not-equivalent with the sharing off, so the pairs are real bugs."""
+are two values. SharedValues.key left the body out (only whether it is a simple reducer),
+so the second program took the first one's sum for its max and the pair was proved
+`equivalent` (found by helper-75, 2026-12-07); the key now holds each region's reducer.
+Each pair's bug twin is confirmed not-equivalent with the sharing off, so the pairs are real bugs."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -47,7 +42,6 @@ def test_the_pair_is_a_bug_without_sharing(monkeypatch: pytest.MonkeyPatch, tmp_
     assert v.counterexample is not None and v.counterexample.confirmed
 
 
-@pytest.mark.xfail(strict=True, reason="SharedValues.key leaves the reducer out (helper-75's report)")
 @pytest.mark.parametrize("a,b", PAIRS)
 def test_reducers_are_not_shared_across_bodies(tmp_path: Path, a: str, b: str) -> None:
     v = _verify(tmp_path, a, b)

@@ -47,7 +47,10 @@ class SharedValues:
         if op.regions and not _commutative_body(op):
             return None
         attrs = tuple(sorted((k, _attr_key(v)) for k, v in op.attrs.items()))
-        return (op.name, tuple(id(a) for a in args), attrs, op.result_types)
+        # The reducer is the op: a reduce-add and a reduce-max over the same arrays were one
+        # key, and the other program took the reference's sum for its max (`equivalent`).
+        bodies = tuple(simple_reducer(r) for r in op.regions)
+        return (op.name, tuple(id(a) for a in args), attrs, op.result_types, bodies)
 
     def remember(self, key: tuple, args: list[np.ndarray], results: list[np.ndarray]) -> None:
         self._keep.append(args)  # the ids in the key must not be reused
