@@ -97,7 +97,11 @@ def _exponential(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndar
     (x,) = _same_shape(args)
     (e,) = _uf("exponential")(ctx, op, [x])
     at_ninf = alg.compare("EQ", x, alg.full(x.shape, float("-inf"), Kind.FLOAT), Kind.FLOAT, False)
-    if all(v is False or v is np.False_ for v in at_ninf.flat):
+    # A numeric run's compare is a bool array: one vector test, not a Python loop over every
+    # element (1.6 s CPU of the 8B fwd+bwd's 17 s verify, in the cut's numeric runs).
+    if at_ninf.dtype == bool and not at_ninf.any():
+        return [e]
+    if at_ninf.dtype == object and all(v is False or v is np.False_ for v in at_ninf.flat):
         return [e]
     return [alg.select(at_ninf, alg.full(x.shape, 0.0, Kind.FLOAT), e, Kind.FLOAT)]
 
