@@ -99,3 +99,14 @@ def test_not_while_proving_shrunk_programs() -> None:
     assert driver.prove_pair(ref, other, options).verdict == "equivalent"
     v = driver.prove_pair(ref, other, options, {8: 4})
     assert v.verdict == "unknown" and "pinned_runs" not in v.stats
+
+
+def test_ring_buffer_decode_with_its_position_in_one_window() -> None:
+    """testdata/clients7's ring-buffer KV cache (`unknown` without an assumption: jnp's `%`
+    and nested selects stay apart, docs/jax.md "Seventh batch"): with `pos` in one window,
+    each run has `pos % 16` a literal and the slot writes fold."""
+    ring = TESTDATA / "clients7" / "ring_kv_decode"
+    v = tv_mlir.verify(f"{ring}.ref.mlir", f"{ring}.partitioned.mlir", assume={"pos": (0, 16)},
+                       cache=False, timeout_s=2)
+    assert v.verdict == "equivalent", v.reason
+    assert v.stats["pinned_runs"] == 16
