@@ -21,7 +21,7 @@ from tv_mlir.algebra import terms as T
 from tv_mlir.algebra.base import input_symbol
 from tv_mlir.algebra.checks import difference_is_zero, trivially_equal
 from tv_mlir.algebra.fast import FastAlgebra
-from tv_mlir.algebra.term import Term, TermStore
+from tv_mlir.algebra.term import TermStore
 from tv_mlir.assume import FloatRange, Resolved
 from tv_mlir.assume import resolve as resolve_bounds
 from tv_mlir.assume import signs as assume_signs
@@ -620,7 +620,6 @@ def _pinned_split(p: _Proof, sizes: Mapping[int, int] | None) -> Verdict | None:
     members = {i for group in p.split.values() for i, _ in group}
     if () in p.split or unknown - members or sum(math.prod(a.size for a in g) for g in p.split) > PINNED_RUNS:
         return None
-    where = _atom_elements(p)
     atoms = {a for g in p.split for a in g}
     runs = 0
     with _timed(p, "pinned_s"):
@@ -629,8 +628,8 @@ def _pinned_split(p: _Proof, sizes: Mapping[int, int] | None) -> Verdict | None:
                 # The other atoms at their lowest value: the members' terms do not read them,
                 # so they are the same function of the rest whatever value those take, and
                 # the run folds what does read them (the other rows' lengths).
-                pins = {where[a.id]: a.lo for a in atoms if a not in group}
-                pins.update({where[a.id]: v for a, v in zip(group, values)})
+                pins = {a.at: a.lo for a in atoms if a not in group}
+                pins.update({a.at: v for a, v in zip(group, values)})
                 q = _prove_pair(p.ref, p.other, replace(p.options, progress=False), sizes, pins=pins,
                                 only=set(elems))
                 runs += 1
@@ -654,17 +653,6 @@ def _pinned_split(p: _Proof, sizes: Mapping[int, int] | None) -> Verdict | None:
     for i in unknown:
         p.results[i].verdict, p.results[i].detail = "equivalent", ""
     return _verdict(p)
-
-
-def _atom_elements(p: _Proof) -> dict[int, tuple[int, tuple[int, ...]]]:
-    """Each integer input element's atom id -> (input, index)."""
-    out: dict[int, tuple[int, tuple[int, ...]]] = {}
-    for k, arr in enumerate(p.inputs):
-        for idx in np.ndindex(*arr.shape):
-            x = arr[idx]
-            if isinstance(x, Term) and x.leaf is not None:
-                out[x.leaf.id] = (k, idx)
-    return out
 
 
 def _verdict(p: _Proof) -> Verdict:

@@ -53,6 +53,7 @@ class Atom:
     sym: Term  # the input element (its polynomial)
     lo: int
     hi: int
+    at: tuple[int, tuple[int, ...]] = (0, ())  # (input, element index): where a run pins it
 
     @property
     def size(self) -> int:
@@ -76,7 +77,7 @@ def small_atoms(inputs: Sequence[np.ndarray], names: Sequence[str], bounds: Sequ
     (default `BUDGET`) values, by atom id. A float range and an unbounded input give none."""
     budget = BUDGET if budget is None else budget
     out: dict[int, Atom] = {}
-    for arr, name, b in zip(inputs, names, bounds):
+    for k, (arr, name, b) in enumerate(zip(inputs, names, bounds)):
         if b is None or isinstance(b, FloatRange):
             continue
         lo, hi = int(b[0]), int(b[1])
@@ -87,7 +88,7 @@ def small_atoms(inputs: Sequence[np.ndarray], names: Sequence[str], bounds: Sequ
             if not isinstance(sym, Term) or sym.sort != "int" or sym.leaf is None:
                 continue  # a folded element (bounds of one value) or a Boolean: nothing to enumerate
             label = f"{name}[{','.join(map(str, idx))}]" if arr.shape else name
-            out[sym.leaf.id] = Atom(label, sym.leaf.id, sym, lo, hi)
+            out[sym.leaf.id] = Atom(label, sym.leaf.id, sym, lo, hi, (k, idx))
     return out
 
 

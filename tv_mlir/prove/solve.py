@@ -203,18 +203,17 @@ RESTART_SLICES = (0.05, 0.1)
 
 
 def _restarted(q: Query, timeout_s: float) -> tuple[z3.Solver, Any]:
-    left = timeout_s
-    for seed, share in enumerate((*RESTART_SLICES, 1.0)):
-        run = left if share == 1.0 else timeout_s * share
+    runs = [timeout_s * share for share in RESTART_SLICES]
+    runs.append(timeout_s - sum(runs))
+    for seed, run in enumerate(runs):
         s = _solver(run)
         if seed:
             s.set("random_seed", seed)
         s.add(*q.constraints)
         s.add(q.formula)
         r = _check(s)
-        left -= run
-        if r != z3.unknown or _reason(s) != "timeout" or left <= 0:
-            return s, r
+        if r != z3.unknown or _reason(s) != "timeout":
+            break
     return s, r
 
 

@@ -32,9 +32,7 @@ are assembled. Text equality is exact (constants by their bytes, `attr_key`), so
 difference of op, attribute, body, type or order keeps the stage for its proof."""
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-from tv_mlir.ir import Block, Module, Op
+from tv_mlir.ir import Module
 from tv_mlir.semantics import TABLE
 from tv_mlir.semantics.ops import SHARD_CALLS, SPMD_OPS
 from tv_mlir.stages.hashing import _callees, module_text
@@ -46,17 +44,10 @@ _REFUSED = SPMD_OPS | {"stablehlo.custom_call", "func.call", "stablehlo.composit
                        "stablehlo.rng"}
 
 
-def _ops(block: Block) -> Iterator[Op]:
-    for op in block.ops:
-        yield op
-        for region in op.regions:
-            yield from _ops(region)
-
-
 def _plain(m: Module) -> bool:
     if m.per_device or _callees(m):
         return False
-    for op in _ops(m.main.body):
+    for op in m.main.body.walk():
         if op.name in _REFUSED or op.name not in TABLE or op.attrs.get("call_target_name") in SHARD_CALLS:
             return False
     return True
