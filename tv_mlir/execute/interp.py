@@ -19,6 +19,7 @@ from tv_mlir.ir import Block, Func, Module, Op, TensorType
 from tv_mlir.options import DEFAULT_MAX_UNROLL, MAX_CALL_DEPTH, MAX_NESTING
 from tv_mlir.semantics import TABLE, OpContext, fixed_width
 from tv_mlir.semantics.common import Budget
+from tv_mlir.semantics.ops import SHARD_CALLS, SPMD_OPS
 from tv_mlir.semantics.reduction import simple_reducer
 
 # Sees every top-level op and its results; may return replacement results.
@@ -45,6 +46,12 @@ class SharedValues:
     @staticmethod
     def key(op: Op, args: list[np.ndarray]) -> tuple | None:
         if op.regions and not _commutative_body(op):
+            return None
+        # The device ids, collectives and shard calls read the module's device count, which
+        # the key does not hold: a reference's partition_id on one device (one part) was
+        # taken by a program on two, whose next op read its missing second part (an
+        # IndexError traceback; red team 11, docs/stages.md). Their results are per device.
+        if op.name in SPMD_OPS or op.attrs.get("call_target_name") in SHARD_CALLS:
             return None
         attrs = tuple(sorted((k, _attr_key(v)) for k, v in op.attrs.items()))
         # The reducer is the op: a reduce-add and a reduce-max over the same arrays were one

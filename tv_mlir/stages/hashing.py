@@ -11,8 +11,9 @@ computation but differs from layer to layer of an XLA-partitioned program:
   collective's channel apart, so each layer's copy of a stage hashed apart;
 - where the ops that read no argument (constants, their broadcasts) stand: a stage copies
   them in at their places in the program, which differ between layers' copies of a stage.
-  They are written right before their first user (`_consts_late`), one topological order
-  of the same ops, so equal text is still the same computation."""
+  They are written right before their first user (`_consts_late`; what an op's regions read
+  counts as its use), one topological order of the same ops, so equal text is still the
+  same computation: every value is written before anything names it."""
 from __future__ import annotations
 
 import hashlib
@@ -21,6 +22,7 @@ from typing import Any
 
 from tv_mlir.ir import Block, Module, Op
 from tv_mlir.passes.normalize import attr_key
+from tv_mlir.stages.plan import region_uses
 
 _HANDLE = re.compile(r"handle\s*=\s*(-?\d+)")
 
@@ -52,8 +54,9 @@ def _block(block: Block, names: dict[str, str], out: list[str], canonical: bool 
 
 def _consts_late(block: Block) -> list[Op]:
     """The block's ops with each op that reads no block argument, directly or through such
-    ops (and has no region), moved right before its first user (or to the end, when only
-    the block returns it or nothing reads it): a topological order of the same ops."""
+    ops (and has no region), moved right before its first user, an operand's or a region's
+    (or to the end, when only the block returns it or nothing reads it): a topological
+    order of the same ops."""
     const: dict[str, Op] = {}
     for op in block.ops:
         if not op.regions and op.results and all(o in const for o in op.operands):
@@ -65,7 +68,11 @@ def _consts_late(block: Block) -> list[Op]:
         if id(op) in placed:
             return
         placed.add(id(op))
-        for o in op.operands:
+        # What its regions read too: a constant only a region reads was placed after the
+        # op, so the region named it by its SSA name (`?%1`), which says nothing of which
+        # constant it is; two stages that swapped two such constants' names hashed alike
+        # and shared one proof (red team 11, docs/stages.md).
+        for o in region_uses(op):
             if o in const:
                 place(const[o])
         ops.append(op)

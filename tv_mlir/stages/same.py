@@ -14,7 +14,8 @@ so many stages hold the very same ops on both sides (the embedding gradient's sc
 - every op at any depth has a semantics rule (`semantics.TABLE`), and none is a
   collective, a device id, a manual computation or a sharding custom call (`SPMD_OPS`,
   `SHARD_CALLS`), a custom call or a call (the callee is another function), or a random
-  bit generator; and the entry calls no other function.
+  bit generator; every constant holds its bytes (not `dense_resource<name>`, whose text
+  names data the text leaves out); and the entry calls no other function.
 
 **Why it is sound.** The interpreter (execute/interp.py) hands an op to the SPMD machinery
 (`spmd.involved`) only for an SPMD op, a sharding custom call, an operand that is a
@@ -31,6 +32,8 @@ arguments). There are no replica obligations: they are made only where per-devic
 are assembled. Text equality is exact (constants by their bytes, `attr_key`), so any
 difference of op, attribute, body, type or order keeps the stage for its proof."""
 from __future__ import annotations
+
+import numpy as np
 
 from tv_mlir.ir import Module
 from tv_mlir.semantics import TABLE
@@ -49,6 +52,11 @@ def _plain(m: Module) -> bool:
         return False
     for op in m.main.body.walk():
         if op.name in _REFUSED or op.name not in TABLE or op.attrs.get("call_target_name") in SHARD_CALLS:
+            return False
+        # A constant held as its text names its data rather than holding it
+        # (`dense_resource<blob>`: the bytes are in the module's resources, which the text
+        # leaves out), so two such constants read alike whatever they hold.
+        if op.name == "stablehlo.constant" and not isinstance(op.attrs.get("value"), np.ndarray):
             return False
     return True
 

@@ -1,0 +1,12 @@
+module @m attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func @main(%x: tensor<8xf32>) -> tensor<8xf32> {
+    %p = stablehlo.partition_id : tensor<ui32>
+    %f = stablehlo.convert %p : (tensor<ui32>) -> tensor<f32>
+    %b = stablehlo.broadcast_in_dim %f, dims = [] : (tensor<f32>) -> tensor<8xf32>
+    %c = stablehlo.constant dense<37.25> : tensor<8xf32>
+    %e = stablehlo.compare EQ, %x, %c, FLOAT : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xi1>
+    %s = stablehlo.add %x, %b : tensor<8xf32>
+    %out = stablehlo.select %e, %s, %x : tensor<8xi1>, tensor<8xf32>
+    return %out : tensor<8xf32>
+  }
+}
