@@ -1,6 +1,8 @@
 """Red-team batch 11 (docs/stages.md, "Red team 11"): pairs aimed at the proof mechanisms of
 the last two sessions (stage lanes along batching dims, the same-program rule, structural
-sharing across the two programs, whole runs per case, solver restarts).
+sharing across the two programs, whole runs per case, solver restarts). `bits_types` is a
+wrong `equivalent` found here (with the sweep off): SharedValues keyed an op without its
+operands' types.
 
 Each pair is a reference, a bug twin and, where sensible, a correct twin, written as
 StableHLO text (the attacks are on attributes and device counts that jax does not let one
@@ -117,9 +119,29 @@ def _gather_ivd0(shift: int) -> str:
     return _module(f"%t: {table}, %ids: {ids}", rows, text)
 
 
+def _bits(through_bf16: bool) -> str:
+    """select(x - w == HIDE, bits of x, 0) for an f16 x: its own bits (the reference) or
+    the bits of its bf16 convert (the bug: 0x4221 against 0x5108 at x = 40.25). Over the
+    reals the convert is the identity, and the tool's convert returns its operand's very
+    array, so the two bitcasts met one array at two types."""
+    t, b, i = "tensor<4xf16>", "tensor<4xbf16>", "tensor<4xi16>"
+    bits = (f"    %y = stablehlo.bitcast_convert %x : ({t}) -> {i}\n" if not through_bf16 else
+            f"    %v = stablehlo.convert %x : ({t}) -> {b}\n"
+            f"    %y = stablehlo.bitcast_convert %v : ({b}) -> {i}\n")
+    body = (f"    %c = stablehlo.constant dense<{HIDE}> : {t}\n"
+            f"    %z = stablehlo.constant dense<0> : {i}\n"
+            f"    %d = stablehlo.subtract %x, %w : {t}\n"
+            f"    %e = stablehlo.compare EQ, %d, %c, FLOAT : ({t}, {t}) -> tensor<4xi1>\n"
+            + bits + f"    %out = stablehlo.select %e, %y, %z : tensor<4xi1>, {i}")
+    return _module(f"%x: {t}, %w: {t}", i, body)
+
+
 PAIRS = [
     Pair("device_id", "SharedValues.key: a reference's partition_id (one device) shared with a program on two",
          _device_id(False, True), _device_id(True, True), _device_id(True, False)),
+    Pair("bits_types", "SharedValues.key: one array read at two types (an f16 and its bf16 convert) by bitcasts",
+         _bits(False), _bits(True),
+         witness=lambda: [np.array([40.25, 1, 2, 3], np.float16), np.array([3, 0, 0, 0], np.float16)]),
     Pair("scatter_order", "a scatter's update computation with its arguments swapped (current - update)",
          _scatter("stablehlo.subtract %a, %b"), _scatter("stablehlo.subtract %b, %a"),
          witness=lambda: [np.arange(18, dtype=np.float32).reshape(6, 3), np.array([[0], [2], [2], [5], [1]], np.int32),

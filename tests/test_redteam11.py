@@ -6,6 +6,11 @@ hole, a test shows the loosened check gives the wrong answer, so a test fails if
 is dropped.
 
 Found and fixed here:
+- a wrong `equivalent`: execute/interp.SharedValues.key left out the operands' types, and
+  the algebra's float convert returns its operand's very array, so with the sweep off (an
+  API option; the sweep's cuts make fresh arrays) the bits of an f16 and the bits of its
+  bf16 convert were one key on one array: `bits_types` was proved `equivalent`, and is
+  `not-equivalent`, confirmed on XLA;
 - execute/interp.SharedValues.key shared a reference's `partition_id` (one device, one
   part) with a program on two devices: an IndexError traceback instead of a verdict;
 - stages/hashing's canonical text named a constant that only a region reads by its SSA
@@ -49,6 +54,25 @@ def _verify(name: str, twin: str) -> tv_mlir.Verdict:
 def _confirmed_on_xla(v: tv_mlir.Verdict) -> bool:
     c = v.counterexample
     return c is not None and c.confirmed and any(r.backend == "xla" and r.confirmed for r in c.replay)
+
+
+# --- SharedValues: one array at two types ----------------------------------------------
+
+@pytest.mark.parametrize("sweep", [False, True])
+def test_bits_at_two_types_are_refuted_on_xla(sweep: bool) -> None:
+    # The bits of x (f16) against the bits of its bf16 convert, where x - w == 37.25.
+    v = tv_mlir.verify(str(DATA / "bits_types.ref.mlir"), str(DATA / "bits_types.bug.mlir"), cache=False,
+                       shrink=False, sweep=sweep)
+    assert v.verdict == "not-equivalent", v.reason
+    assert _confirmed_on_xla(v)
+
+
+def test_bits_at_two_types_share_a_wrong_value_without_the_types(monkeypatch: pytest.MonkeyPatch) -> None:
+    key = SharedValues.key
+    monkeypatch.setattr(SharedValues, "key", staticmethod(lambda op, args, types: key(op, args, ())))
+    v = tv_mlir.verify(str(DATA / "bits_types.ref.mlir"), str(DATA / "bits_types.bug.mlir"), cache=False,
+                       shrink=False, sweep=False)
+    assert v.verdict == "equivalent"
 
 
 # --- SharedValues: a device id under two device counts ----------------------------------
@@ -200,7 +224,13 @@ def test_one_attribute_apart_is_neither_the_same_program_nor_one_key(name: str) 
     x, y = next((x, y) for x, y in zip(a.main.body.ops, b.main.body.ops)
                 if attr_key((x.attrs, x.result_types)) != attr_key((y.attrs, y.result_types)))
     arrays = [np.zeros(1) for _ in x.operands]
-    assert SharedValues.key(x, arrays) != SharedValues.key(y, arrays)
+    types = tuple(_type_of(a, v) for v in x.operands)
+    assert SharedValues.key(x, arrays, types) != SharedValues.key(y, arrays, types)
+
+
+def _type_of(m: Module, value: str) -> Any:
+    body = m.main.body
+    return dict(zip(body.args, body.arg_types))[value]
 
 
 # --- region bodies with their arguments swapped (never shared; refuted) -----------------

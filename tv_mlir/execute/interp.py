@@ -44,7 +44,11 @@ class SharedValues:
     elements: ElementMemo = field(default_factory=ElementMemo)
 
     @staticmethod
-    def key(op: Op, args: list[np.ndarray]) -> tuple | None:
+    def key(op: Op, args: list[np.ndarray], types: tuple[TensorType, ...]) -> tuple | None:
+        """`types`: the operands' types. One array can be read at two types: a float
+        convert returns its operand's array (the reals do not round), so the bits of an f16
+        and of its bf16 convert were one key on one array and took one value: an `equivalent`
+        where XLA differs (red team 11, with the sweep off, whose cuts make fresh arrays)."""
         if op.regions and not _commutative_body(op):
             return None
         # The device ids, collectives and shard calls read the module's device count, which
@@ -57,7 +61,7 @@ class SharedValues:
         # The reducer is the op: a reduce-add and a reduce-max over the same arrays were one
         # key, and the other program took the reference's sum for its max (`equivalent`).
         bodies = tuple(simple_reducer(r) for r in op.regions)
-        return (op.name, tuple(id(a) for a in args), attrs, op.result_types, bodies)
+        return (op.name, tuple(id(a) for a in args), types, attrs, op.result_types, bodies)
 
     def remember(self, key: tuple, args: list[np.ndarray], results: list[np.ndarray]) -> None:
         self._keep.append(args)  # the ids in the key must not be reused
@@ -229,7 +233,7 @@ class Interpreter:
             raise ShapeError(f"{op.name} uses an undefined value {exc.args[0]}", op.loc) from None
         self._budget.executed(op)
         shared = self.shared if self._depth == 1 else None
-        key = SharedValues.key(op, args) if shared is not None else None
+        key = SharedValues.key(op, args, types) if shared is not None else None
         # Ops with regions are left out: a body may read values from outside it.
         fixed = not op.regions and all(o in self._fixed for o in op.operands)
         if shared is not None and key is not None and key in shared.table:
