@@ -573,6 +573,12 @@ def _by_cases(p: _Proof) -> None:
     if not unknown or not isinstance(p.alg, FastAlgebra) or not p.options.by_cases:
         return
     atoms = cases.small_atoms(p.inputs, p.names, p.bounds)
+    # Integer inputs of a wide range that the open elements read only through a residue
+    # (a ring buffer's pos % W): one case per residue (docs/cases.md, "Periodic atoms").
+    # Asked of every unknown output's open elements at once, so an input is one atom, with
+    # one period, in every group `_pinned_split` pins.
+    open_terms = [t for i in unknown for e in p.pending[i] for t in T.element_terms(e.ref) + T.element_terms(e.other)]
+    atoms.update(cases.periodic_atoms(p.inputs, p.names, open_terms, atoms))
     if not atoms:
         return
     constraints = [T.formula(c) for c in p.constraints]

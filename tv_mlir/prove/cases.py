@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from tv_mlir.algebra import periodic
 from tv_mlir.algebra import terms as T
 from tv_mlir.algebra.base import Kind
 from tv_mlir.algebra.checks import difference_is_zero
@@ -41,6 +42,9 @@ BUDGET = 64
 # (flash_decode_sp's lengths 5-16 time out either way), and an output that stays unknown
 # should not cost the whole timeout again.
 CASE_TIMEOUT_S = 5.0
+# Integer inputs of a wide range read only through a residue are enumerated over the
+# residues (`periodic_atoms`). A switch so the tests can show what it closes.
+PERIODIC = True
 
 
 @dataclass(frozen=True)
@@ -89,6 +93,38 @@ def small_atoms(inputs: Sequence[np.ndarray], names: Sequence[str], bounds: Sequ
                 continue  # a folded element (bounds of one value) or a Boolean: nothing to enumerate
             label = f"{name}[{','.join(map(str, idx))}]" if arr.shape else name
             out[sym.leaf.id] = Atom(label, sym.leaf.id, sym, lo, hi, (k, idx))
+    return out
+
+
+def periodic_atoms(inputs: Sequence[np.ndarray], names: Sequence[str], terms: Sequence[Any],
+                   exclude: Mapping[int, Atom], budget: int | None = None) -> dict[int, Atom]:
+    """Integer input elements that `terms` read only through their residue mod some M <=
+    `budget` (`algebra.periodic`), by atom id, each as an Atom over M consecutive values of
+    its range (from 0 where the range allows): every residue once, so a case split over
+    them covers every value of the range (docs/cases.md, "Periodic atoms"). The range is
+    the store's bounds of the input (its --assume bounds, else its type's); elements in
+    `exclude` (the small atoms) and elements whose range is not larger than M are left out."""
+    budget = BUDGET if budget is None else budget
+    own = [t for t in terms if isinstance(t, Term)]
+    if not own or not PERIODIC:
+        return {}
+    store: TermStore = own[0].store
+    out: dict[int, Atom] = {}
+    for k, (arr, name) in enumerate(zip(inputs, names)):
+        for idx in np.ndindex(*arr.shape):
+            sym = arr[idx]
+            if not isinstance(sym, Term) or sym.sort != "int" or sym.leaf is None or sym.leaf.id in exclude:
+                continue
+            rng = store.bounds.get(sym.leaf.id)
+            if rng is None or not all(math.isfinite(b) for b in rng):
+                continue
+            lo, hi = int(rng[0]), int(rng[1])
+            m = periodic.period(store, own, sym.leaf, budget)
+            if m is None or m <= 1 or hi - lo + 1 <= m:
+                continue  # not read through a residue, not read at all, or no fewer cases
+            start = min(max(lo, 0), hi - m + 1)
+            label = f"{name}[{','.join(map(str, idx))}]" if arr.shape else name
+            out[sym.leaf.id] = Atom(f"{label} (mod {m})", sym.leaf.id, sym, start, start + m - 1, (k, idx))
     return out
 
 
