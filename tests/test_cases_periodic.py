@@ -8,6 +8,7 @@ import random
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tv_mlir import driver
@@ -149,3 +150,18 @@ def test_a_read_of_pos_outside_a_residue_is_not_covered(monkeypatch: pytest.Monk
 
 def test_bug_late_differs_on_xla() -> None:
     assert gen_periodic.differing("ring_periodic_bug_late")[:2] == [100, 101]
+
+
+def test_periodic_atoms_only_over_terms_of_the_inputs() -> None:
+    """An input read only through x mod 16 is an atom over 16 values from 0; a free constant
+    that is no input (a cut point left in the terms, which could read x bare) refuses it."""
+    s, x, y, forms = _forms()
+    assert x.leaf is not None
+    s.bounds[x.leaf.id] = (0, 999)
+    inputs, names = [np.array(x, dtype=object), np.array(y, dtype=object)], ["pos", "y"]
+    found = cases.periodic_atoms(inputs, names, [forms["scaled residue"]], {})
+    assert [(a.name, a.lo, a.hi) for a in found.values()] == [("pos (mod 16)", 0, 15)]
+    cut = s.var("cut7", INT)
+    assert cases.periodic_atoms(inputs, names, [s.add(forms["scaled residue"], cut)], {}) == {}
+    s.bounds[x.leaf.id] = (0, 15)  # no more values than residues: nothing gained
+    assert cases.periodic_atoms(inputs, names, [forms["scaled residue"]], {}) == {}

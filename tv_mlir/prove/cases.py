@@ -29,7 +29,7 @@ from tv_mlir.algebra import terms as T
 from tv_mlir.algebra.base import Kind
 from tv_mlir.algebra.checks import difference_is_zero
 from tv_mlir.algebra.substitute import pinned
-from tv_mlir.algebra.term import VAR, Term, TermStore
+from tv_mlir.algebra.term import BVAR, VAR, Term, TermStore
 from tv_mlir.assume import FloatRange, Resolved
 from tv_mlir.prove.solve import Model, Query, solve_local
 
@@ -109,6 +109,12 @@ def periodic_atoms(inputs: Sequence[np.ndarray], names: Sequence[str], terms: Se
     if not own or not PERIODIC:
         return {}
     store: TermStore = own[0].store
+    # The period argument reads the terms as functions of the inputs alone: a free constant
+    # that is no input element (a cut point left unexpanded) could hide a bare read of x.
+    leaves = {t.leaf.id for arr in inputs for x in np.asarray(arr, dtype=object).reshape(-1)
+              for t in T.element_terms(x) if isinstance(t, Term) and t.leaf is not None}
+    if any(t.kind in (VAR, BVAR) and t.id not in leaves for t in store.walk(own)):
+        return {}
     out: dict[int, Atom] = {}
     for k, (arr, name) in enumerate(zip(inputs, names)):
         for idx in np.ndindex(*arr.shape):
