@@ -136,12 +136,24 @@ def _bits(through_bf16: bool) -> str:
     return _module(f"%x: {t}, %w: {t}", i, body)
 
 
+def _rounded(format_: str | None) -> str:
+    """x + x, or the same of x rounded by reduce_precision to `format_` (e5m2: 0.1 -> 0.09375,
+    1e6 -> inf on XLA). Over the reals the rounding is the identity, as a convert to a
+    narrower type is; a convert is reported as a precision finding, this was not."""
+    t = "tensor<4xf32>"
+    pre = f"    %r = stablehlo.reduce_precision %x, format = {format_} : {t}\n" if format_ else ""
+    v = "%r" if format_ else "%x"
+    return _module(f"%x: {t}", t, pre + f"    %out = stablehlo.add {v}, {v} : {t}")
+
+
 PAIRS = [
     Pair("device_id", "SharedValues.key: a reference's partition_id (one device) shared with a program on two",
          _device_id(False, True), _device_id(True, True), _device_id(True, False)),
     Pair("bits_types", "SharedValues.key: one array read at two types (an f16 and its bf16 convert) by bitcasts",
          _bits(False), _bits(True),
          witness=lambda: [np.array([40.25, 1, 2, 3], np.float16), np.array([3, 0, 0, 0], np.float16)]),
+    Pair("reduce_precision", "reduce_precision to e5m2 read as the identity, with no precision finding",
+         _rounded(None), _rounded("e5m2"), witness=lambda: [np.array([0.1, 1e6, 3.3, -7.7], np.float32)]),
     Pair("scatter_order", "a scatter's update computation with its arguments swapped (current - update)",
          _scatter("stablehlo.subtract %a, %b"), _scatter("stablehlo.subtract %b, %a"),
          witness=lambda: [np.arange(18, dtype=np.float32).reshape(6, 3), np.array([[0], [2], [2], [5], [1]], np.int32),
