@@ -90,7 +90,7 @@ def test_reduce_precision_is_a_precision_finding() -> None:
 
 def test_device_id_bug_is_refuted_on_xla() -> None:
     # The other program adds its partition id (1 on device 1) where x == 37.25: not what
-    # the one-device reference computes. The random runs never draw 37.25; the proof does.
+    # the one-device reference computes (a condition random draws rarely meet).
     v = _verify("device_id", "bug")
     assert v.verdict == "not-equivalent", v.reason
     assert _confirmed_on_xla(v)
