@@ -299,7 +299,7 @@ class _Stuck(z3.Solver):
 
 @pytest.mark.parametrize("reason", ["canceled", "max. resource limit exceeded", "timeout"])
 def test_a_limit_on_every_restart_is_unknown_not_unsat(monkeypatch: pytest.MonkeyPatch, reason: str) -> None:
-    monkeypatch.setattr(z3, "Solver", _Stuck)
+    monkeypatch.setattr(solve, "_solver", lambda timeout_s: _Stuck())  # however a solver is limited
     monkeypatch.setattr(_Stuck, "reason", reason)
     _Stuck.checks = []
     x = z3.Real("x")
