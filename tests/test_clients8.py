@@ -28,10 +28,13 @@ def gen8():
 
 
 @pytest.mark.parametrize("name", [
+    # Also equivalent (docs/jax.md), left to `gen_clients8.py --one` for CPU: permutation_jit
+    # and scan_wsc_grad_jit (~5 s each).
     "mha_flax_jit", "conv_ln_jit", "embed_take_jit", "sgd_nesterov_jit", "rmsprop_centered_jit",
-    "clip_adam_sched_jit", "adagrad_jit", "einsum_uneven_jit", "reduce_scatter_jit", "sort_topk_jit",
-    "bf16_attn_jit", "mesh6_uneven_jit", "mesh_permuted_jit", "roll_reverse_jit", "segment_sum_jit",
-    "int4_dot_jit", "gqa_repeat_jit", "yogi_jit",
+    "clip_adam_sched_jit", "adagrad_jit", "yogi_jit", "lars_ema_jit", "tiny_lm_step_jit",
+    "einsum_uneven_jit", "reduce_scatter_jit", "sort_topk_jit", "bf16_attn_jit", "int4_dot_jit",
+    "reduce_precision_jit", "hash_embed_jit", "mesh6_uneven_jit", "mesh_permuted_jit", "roll_reverse_jit",
+    "segment_sum_jit", "gqa_repeat_jit",
     "pos3_smap", "rowpar3_smap", "halo_conv_smap", "gather2_smap", "flat_index_smap", "a2a_transpose_smap",
 ])
 def test_client_through_check(gen8, name: str) -> None:
