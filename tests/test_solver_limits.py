@@ -1,6 +1,6 @@
 """A solver call's limit is z3's work count, not wall time, and a call that has not ended in
 a short slice is started again with another seed (tv_mlir/prove/solve.py: RLIMIT_PER_S,
-WALL_SLACK, RESTART_SLICES). Both are about a verdict not changing with the machine's
+CPU_SLACK, WALL_CAP, RESTART_SLICES). Both are about a verdict not changing with the machine's
 load or with what the process built before: CI failed on tests/test_cases.py when a merge
 the sweep needed ran out of its 0.5 s wall at load ~3, and on one order of that file's
 tests when a 0.03 s sat query ran out its 20 s."""
@@ -74,11 +74,59 @@ def test_the_worker_counts_the_same_work(monkeypatch: pytest.MonkeyPatch) -> Non
     assert solve._solve_text(_cubic().smt2(), 30.0) == ("sat", "")
 
 
-def test_wall_time_is_the_backstop() -> None:
-    assert solve.wall_s(2.0) == pytest.approx(2.0 * solve.WALL_SLACK)
+def test_wall_time_is_the_last_resort() -> None:
+    assert solve.wall_s(2.0) == pytest.approx(2.0 * solve.WALL_CAP)
+    assert solve.cpu_s(2.0) == pytest.approx(2.0 * solve.CPU_SLACK)
     # Past z3's 32-bit work limit the wall timeout alone bounds the call, unstretched.
     huge = 2 * (2**32) / solve.RLIMIT_PER_S
-    assert solve.wall_s(huge) == huge
+    assert solve.wall_s(huge) == huge and solve.cpu_s(huge) is None
+
+
+def _semiprime() -> Query:
+    a, b = z3.Ints("a b")  # z3 does not factor it fast: a check that runs until stopped
+    return Query(0, z3.And(a * b == 1000000016000000063, a > 1, b > 1), refine=False)
+
+
+def test_cpu_time_of_the_checking_thread_ends_a_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the work count and the wall cap out of reach, the call ends when its own thread
+    has used CPU_SLACK x its timeout of CPU, reported as a timeout (z3 says "interrupted":
+    not read as Ctrl-C); a thread burning CPU beside it does not count against it; the next
+    call is not cut short by the interrupt."""
+    import threading
+
+    monkeypatch.setattr(solve, "RLIMIT_PER_S", 10**9 // 30)  # ~1e9 units for 30 s: not reached
+    monkeypatch.setattr(solve, "WALL_CAP", 100.0)
+    monkeypatch.setattr(solve, "CPU_SLACK", 0.02)  # 0.6 s of CPU for 30 s
+    monkeypatch.setattr(solve, "RESTART_SLICES", ())
+    stop = threading.Event()
+
+    def burn() -> None:
+        while not stop.is_set():
+            sum(range(10000))
+    burner = threading.Thread(target=burn)
+    burner.start()
+    try:
+        c0, t0 = time.thread_time(), time.monotonic()
+        out = solve.solve_local(_semiprime(), 30.0)
+        used, wall = time.thread_time() - c0, time.monotonic() - t0
+    finally:
+        stop.set()
+        burner.join()
+    assert (out.status, out.reason) == ("unknown", "timeout")
+    assert 0.5 <= used <= 2.0, used  # its own thread's CPU, not the burner's
+    assert wall < 20.0
+    assert solve.solve_local(_cubic(), 30.0).status == "sat"
+
+
+def test_a_worker_has_its_own_cpu_backstop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The query as a worker process runs it (SMT-LIB text, a forked child's watchdog)."""
+    monkeypatch.setattr(solve, "RLIMIT_PER_S", 10**9 // 30)
+    monkeypatch.setattr(solve, "WALL_CAP", 100.0)
+    monkeypatch.setattr(solve, "CPU_SLACK", 0.02)
+    t0 = time.monotonic()
+    assert solve.solve_all([_semiprime(), _semiprime()], 30.0, jobs=2) == \
+        [solve.Outcome(0, "unknown", "timeout")] * 2
+    assert time.monotonic() - t0 < 20.0
 
 
 class _Recorded:

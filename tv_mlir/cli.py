@@ -92,7 +92,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="print one JSON object on stdout (an error too: {verdict: error, exit_code, kind, error})")
         sp.add_argument("--timeout", type=_positive_number, default=Options.timeout_s,
                         help="seconds per solver query (a finite number > 0), counted in z3's work units "
-                             "so a verdict does not change with the machine's load; at most twice that in wall time")
+                             "so a verdict does not change with the machine's load; at most twice that in CPU time, "
+                             "ten times in wall time")
         sp.add_argument("--jobs", type=_positive_int, default=Options.jobs, help="parallel solver processes (>= 1)")
         sp.add_argument("--pipeline", default=Options.pipeline,
                         help="pass pipeline: the name of a built-in one (default, shrink, none; see "

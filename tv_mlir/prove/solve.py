@@ -114,11 +114,16 @@ _MAX_RLIMIT = 2**32 - 1
 # A call of timeout T may spend RLIMIT_PER_S * T units: measured on this project's queries
 # on a 2-core machine at load ~1, z3 counts 10-15 M units a second for most of them
 # (median 10 M); a limit of 15 M a second leaves them at least the time they had.
-# Some queries count ~1 M a second (their work is in parts z3 does not count): the wall
-# timeout stays for them, WALL_SLACK times T, so no call runs unbounded. None: wall time
-# alone (the behaviour before).
+# Some queries count ~1-2 M a second (their work is in parts z3 does not count): for them
+# the backstop is the CPU time of the checking thread, CPU_SLACK times T (`_Watchdog`),
+# which the machine's load stretches far less than wall time (stop 49: a ring-buffer twin's
+# model was found or not by the same query as the load went from 2 to 7, its calls ended
+# at 2x wall with half of that in CPU). Wall time stays as the last resort, WALL_CAP
+# times T, so no call runs unbounded. RLIMIT_PER_S None: wall time alone (the behaviour
+# before stop 48).
 RLIMIT_PER_S: int | None = 15_000_000
-WALL_SLACK = 2.0
+CPU_SLACK = 2.0
+WALL_CAP = 10.0
 # What z3 says when the work limit ends a call; reported as the timeout it stands for.
 _RLIMIT_REASON = "max. resource limit exceeded"
 
@@ -132,28 +137,121 @@ def _units(timeout_s: float) -> int | None:
 
 def wall_s(timeout_s: float) -> float:
     """The wall time a call of `timeout_s` may take."""
-    return timeout_s * WALL_SLACK if _units(timeout_s) is not None else timeout_s
+    return timeout_s * WALL_CAP if _units(timeout_s) is not None else timeout_s
+
+
+def cpu_s(timeout_s: float) -> float | None:
+    """The CPU time of its thread a call of `timeout_s` may take (None: wall time alone)."""
+    return timeout_s * CPU_SLACK if _units(timeout_s) is not None else None
+
+
+class _Limited(z3.Solver):  # type: ignore[misc]  # z3 has no type hints
+    """A z3 solver with the CPU budget `_check` holds its checks to, and whether its last
+    check ran out of it (z3 then says "interrupted", which is a timeout here)."""
+
+    cpu_s: float | None = None
+    ran_out: bool = False
+
+
+@dataclass
+class _Watch:
+    generation: int
+    fired: bool = False
 
 
 def _solver(timeout_s: float) -> z3.Solver:
-    s = z3.Solver()
+    s = _Limited()
     units = _units(timeout_s)
     if units is not None:
         s.set("rlimit", units)
     s.set("timeout", min(_MAX_TIMEOUT_MS, max(1, int(wall_s(timeout_s) * 1000))))
+    s.cpu_s = cpu_s(timeout_s)
     return s
 
 
+class _Watchdog:
+    """Interrupts the z3 check in progress once its thread has used the check's CPU budget:
+    one thread per process, started on first use, polling every POLL_S while a check runs.
+    Per process, as z3's context it interrupts is; a forked worker starts its own."""
+
+    POLL_S = 0.01
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._watched: tuple[int, float, _Watch] | None = None  # (thread CPU clock, deadline on it, the watch)
+        self._generation = 0
+        self._thread: threading.Thread | None = None
+
+    @contextmanager
+    def watch(self, budget_s: float) -> Iterator[_Watch]:
+        clock = time.pthread_getcpuclockid(threading.get_ident())
+        with self._cond:
+            self._generation += 1
+            w = _Watch(self._generation)
+            self._watched = (clock, time.clock_gettime(clock) + budget_s, w)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="tv-mlir-solver-cpu", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+        try:
+            yield w
+        finally:
+            with self._cond:
+                if self._watched is not None and self._watched[2] is w:
+                    self._watched = None
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while self._watched is None:
+                    self._cond.wait()
+                clock, deadline, w = self._watched
+                left = deadline - time.clock_gettime(clock)
+                if left <= 0:
+                    # Under the lock: the check cannot have been unregistered, so this
+                    # interrupts it (an interrupt between checks is dropped by z3).
+                    self._watched = None
+                    w.fired = True
+                    z3.main_ctx().interrupt()
+                    continue
+                # A thread's CPU clock runs no faster than the wall clock.
+                self._cond.wait(timeout=min(left, self.POLL_S))
+
+
+_WATCHDOG = _Watchdog()
+
+
+def _fresh_watchdog() -> None:
+    # A fork copies the lock in whatever state the parent's watchdog thread held it, and
+    # not the thread: the child gets its own.
+    global _WATCHDOG
+    _WATCHDOG = _Watchdog()
+
+
+os.register_at_fork(after_in_child=_fresh_watchdog)
+
+
 def _reason(s: z3.Solver) -> str:
+    if getattr(s, "ran_out", False):
+        return "timeout"
     why = s.reason_unknown()
     return "timeout" if why in (_RLIMIT_REASON, _INTERRUPTED[2]) else why
 
 
 def _check(s: z3.Solver) -> Any:
-    """s.check(), with z3's own Ctrl-C cancellation raised as the interrupt it is."""
-    r = s.check()
+    """s.check() within its CPU budget (a `_solver`'s), with z3's own Ctrl-C cancellation
+    raised as the interrupt it is."""
+    budget = getattr(s, "cpu_s", None)
+    if budget is None:
+        r = s.check()
+    else:
+        with _WATCHDOG.watch(budget) as w:
+            r = s.check()
+        s.ran_out = w.fired
     if r == z3.unknown:
         why = s.reason_unknown()
+        if getattr(s, "ran_out", False) and not _INTERRUPT.is_set():
+            return r  # the CPU budget's interrupt: a timeout (`_reason`)
         # A work limit's "canceled" read as Ctrl-C ended a test worker with
         # KeyboardInterrupt (test_clients6's topk_vocab_bug, in make test).
         if why in _INTERRUPTED[:2] or (why == _INTERRUPTED[2] and _INTERRUPT.is_set()):
@@ -396,7 +494,7 @@ def _solve_text(text: str, timeout_s: float) -> tuple[str, str]:
     s = _solver(timeout_s)
     s.set("ctrl_c", False)  # SIGINT is ignored here; z3 must not take it over either
     s.from_string(text)
-    r = s.check()
+    r = _check(s)
     return str(r), _reason(s) if r == z3.unknown else ""
 
 
