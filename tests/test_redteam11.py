@@ -75,15 +75,16 @@ def test_bits_at_two_types_share_a_wrong_value_without_the_types(monkeypatch: py
     assert v.verdict == "equivalent"
 
 
-# --- reduce_precision: a rounding with no precision finding (semantics / sweep) ----------
+# --- reduce_precision: a rounding one program makes is a precision finding (driver) -------
 
-@pytest.mark.xfail(strict=True, reason="reduce_precision is the identity over the reals (semantics/elementwise) and, "
-                   "unlike a narrower convert, leaves no precision finding, so --strict-dtypes proves x + x against "
-                   "rp(x, e5m2) * 2 equivalent (XLA: 1e6 -> inf); not this helper's room, see docs/stages.md")
 def test_reduce_precision_is_a_precision_finding() -> None:
     v = tv_mlir.verify(str(DATA / "reduce_precision.ref.mlir"), str(DATA / "reduce_precision.bug.mlir"),
                        cache=False, shrink=False, strict_dtypes=True)
     assert v.precision and v.verdict == "not-equivalent", v.reason
+    assert "e5m2" in v.precision[0]
+    same = tv_mlir.verify(str(DATA / "reduce_precision.bug.mlir"), str(DATA / "reduce_precision.bug.mlir"),
+                          cache=False, shrink=False, strict_dtypes=True)
+    assert same.verdict == "equivalent" and not same.precision, same.reason
 
 
 # --- SharedValues: a device id under two device counts ----------------------------------

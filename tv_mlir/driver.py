@@ -267,6 +267,7 @@ def _prove_pair(ref: Module, other: Module, options: Options, sizes: Mapping[int
         _numeric_runs(p, runs)
         ref_out, other_out, ref_checks, other_checks = _symbolic_runs(p)
         _compare_output_types(p)
+        _rounding_findings(p)
         _build_obligations(p, ref_out, other_out, ref_checks, other_checks)
         if only is not None:  # the rest is another case's: not looked at, so not proved here
             p.open_ = {i: kept for i, es in p.open_.items() if (kept := [e for e in es if (i, e[0]) in only])}
@@ -436,6 +437,39 @@ def _compare_output_types(p: _Proof) -> None:
                          outputs=[OutputResult(i, "not-equivalent", detail=f"type {rt} vs {ot}")])
         if rt.dtype != ot.dtype:
             p.precision.append(f"output {i}: {rt.dtype} in {p.ref.source}, {ot.dtype} in {p.other.source}")
+
+
+# The float formats reduce_precision can narrow a value to below its own type's.
+_FORMATS = {"f64": (11, 52), "f32": (8, 23), "bf16": (8, 7), "f16": (5, 10)}
+
+
+def _roundings(m: Module) -> dict[tuple[str, int, int], str]:
+    """A program's narrowing reduce_precision formats, (type, exponent bits, mantissa bits)
+    -> the first such op's location."""
+    out: dict[tuple[str, int, int], str] = {}
+    for f in m.funcs.values():
+        for op in f.body.walk():
+            if op.name != "stablehlo.reduce_precision" or not op.result_types:
+                continue
+            dtype = op.result_types[0].dtype
+            full = _FORMATS.get(dtype)
+            e, mant = int(op.attrs.get("exponent_bits", 0)), int(op.attrs.get("mantissa_bits", 0))
+            if full is None or (e >= full[0] and mant >= full[1]):
+                continue
+            out.setdefault((dtype, e, mant), op.loc or op.name)
+    return out
+
+
+def _rounding_findings(p: _Proof) -> None:
+    """reduce_precision is the identity over the reals, as a narrower convert is (helper-78,
+    red team 11): a format one program rounds to and the other never does is a precision
+    finding, as a value computed at a narrower type is (--strict-dtypes: not-equivalent)."""
+    ref, other = _roundings(p.ref), _roundings(p.other)
+    for (mine, theirs), (mod, there) in (((other, ref), (p.other, p.ref)), ((ref, other), (p.ref, p.other))):
+        for (dtype, e, mant), loc in mine.items():
+            if (dtype, e, mant) not in theirs:
+                p.precision.append(f"stablehlo.reduce_precision at {loc}: {dtype} rounded to e{e}m{mant} in "
+                                   f"{mod.source}, where {there.source} does not round so")
 
 
 def _build_obligations(p: _Proof, ref_out: list[np.ndarray], other_out: list[np.ndarray],
