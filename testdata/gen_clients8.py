@@ -53,6 +53,8 @@ parallelize (`reference=`); each `*_bug` twin is the same plan with one silent m
   emulation by `reduce_precision`, `jax.random.permutation` of sharded rows.
 - newton_while_jit (jit): a `while_loop` that stops on convergence or after 20 trips (a
   data-dependent trip count). Twin (_bug, a different function): stops at 1e-1.
+- greedy_decode_jit (jit): a greedy decode `while_loop` until every row emitted EOS or 6
+  steps, vocabulary on tp. Twin (_bug, a different function): at most 5 steps.
 - tiny_lm_step_jit (jit): a flax Embed + MHA + MLP LM, cross-entropy, adamw train step.
 - gqa_repeat_jit, lars_ema_jit, yogi_jit (jit): grouped-query attention (2 kv heads repeated
   to 8 query heads on tp), `optax.lars` + `optax.ema`, `optax.yogi`.
@@ -545,6 +547,36 @@ def _newton_while(bug: bool) -> Program:
                    S("dp", "tp"), reference=_newton)
 
 
+def _greedy_decode(steps: int):
+    """Greedy decoding as users write it: until every row has emitted EOS (token 0) or
+    `steps` steps, a tied-embedding model's argmax token; returns the summed scores."""
+    def decode(emb, w, tok):
+        def cond(c):
+            _, done, i, _ = c
+            return jnp.logical_not(jnp.all(done)) & (i < steps)
+
+        def body(c):
+            tok, done, i, score = c
+            logits = jnp.tanh(emb[tok] @ w) @ emb.T
+            nxt = jnp.where(done, 0, jnp.argmax(logits, -1))
+            return nxt, done | (nxt == 0), i + 1, score + jnp.where(done, 0.0, jnp.max(logits, -1))
+
+        return lax.while_loop(cond, body, (tok, tok == 0, 0, jnp.zeros(tok.shape, f32)))[3]
+    return decode
+
+
+def _greedy(bug: bool) -> Program:
+    m = mesh((2, 4), ("dp", "tp"))
+    S = _shardings(m)
+    vocab, d = 16, 4
+    return Program("greedy_decode_jit_bug" if bug else "greedy_decode_jit",
+                   "jit: greedy decode while_loop until all EOS or 6 steps, vocab on tp, 2x4"
+                   + (" (bug: at most 5 steps)" if bug else ""),
+                   _greedy_decode(5 if bug else 6), (_sds((vocab, d)), _sds((d, d)), _sds((8,), i32)),
+                   (S("tp"), S(), S("dp")), S("dp"), options={"assume": {"tok": (0, vocab)}},
+                   reference=_greedy_decode(6))
+
+
 def permutation_jit() -> Program:
     m = mesh((2, 4), ("dp", "tp"))
     S = _shardings(m)
@@ -715,6 +747,7 @@ PROGRAMS: g.Programs = {
     "hash_embed_jit": hash_embed_jit, "int4_dot_jit": int4_dot_jit, "reduce_precision_jit": reduce_precision_jit,
     "newton_while_jit": lambda: _newton_while(False),
     "newton_while_jit_bug": lambda: _newton_while(True), "permutation_jit": permutation_jit,
+    "greedy_decode_jit": lambda: _greedy(False), "greedy_decode_jit_bug": lambda: _greedy(True),
     "tiny_lm_step_jit": tiny_lm_step_jit, "gqa_repeat_jit": gqa_repeat_jit, "lars_ema_jit": lars_ema_jit,
     "yogi_jit": yogi_jit, "gather2_smap": lambda: _gather2(False), "gather2_smap_bug": lambda: _gather2(True),
     "flat_index_smap": lambda: _flat_index(False), "flat_index_smap_bug": lambda: _flat_index(True),

@@ -8,7 +8,8 @@ are `equivalent`; each bug twin is `not-equivalent` with a counterexample XLA sh
 original sizes.
 
 The batch's finding: a `while_loop` with a data-dependent stop (an iteration to
-convergence capped by a counter, a decode loop until EOS) was `unknown`. It is now run as
+convergence capped by a counter, a decode loop until EOS) could not be run whole (a pair
+proved whole, or the whole proof after a failed loop stage, was `unknown`). It is now run as
 at most N guarded trips, `select(cond, body, values)` (semantics/control.py,
 `guard_trips`); the tests below hold its semantics to XLA's in both algebras, a twin whose
 loop stops at another threshold not-equivalent and XLA-confirmed, and a loop whose counter
@@ -143,8 +144,10 @@ def test_a_converging_loop_is_proved_and_its_twin_caught() -> None:
     s = jax.ShapeDtypeStruct((2, 2), jnp.float32)
     ref = _lowered(_newton(), s)
     opts = {"cache": False, "assume": {"arg0": (0.5, 4.0)}}
-    v = verify(ref, _lowered(_newton(counter_first=True), s), **opts)
-    assert v.verdict == "equivalent", v.reason
+    other = _lowered(_newton(counter_first=True), s)
+    for stages in (True, False):  # by the staged loop induction; by the loop run whole
+        v = verify(ref, other, stages=stages, **opts)
+        assert v.verdict == "equivalent", (stages, v.reason)
     assert_confirmed_at_original_sizes(verify(ref, _lowered(_newton(thr=1e-1), s), **opts))
 
 
@@ -183,12 +186,14 @@ def test_guard_trips_reads_the_counter_bound() -> None:
         assert guard_trips(op, [None, None]) is None
 
 
-def test_a_jit_newton_loop_through_check(gen8) -> None:
-    """The jit Newton loop in jax's Shardy lowering (a global program, no collective in the
-    loop) is equivalent to the single-device loop, and the twin stopping at 1e-1 is caught,
-    XLA-confirmed. XLA's partitioned module puts an all-reduce in the condition, which
+@pytest.mark.parametrize("name", ["newton_while_jit", "greedy_decode_jit"])
+def test_a_jit_loop_with_a_data_dependent_stop_through_check(gen8, name: str) -> None:
+    """The jit Newton and greedy-decode loops in jax's Shardy lowering (a global program, no
+    collective in the loop; proved by the staged loop induction) are equivalent to the
+    single-device loops, and their twins (another threshold, one step fewer) are caught,
+    XLA-confirmed. XLA's partitioned modules put all-reduces in the loop, which
     execute/spmd.py's lockstep loop still refuses (docs/jax.md, Eighth batch)."""
-    v = check_client(gen8, "newton_while_jit", form="shardy")
+    v = check_client(gen8, name, form="shardy")
     assert v.verdict == "equivalent", v.reason
-    assert_confirmed_at_original_sizes(check_client(gen8, "newton_while_jit_bug", form="shardy"))
+    assert_confirmed_at_original_sizes(check_client(gen8, f"{name}_bug", form="shardy"))
 
