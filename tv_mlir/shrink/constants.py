@@ -16,6 +16,7 @@ from tv_mlir.shrink.clamps import Clamp, implicit_clamps
 from tv_mlir.shrink.constant_terms import Scale, Scales
 from tv_mlir.shrink.dims import DimAnalysis
 from tv_mlir.shrink.facts import (
+    SPREAD,
     Constant,
     ProgramFacts,
     block_offset_constants,
@@ -54,6 +55,18 @@ WIDE_LITERALS = True
 # (sum / c, or sum * c as a reciprocal), with c = |S| (1 / |S|), names S's element count
 # and nothing else. The switch is for the tests that show what the rule does.
 MEAN_DIVISORS = True
+# Rule (i), transposed means across devices (`_spread_classes`): the count a partitioned
+# mean's backward divides its local cotangent by is the global class's. Off: only the
+# local classes' count is read.
+SPREAD_GLOBALS = True
+# Rule (h), offset tables read at blocks of several classes (`Sites.clashes`): one rewrite
+# where every reading gives the same table at the planned sizes. Off: any second reading
+# pins the classes the table offsets, as before.
+CLASHES_BY_SIZE = True
+# Rule (h), clamped offset tables (`_blocks_of`): entries past the last block, which a
+# dynamic_slice clamps to it, are block counts like the others when the dim is a fixed
+# number of blocks. Off: such a table pins the class it offsets, as before.
+CLAMPED_TABLES = True
 # Rule (a), integer division: an integer divide or remainder by a rewritten size keeps
 # the rewritten divisor at this many or more. At 1 the quotient is the dividend and the
 # remainder 0 (ids % local and ids - ids // local are both 0); at b the remainder takes b
@@ -175,6 +188,10 @@ class Sites:
     # different classes or sizes (not rewritten: the sites that read them pin).
     tables: dict[tuple[str, str], tuple[tuple[int, ...], int]] = field(default_factory=dict)
     clashing_tables: set[tuple[str, str]] = field(default_factory=set)
+    # Every (q, block class) reading of a table read at blocks of more than one class (a
+    # norm weight's and a projection's 2048-column shards, one XLA table [0, 2048]): one
+    # rewrite serves them all at a planned size where they all give one table (`clashes`).
+    readings: dict[tuple[str, str], set[tuple[tuple[int, ...], int]]] = field(default_factory=dict)
     # Rule (a), implicit clamps (clamps.py): data-indexed gathers' and dynamic slices' own
     # clamps at |C| - 1, size values of their class.
     clamps: list[Clamp] = field(default_factory=list)
@@ -187,7 +204,24 @@ class Sites:
     def table_values(self, sizes: list[int], original: list[int]) -> dict[tuple[str, str], tuple[int, ...]]:
         """The rewritten offset tables of the classes that shrink."""
         return {k: tuple(x * sizes[c] for x in q) for k, (q, c) in self.tables.items()
-                if k not in self.clashing_tables and sizes[c] != original[c]}
+                if not self.clashes(k, sizes) and sizes[c] != original[c]}
+
+    def add_table(self, key: tuple[str, str], table: tuple[tuple[int, ...], int]) -> None:
+        if self.tables.setdefault(key, table) != table:
+            self.readings.setdefault(key, {self.tables[key]}).add(table)
+
+    def clashes(self, key: tuple[str, str], sizes: list[int]) -> bool:
+        """The table cannot be rewritten at `sizes`: its readings (block counts q at blocks
+        of class c) give different tables there (or rule h's CLASHES is off and it has more
+        than one reading), or it was read with tables of another length."""
+        if key in self.clashing_tables:
+            return True
+        readings = self.readings.get(key)
+        if not readings:
+            return False
+        if not CLASHES_BY_SIZE:
+            return True
+        return len({tuple(x * sizes[c] for x in q) for q, c in readings}) > 1
 
 
 def sites(a: DimAnalysis, facts: list[ProgramFacts],
@@ -227,16 +261,14 @@ def sites(a: DimAnalysis, facts: list[ProgramFacts],
                         v = splat(fa.defs[name][0])
                         table = _table(fa, a, name, op.operands[0], small, d) if v is None and OFFSET_TABLES else None
                         if isinstance(table, tuple):
-                            if out.tables.setdefault((fa.program, name), table) != table:
-                                out.clashing_tables.add((fa.program, name))
+                            out.add_table((fa.program, name), table)
                         consts.append((fa.program, name, v, table is not None or only_device(fa, name)))
                     out.offsets.append((a.class_of[(fa.program, op.operands[0], d)], f"{op.name} at {op.loc}",
                                         index_sources(fa, start) & {"iota", "float", "input"}, consts))
             elif op.name == "stablehlo.gather":
                 if OFFSET_TABLES and LOOKUP_TABLES:
                     for key, table in _lookup_tables(fa, a, op):
-                        if out.tables.setdefault(key, table) != table:
-                            out.clashing_tables.add(key)
+                        out.add_table(key, table)
                 # Data-indexed lookups: indices from program inputs, not positions or floats.
                 g = op.attrs.get("dimension_numbers")
                 sources = index_sources(fa, op.operands[1])
@@ -432,9 +464,36 @@ def _table(fa: ProgramFacts, a: DimAnalysis, name: str, big: str, small: str,
     n = a.types[(fa.program, big)].shape[d]
     m = a.types[(fa.program, small)].shape[d]
     entries = [int(x) for x in value.tolist()]
-    if m <= 0 or m == n or any(x % m or not 0 <= x <= n - m for x in entries):
+    if m <= 0 or m == n or any(x % m or x < 0 for x in entries):
+        return None
+    if any(x > n - m for x in entries) and not (CLAMPED_TABLES and _blocks_of(a, fa.program, big, small, d)):
         return None
     return tuple(x // m for x in entries), a.class_of[(fa.program, small, d)]
+
+
+def _blocks_of(a: DimAnalysis, program: str, big: str, small: str, d: int) -> bool:
+    """Rule (h), clamped offsets: dim d of `big` is r blocks of `small`'s dim d at every
+    planned size (a scale relation between their classes, r fixed). A dynamic_slice clamps
+    its start to [0, n - m], so an entry q m past the last block reads block min(q, r - 1)
+    at the original sizes and, rewritten as q m', at the planned ones too (n' = r m')."""
+    g = a.class_of.get((program, big, d))
+    loc = a.class_of.get((program, small, d))
+    n, m = a.types[(program, big)].shape[d], a.types[(program, small)].shape[d]
+    if g is None or loc is None or n % m:
+        return False
+    up: dict[int, list[tuple[int, int]]] = {}
+    for gl, lo, k in a.scales:
+        up.setdefault(lo, []).append((gl, k))
+    todo, seen = [(loc, 1)], {loc}
+    while todo:
+        x, f = todo.pop()
+        if x == g:
+            return f == n // m
+        for gl, k in up.get(x, ()):
+            if gl not in seen:
+                seen.add(gl)
+                todo.append((gl, f * k))
+    return False
 
 
 def ratios(a: DimAnalysis, where: Sites, sizes: list[int], tied: dict[tuple[str, str], float | int],
@@ -523,16 +582,56 @@ def mean_classes(a: DimAnalysis, k: Constant) -> list[tuple[tuple[int, ...], int
     out = []
     for operand, dims, devices in k.means:
         cs = tuple(a.class_of[(k.program, operand, d)] for d in dims)
+        if devices == SPREAD:
+            # A transposed mean: the count of the classes it spreads over, or of the global
+            # classes they are the shards of (a partitioned backward: below).
+            target = k.value if k.role == "divisor" else round(1.0 / abs(k.value))
+            spread = _spread_classes(a, cs, target) if float(target).is_integer() else None
+            if spread is None:
+                return None
+            cs, devices = spread
         count = devices * math.prod(a.classes[c].size for c in cs)
         if count <= 1:
             return None
         if k.role == "reciprocal":
-            if abs(k.value - 1.0 / count) > 1e-6 * abs(k.value):
+            if abs(abs(k.value) - 1.0 / count) > 1e-6 * abs(k.value):
                 return None
         elif k.value != count:
             return None
         out.append((tuple(c for c in cs if a.classes[c].size > 1), devices))
     return out
+
+
+def _spread_classes(a: DimAnalysis, cs: tuple[int, ...], count: float) -> tuple[tuple[int, ...], int] | None:
+    """Rule (i), transposed means across devices: (cs, F) when `count` is F times the
+    element count of `cs` (the dims a mean's cotangent is spread over), F = 1 or a product
+    of the shard counts by which classes of `cs` are shards of global classes (the plan's
+    scale relations, transitively: global' = k local' at every planned size, so the
+    rewritten value F |cs'| is the global classes' count): XLA spreads a partitioned mean's
+    cotangent over each device's columns and divides by the global count. None when no
+    such F gives `count` (the constant then pins as before)."""
+    local = math.prod(a.classes[c].size for c in cs)
+    if local == count:
+        return cs, 1
+    if not SPREAD_GLOBALS or local <= 0 or count % local:
+        return None
+    up: dict[int, list[tuple[int, int]]] = {}
+    for g, loc, k in a.scales:
+        up.setdefault(loc, []).append((g, k))
+    factors = {1}
+    for c in cs:
+        # the shard counts from c up to every global class it is a shard of
+        mine, todo, seen = {1}, [(c, 1)], {c}
+        while todo:
+            x, f = todo.pop()
+            for g, k in up.get(x, ()):
+                mine.add(f * k)
+                if g not in seen:
+                    seen.add(g)
+                    todo.append((g, f * k))
+        factors = {f * m for f in factors for m in mine}
+    need = int(count) // local
+    return (cs, need) if need in factors else None
 
 
 def tie_constants(a: DimAnalysis, where: Sites, constants: list[Constant], sizes: list[int],
@@ -573,8 +672,8 @@ def tie_constants(a: DimAnalysis, where: Sites, constants: list[Constant], sizes
             if counted_only is not None and not counted_only.issuperset(cs):
                 continue
             if k.role == "reciprocal":
-                if o > 1 and abs(k.value - 1.0 / o) <= 1e-6 * abs(k.value):
-                    hits.append((1.0 / s if s else None, 1.0 / o, cs))
+                if o > 1 and abs(abs(k.value) - 1.0 / o) <= 1e-6 * abs(k.value):
+                    hits.append((math.copysign(1.0 / s, k.value) if s else None, math.copysign(1.0 / o, k.value), cs))
             elif k.value == o and (k.is_int or kind in ("size", "element count")
                                         or (kind.startswith("size - ") and k.role == "divisor")):
                 hits.append((s, o, cs))
@@ -590,7 +689,9 @@ def tie_constants(a: DimAnalysis, where: Sites, constants: list[Constant], sizes
                 s = counts.pop()
                 o = means[0][1] * math.prod(a.classes[c].size for c in means[0][0])
                 classes = tuple(dict.fromkeys(c for cs, _ in means for c in cs))
-                hits = [(1.0 / s, 1.0 / o, classes) if k.role == "reciprocal" else (s, o, classes)]
+                # a reciprocal keeps its sign (XLA's folded seed -1/n, facts.SEEDS)
+                hits = [(math.copysign(1.0 / s, k.value), math.copysign(1.0 / o, k.value), classes)
+                        if k.role == "reciprocal" else (s, o, classes)]
                 if notes is not None and s != o:
                     for c in classes:
                         notes.setdefault(c, f"rule i: the mean divisor {_fmt(k.value)} at {k.loc} names the sum "
@@ -675,7 +776,7 @@ def tie_constants(a: DimAnalysis, where: Sites, constants: list[Constant], sizes
         if bad:
             pins.setdefault(c, f"{site}: offsets computed from {' and '.join(sorted(bad))} values")
         for program, name, offset, mesh_step in consts:
-            if (program, name) in where.clashing_tables or \
+            if where.clashes((program, name), sizes) or \
                     ((program, name) not in tied and offset not in (0, 1) and not mesh_step):
                 pins.setdefault(c, f"{site}: start offset uses constant "
                                      f"{'array ' + name if offset is None else offset}")

@@ -3,6 +3,7 @@ values, which splat constants play a size-like role (index arithmetic, divisors)
 index computation is made of, and which constants meet positions (iota-derived values)."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -258,6 +259,13 @@ def role_constants(facts: ProgramFacts) -> list[Constant]:
             elif any(u.name == "stablehlo.multiply" for u, _ in uses):
                 out.append(Constant(facts.program, name, v, False, op.loc, "reciprocal",
                                     mean_uses(facts, uses, "reciprocal")))
+            elif SEEDS and uses and _seed_value(v) and all(_seed_use(u, pos) for u, pos in uses):
+                # XLA folds a mean's seed (the loss's cotangent 1) into its transpose: +-1/n
+                # at every position the mean summed, divided by the softmax's sum per token
+                # or added at the label (the cross-entropy's backward): a reciprocal of n
+                # spread over them (docs/shrinking.md, rule i "transposed means").
+                out.append(Constant(facts.program, name, v, False, op.loc, "reciprocal",
+                                    _spread_numerators(facts, uses)))
             else:
                 role = _far_role(facts, name, v)
                 if role is not None:
@@ -347,6 +355,16 @@ def _far_role(facts: ProgramFacts, name: str, v: float | int) -> str | None:
 # Rule (i) across devices: a mean divisor of an all-reduced partial sum names the local
 # sum's classes times the devices added (docs/shrinking.md). A switch for the tests.
 ACROSS_DEVICES = True
+# Rule (i), transposed means: a sum over dims of one element is no sum but a move, so a
+# mean's backward (`reduce_{[.., 1]}(ct) / n`, then spread along the summed positions) is
+# read by what it spreads over, not as a sum of one element that n cannot count
+# (docs/shrinking.md, rule i "transposed means"). A switch for the tests.
+UNIT_SUMS = True
+# Rule (i), folded seeds: a float constant whose every use is a divide's numerator or a
+# scatter-add's updates is read as a reciprocal spread over the positions it reaches them
+# at (XLA's partitioned cross-entropy backward: -1/8192 added at each token's label,
+# 1/8192 divided by each token's softmax sum). A switch for the tests.
+SEEDS = True
 
 
 def mean_uses(facts: ProgramFacts, uses: list[tuple[Op, int]], role: str) \
@@ -364,11 +382,54 @@ def mean_uses(facts: ProgramFacts, uses: list[tuple[Op, int]], role: str) \
         else:
             return None
         summed = summed_across(facts, other) if ACROSS_DEVICES else None
-        found = summed or _one_device(sum_reduced(facts, other) or spread_along(facts, u.results[0]))
+        found = summed or _one_device(sum_reduced(facts, other))
+        if found is None:
+            spread = spread_along(facts, u.results[0])
+            found = None if spread is None else (spread[0], spread[1], SPREAD)
         if found is None:
             return None
         out.append(found)
     return tuple(out) or None
+
+
+# `Constant.means`' device count of a transposed mean (`spread_along`): the cotangent
+# divided by the count and spread over the summed positions, on one device, over dims that
+# may be the shards of a global class (XLA's backward of a partitioned mean spreads over
+# its local columns and divides by the global count): constants.mean_classes reads the
+# count through the plan's scale relations.
+SPREAD = 0
+
+
+def _seed_value(v: float | int) -> bool:
+    """+-1/n for an integer n of 8 or more (float32's rounding of it): a count's reciprocal,
+    not a small literal a numerator scales by (2.0 / x, 0.5 / x)."""
+    if not math.isfinite(v) or v == 0 or abs(v) >= 1:
+        return False
+    n = 1.0 / abs(float(v))
+    return round(n) >= 8 and abs(n - round(n)) <= 1e-6 * n
+
+
+def _seed_use(u: Op, pos: int) -> bool:
+    """A use linear in the constant that keeps it per position: a divide's numerator, or
+    the updates of a scatter-add."""
+    if u.name == "stablehlo.divide":
+        return pos == 0
+    return u.name == "stablehlo.scatter" and len(u.operands) == 3 and pos == 2 and len(u.regions) == 1 \
+        and len(u.regions[0].ops) == 1 and u.regions[0].ops[0].name == "stablehlo.add"
+
+
+def _spread_numerators(facts: ProgramFacts, uses: list[tuple[Op, int]]) \
+        -> tuple[tuple[str, tuple[int, ...], int], ...] | None:
+    """Rule (i), transposed means with a folded seed: per use (`_seed_use`), the splat
+    operand the constant reaches it as and that operand's dims of more than one element,
+    which the constant is spread over (`SPREAD`); None when a use spreads over nothing."""
+    out = []
+    for u, pos in uses:
+        dims = tuple(k for k, n in enumerate(_shape_of(facts, u.operands[pos]) or ()) if n > 1)
+        if not dims:
+            return None
+        out.append((u.operands[pos], dims, SPREAD))
+    return tuple(out)
 
 
 def _one_device(found: tuple[str, tuple[int, ...]] | None) -> tuple[str, tuple[int, ...], int] | None:
@@ -438,6 +499,38 @@ def spread_along(facts: ProgramFacts, value: str) -> tuple[str, tuple[int, ...]]
     return None
 
 
+def _shape_of(facts: ProgramFacts, v: str) -> tuple[int, ...] | None:
+    """v's shape: an op's result, a function's or a region's argument."""
+    d = facts.defs.get(v)
+    if d is not None:
+        return d[0].result_types[d[1]].shape if len(d[0].result_types) > d[1] else None
+    if v in facts.func_of_arg:
+        fn = facts.module.funcs.get(facts.func_of_arg[v])
+        body = fn.body if fn is not None else None
+    elif v in facts.region_arg:
+        owner, ri, _ = facts.region_arg[v]
+        body = owner.regions[ri]
+    else:
+        return None
+    if body is None or v not in body.args:
+        return None
+    return body.arg_types[body.args.index(v)].shape
+
+
+def _unit_reduce(facts: ProgramFacts, op: Op) -> bool:
+    """A reduce whose reduced dims all have one element, with an add body and a splat 0
+    init: its result is its operand's one element per position."""
+    shape = _shape_of(facts, op.operands[0])
+    dims = tuple(op.attrs.get("dimensions", ()))
+    if shape is None or not dims or any(shape[x] != 1 for x in dims):
+        return False
+    body = op.regions[0]
+    if len(body.ops) != 1 or body.ops[0].name != "stablehlo.add":
+        return False
+    init = _constant_behind(facts, op.operands[1])
+    return init is not None and init[1] == 0
+
+
 def sum_reduced(facts: ProgramFacts, value: str) -> tuple[str, tuple[int, ...]] | None:
     """(operand, reduced dims) when `value` is, through broadcasts, reshapes, converts and
     value identities, the result of a sum: a `reduce` of one operand whose body is one
@@ -449,6 +542,11 @@ def sum_reduced(facts: ProgramFacts, value: str) -> tuple[str, tuple[int, ...]] 
             continue
         if op.name != "stablehlo.reduce" or len(op.operands) != 2 or k != 0 or len(op.regions) != 1:
             return None
+        if UNIT_SUMS and _unit_reduce(facts, op):
+            # A sum over one element is that element (x + 0): a move, as a reshape is
+            # (JAX's transpose of a broadcast to [.., 1] writes one before a mean's divide).
+            value = op.operands[0]
+            continue
         body = op.regions[0]
         if len(body.ops) != 1 or body.ops[0].name != "stablehlo.add" \
                 or sorted(body.ops[0].operands) != sorted(body.args) or tuple(body.returns) != body.ops[0].results:
