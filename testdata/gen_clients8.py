@@ -46,6 +46,8 @@ parallelize (`reference=`); each `*_bug` twin is the same plan with one silent m
   permutation, so device 0 takes the last device's tail instead of zeros.
 - mesh6_uneven_jit, mesh_permuted_jit (jit): a 2x3 mesh of 6 devices (a dim of 8 over 3,
   padded), and a 2x4 mesh whose devices are listed out of order.
+- hash_embed_jit_signed (jit): the same hash in int32 (arithmetic shift; `take` normalizes
+  the negative bucket back): the same function as hash_embed_jit, its reference.
 - roll_reverse_jit, segment_sum_jit, pool_cummax_jit, hash_embed_jit, int4_dot_jit,
   reduce_precision_jit, permutation_jit (jit): `jnp.roll` / reverse along a sharded axis, a
   GNN layer's `segment_sum` over sharded edges, max pooling / `cummax` / `cumlogsumexp`
@@ -483,18 +485,29 @@ def pool_cummax_jit() -> Program:
                    f, (_sds((4, 16)),), (S("dp", "tp"),), (S("dp", "tp"),) * 3)
 
 
-def hash_embed_jit() -> Program:
+def _hash_embed(tokens, table, signed: bool = False):
+    """The hashing trick: a multiplicative hash of token ids in uint32, the bucket its top
+    4 bits. `signed`: the same bits multiplied in int32, whose `>>` is arithmetic, so a
+    high bit gives the bucket minus 16, which `take` normalizes back to the bucket: the
+    same function, written the way an int32-only codebase does."""
+    if signed:
+        h = tokens * jnp.int32(np.uint32(2654435761).astype(np.int32))
+        idx = h >> 28
+    else:
+        h = tokens.astype(jnp.uint32) * jnp.uint32(2654435761)
+        idx = (h >> 28).astype(i32)
+    return jnp.take(table, idx, axis=0).sum(1)
+
+
+def _hash(signed: bool) -> Program:
     m = mesh((2, 4), ("dp", "tp"))
     S = _shardings(m)
     buckets, d = 16, 4
-
-    def f(tokens, table):  # the hashing trick: multiplicative hash in uint32, bucket by shift
-        h = tokens.astype(jnp.uint32) * jnp.uint32(2654435761)
-        idx = (h >> 28).astype(i32)
-        return jnp.take(table, idx, axis=0).sum(1)
-
-    return Program("hash_embed_jit", "jit: uint32 multiplicative hash of token ids into a tp-sharded bucket table, 2x4",
-                   f, (_sds((4, 8), i32), _sds((buckets, d))), (S("dp"), S("tp")), S("dp"))
+    return Program("hash_embed_jit_signed" if signed else "hash_embed_jit",
+                   "jit: uint32 multiplicative hash of token ids into a tp-sharded bucket table, 2x4"
+                   + (" (in int32: the same function)" if signed else ""),
+                   (lambda t, tb: _hash_embed(t, tb, True)) if signed else _hash_embed,
+                   (_sds((4, 8), i32), _sds((buckets, d))), (S("dp"), S("tp")), S("dp"), reference=_hash_embed)
 
 
 def int4_dot_jit() -> Program:
@@ -744,7 +757,9 @@ PROGRAMS: g.Programs = {
     "halo_conv_smap": lambda: _halo(False), "halo_conv_smap_bug": lambda: _halo(True),
     "mesh6_uneven_jit": mesh6_uneven_jit, "mesh_permuted_jit": mesh_permuted_jit,
     "roll_reverse_jit": roll_reverse_jit, "segment_sum_jit": segment_sum_jit, "pool_cummax_jit": pool_cummax_jit,
-    "hash_embed_jit": hash_embed_jit, "int4_dot_jit": int4_dot_jit, "reduce_precision_jit": reduce_precision_jit,
+    "hash_embed_jit": lambda: _hash(False),
+    "hash_embed_jit_signed": lambda: _hash(True),
+    "int4_dot_jit": int4_dot_jit, "reduce_precision_jit": reduce_precision_jit,
     "newton_while_jit": lambda: _newton_while(False),
     "newton_while_jit_bug": lambda: _newton_while(True), "permutation_jit": permutation_jit,
     "greedy_decode_jit": lambda: _greedy(False), "greedy_decode_jit_bug": lambda: _greedy(True),
