@@ -36,7 +36,7 @@ from tv_mlir.prove import cases, deadline
 from tv_mlir.prove.fingerprints import OTHER_FUNCS_INPUTS, Trace, numeric_trace, random_inputs
 from tv_mlir.prove.fingerprints import align as align_traces
 from tv_mlir.prove.obligations import Obligation, build_obligations
-from tv_mlir.prove.solve import Model, Query, solve_all
+from tv_mlir.prove.solve import Model, Outcome, Query, solve_all
 from tv_mlir.prove.sweep import Sweeper
 from tv_mlir.semantics.fixed_width import int_width
 from tv_mlir.verdict import Counterexample, OutputResult, Verdict
@@ -129,6 +129,11 @@ class _Proof:
     # What the term-level cases left open, for `_pinned_split`: group of atoms -> the
     # (output, element index) pairs whose terms read them.
     split: dict[tuple[cases.Atom, ...], list[tuple[int, tuple[int, ...]]]] = field(default_factory=dict)
+    # The atoms of the case split (`_case_atoms`), worked out once; None until asked.
+    atoms: dict[int, cases.Atom] | None = None
+    # Outputs whose query ran out of a first, short timeout (`EARLY_QUERY_S`): asked again
+    # with the whole timeout if the case split leaves them unknown. Their details then.
+    early: dict[int, str] = field(default_factory=dict)
 
     @property
     def types(self) -> tuple[TensorType, ...]:
@@ -276,10 +281,13 @@ def _prove_pair(ref: Module, other: Module, options: Options, sizes: Mapping[int
         _expand(p)
         if p.pins:
             return p
-        _solve(p)
+        _solve(p, _early_query_s(p))
         verdict = _verdict(p)
         if verdict.verdict == "unknown" and p.split:
             verdict = _pinned_split(p, sizes) or verdict
+        if verdict.verdict == "unknown" and p.early:
+            _solve_again(p)
+            verdict = _verdict(p)
         return verdict
     except _Stop as stop:
         return stop.verdict
@@ -560,8 +568,42 @@ def _expand(p: _Proof) -> None:
     p.stats.update(elements=sum(r.elements for r in p.results), syntactic=sum(r.syntactic for r in p.results))
 
 
-def _solve(p: _Proof) -> None:
-    """One query per obligation: 'some element differs'; a model is a counterexample."""
+# A pair whose open elements all read atoms of the case split (docs/cases.md) first asks its
+# queries for at most this long, then splits by cases (term level, then whole runs), and asks
+# what is still unknown again with the whole timeout: a query the cases close no longer
+# costs its whole timeout first (ring_kv_decode at the default 60 s: 73 of its 125 s CPU).
+EARLY_QUERY_S = 2.0
+
+
+def _early_query_s(p: _Proof) -> float | None:
+    """EARLY_QUERY_S when the case split could settle every open element, else None."""
+    if not p.pending or p.options.timeout_s <= EARLY_QUERY_S or not isinstance(p.alg, FastAlgebra) \
+            or not p.options.by_cases:
+        return None
+    atoms = _case_atoms(p)
+    if not atoms or any(not cases.atoms_in(T.element_terms(e.ref) + T.element_terms(e.other), atoms)
+                        for elems in p.pending.values() for e in elems):
+        return None
+    return EARLY_QUERY_S
+
+
+def _case_atoms(p: _Proof) -> dict[int, cases.Atom]:
+    """The integer input elements a case split enumerates: those of a small assumed range,
+    and those the open elements of every pending output read only through a residue
+    (docs/cases.md, "Periodic atoms"), asked of all of them at once so that an input is one
+    atom, with one period, in every group `_pinned_split` pins."""
+    if p.atoms is None:
+        atoms = cases.small_atoms(p.inputs, p.names, p.bounds)
+        open_terms = [t for elems in p.pending.values() for e in elems
+                      for t in T.element_terms(e.ref) + T.element_terms(e.other)]
+        atoms.update(cases.periodic_atoms(p.inputs, p.names, open_terms, atoms))
+        p.atoms = atoms
+    return p.atoms
+
+
+def _solve(p: _Proof, early_s: float | None = None) -> None:
+    """One query per obligation: 'some element differs'; a model is a counterexample.
+    `early_s`: each query's first timeout (`EARLY_QUERY_S`), the rest left to `_solve_again`."""
     assert p.ctx is not None
     # The inputs' constraints as solver formulas only for a query to carry: most stage
     # proofs close every element before this, and translating them was a fifth of a
@@ -569,12 +611,46 @@ def _solve(p: _Proof) -> None:
     constraints = [T.formula(c) for c in p.constraints] if p.pending else []
     queries = [Query(i, T.any_of(T.negation(e.eq) for e in elems), constraints, refine=p.options.refine_models)
                for i, elems in p.pending.items()]
+    timeout_s = p.options.timeout_s if early_s is None else early_s
     if queries:
         progress(p.options, f"solving {len(queries)} quer{'y' if len(queries) == 1 else 'ies'} "
-                            f"(timeout {p.options.timeout_s:g} s each, {p.options.jobs} job(s))")
+                            f"(timeout {timeout_s:g} s each, {p.options.jobs} job(s))")
     with _timed(p, "solve_s"):
-        outcomes = solve_all(queries, p.options.timeout_s, p.options.jobs)
+        outcomes = solve_all(queries, timeout_s, p.options.jobs)
     p.stats["solver_queries"] = len(queries)
+    _take_outcomes(p, outcomes)
+    if early_s is not None:
+        p.early = {o.output: "" for o in outcomes if o.status == "unknown" and o.reason == "timeout"}
+    _by_cases(p)
+
+
+def _solve_again(p: _Proof) -> None:
+    """The outputs whose first, short query timed out and that the case split left unknown,
+    asked again with the whole timeout; those it does not settle keep their detail."""
+    assert p.ctx is not None
+    again = [i for i in p.early if p.results[i].verdict == "unknown"]
+    p.early = {}
+    if not again:
+        return
+    constraints = [T.formula(c) for c in p.constraints]
+    queries = [Query(i, T.any_of(T.negation(e.eq) for e in p.pending[i]), constraints,
+                     refine=p.options.refine_models) for i in again]
+    details = {i: p.results[i].detail for i in again}
+    for i in again:
+        p.results[i].verdict, p.results[i].detail = "equivalent", ""
+    progress(p.options, f"solving {len(queries)} quer{'y' if len(queries) == 1 else 'ies'} again "
+                        f"(timeout {p.options.timeout_s:g} s each)")
+    with _timed(p, "solve_again_s"):
+        outcomes = solve_all(queries, p.options.timeout_s, p.options.jobs)
+    p.stats["solver_queries"] = p.stats.get("solver_queries", 0) + len(queries)
+    _take_outcomes(p, outcomes)
+    for i in again:
+        if p.results[i].verdict == "unknown" and p.results[i].detail.startswith("solver:"):
+            p.results[i].detail = details[i]  # the case split's account too
+
+
+def _take_outcomes(p: _Proof, outcomes: Sequence[Outcome]) -> None:
+    assert p.ctx is not None
     for outcome in outcomes:
         res = p.results[outcome.output]
         if outcome.status == "unsat":
@@ -595,7 +671,6 @@ def _solve(p: _Proof) -> None:
             continue
         _settle(cex, res, ob, chosen.index, chosen.ref_cut, chosen.other_cut, p.ctx, p.counterexample is None)
         p.found(cex, res)
-    _by_cases(p)
 
 
 def _by_cases(p: _Proof) -> None:
@@ -606,13 +681,7 @@ def _by_cases(p: _Proof) -> None:
     unknown = [i for i in p.pending if p.results[i].verdict == "unknown"]
     if not unknown or not isinstance(p.alg, FastAlgebra) or not p.options.by_cases:
         return
-    atoms = cases.small_atoms(p.inputs, p.names, p.bounds)
-    # Integer inputs of a wide range that the open elements read only through a residue
-    # (a ring buffer's pos % W): one case per residue (docs/cases.md, "Periodic atoms").
-    # Asked of every unknown output's open elements at once, so an input is one atom, with
-    # one period, in every group `_pinned_split` pins.
-    open_terms = [t for i in unknown for e in p.pending[i] for t in T.element_terms(e.ref) + T.element_terms(e.other)]
-    atoms.update(cases.periodic_atoms(p.inputs, p.names, open_terms, atoms))
+    atoms = _case_atoms(p)
     if not atoms:
         return
     constraints = [T.formula(c) for c in p.constraints]
