@@ -422,6 +422,23 @@ def count_unfoldings(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return calls
 
 
+def blind_first_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first run's random counterexample search and its solver skipped (the solver as if
+    out of time), so that what a case split decides is what the verdict shows; the whole
+    runs per case (`driver._pinned_split`) keep their own random search."""
+    from tv_mlir import driver
+    from tv_mlir.prove.solve import Outcome
+
+    search = driver._random_counterexamples
+
+    def pinned_only(p: Any) -> None:
+        if p.pins:
+            search(p)
+    monkeypatch.setattr(driver, "_random_counterexamples", pinned_only)
+    monkeypatch.setattr(driver, "solve_all",
+                        lambda queries, *a: [Outcome(q.output, "unknown", "timeout") for q in queries])
+
+
 def capture_stages(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     """A list that collects every stage a staged proof proves (`stages.run._prove_stages`)."""
     from tv_mlir.stages import run as stages_run

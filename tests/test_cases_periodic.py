@@ -11,13 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tv_mlir import driver
+from conftest import blind_first_search
 from tv_mlir.algebra import periodic
 from tv_mlir.algebra.term import INT, Term, TermStore
 from tv_mlir.algebra.term_eval import evaluate
 from tv_mlir.api import verify
 from tv_mlir.prove import cases
-from tv_mlir.prove.solve import Outcome
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "testdata"))
 import gen_periodic  # noqa: E402
@@ -125,16 +124,8 @@ def test_bug_twin_of_period_24_is_refuted_on_xla() -> None:
 @pytest.fixture
 def _first_search_blind(monkeypatch: pytest.MonkeyPatch) -> None:
     """bug_late's difference shows on random inputs with pos >= 100, and the solver may find
-    its model (depending on the machine's load): both skipped on the first run (the solver as
-    if out of time), so that what the case split decides is what the verdict shows."""
-    search = driver._random_counterexamples
-
-    def pinned_only(p: driver._Proof) -> None:
-        if p.pins:
-            search(p)
-    monkeypatch.setattr(driver, "_random_counterexamples", pinned_only)
-    monkeypatch.setattr(driver, "solve_all",
-                        lambda queries, *a: [Outcome(q.output, "unknown", "timeout") for q in queries])
+    its model (depending on the machine's load): both skipped on the first run."""
+    blind_first_search(monkeypatch)
 
 
 @pytest.mark.usefixtures("_first_search_blind")

@@ -12,10 +12,9 @@ import itertools
 import pytest
 
 import tv_mlir
-from conftest import TESTDATA, assert_confirmed_at_original_sizes
+from conftest import TESTDATA, assert_confirmed_at_original_sizes, blind_first_search
 from tv_mlir import driver
 from tv_mlir.prove import cases
-from tv_mlir.prove.solve import Outcome
 
 FLASH = TESTDATA / "clients6" / "flash_decode_sp"
 REF = TESTDATA / "clients6" / "masked_split_softmax.ref.mlir"
@@ -57,16 +56,9 @@ def test_masked_softmax_proved_by_whole_runs_within_their_budget(monkeypatch: py
 @pytest.fixture
 def _first_random_runs_blind(monkeypatch: pytest.MonkeyPatch) -> None:
     """The first run's random inputs draw n = 4 and show the twin's difference by
-    themselves, and its solver finds a model: both skipped (the solver as if out of time),
-    so that the twin reaches the whole runs, whose own random runs stay."""
-    search = driver._random_counterexamples
-
-    def pinned_only(p: driver._Proof) -> None:
-        if p.pins:
-            search(p)
-    monkeypatch.setattr(driver, "_random_counterexamples", pinned_only)
-    monkeypatch.setattr(driver, "solve_all",
-                        lambda queries, *a: [Outcome(q.output, "unknown", "timeout") for q in queries])
+    themselves, and its solver finds a model: both skipped, so that the twin reaches the
+    whole runs, whose own random runs stay."""
+    blind_first_search(monkeypatch)
 
 
 @pytest.mark.usefixtures("_first_random_runs_blind")

@@ -41,9 +41,12 @@ def period(store: TermStore, roots: Iterable[Term], x: Term, limit: int) -> int 
     assert var.kind == VAR, "a period is asked of a free constant"
     bit = store.free_mask(var)
     memo: dict[int, int | None] = {}
-    out = 1
-    for root in roots:
-        p = _period(store, root, var, bit, limit, memo)
+    return _lcm((_period(store, root, var, bit, limit, memo) for root in roots), 1, limit)
+
+
+def _lcm(periods: Iterable[int | None], out: int, limit: int) -> int | None:
+    """The lcm of `out` and the periods; None at the first None or past `limit`."""
+    for p in periods:
         if p is None:
             return None
         out = math.lcm(out, p)
@@ -97,14 +100,7 @@ def _combine(u: Term, var: Term, limit: int, memo: dict[int, int | None]) -> int
         atoms, out = found
     else:
         out, atoms = 1, list(u.args)
-    for a in atoms:
-        p = memo.get(a.id)
-        if p is None:
-            return None
-        out = math.lcm(out, p)
-        if out > limit:
-            return None
-    return out
+    return _lcm((memo.get(a.id) for a in atoms), out, limit)
 
 
 Monomial = tuple[tuple[int, int], ...]
