@@ -307,3 +307,29 @@ def test_a_limit_on_every_restart_is_unknown_not_unsat(monkeypatch: pytest.Monke
     out = solve.solve_local(solve.Query(0, x > 0), 1.0)
     assert out.status == "unknown" and out.reason == "timeout"
     assert len(_Stuck.checks) == len(solve.RESTART_SLICES) + 1  # every restart tried, none a proof
+
+
+# --- compare_type that does not fit the operands (semantics) -----------------------------
+
+_CMP = """func.func @main(%x: tensor<4x{t}>, %y: tensor<4x{t}>) -> tensor<4xi1> {{
+  %0 = stablehlo.compare LT, %x, %y, {k} : (tensor<4x{t}>, tensor<4x{t}>) -> tensor<4xi1>
+  return %0 : tensor<4xi1>
+}}"""
+
+
+@pytest.mark.parametrize("t,k", [("i32", "UNSIGNED"), ("ui32", "SIGNED"), ("i32", "FLOAT"), ("f32", "SIGNED"),
+                                 ("i1", "SIGNED")])
+def test_a_compare_type_the_operands_cannot_have_is_refused(t: str, k: str) -> None:
+    """The StableHLO spec's compare C3 (XLA: "Expected comparison type SIGNED"): read as the
+    operands' own order, `compare LT, UNSIGNED` of i32 was proved equal to the SIGNED one.
+    Now a one-line error naming the op's location (exit 3 on the CLI)."""
+    from tv_mlir.errors import ShapeError
+    good = _CMP.format(t=t, k={"i32": "SIGNED", "ui32": "UNSIGNED", "f32": "FLOAT", "i1": "UNSIGNED"}[t])
+    with pytest.raises(ShapeError, match=f"compare_type {k} does not apply to {t}") as exc:
+        tv_mlir.verify(good, _CMP.format(t=t, k=k), cache=False)
+    assert exc.value.loc
+
+
+@pytest.mark.parametrize("t,k", [("f32", "TOTALORDER"), ("i1", "UNSIGNED"), ("ui8", "UNSIGNED")])
+def test_a_compare_type_that_fits_is_read(t: str, k: str) -> None:
+    assert tv_mlir.verify(_CMP.format(t=t, k=k), _CMP.format(t=t, k=k), cache=False).verdict == "equivalent"

@@ -9,6 +9,7 @@ import numpy as np
 from tv_mlir.algebra import Kind
 from tv_mlir.algebra.base import NON_OP_UNINTERPRETED, UNINTERPRETED
 from tv_mlir.algebra.special import FLOAT_BITS
+from tv_mlir.errors import ShapeError
 from tv_mlir.ir import Op
 from tv_mlir.semantics.bits import ELEMENTWISE_RULES as BIT_RULES
 from tv_mlir.semantics.common import OpContext, Rule, unsupported
@@ -110,10 +111,30 @@ def _square(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     return [ctx.alg.mul(args[0], args[0], ctx.kind(0))]
 
 
+def _compare_types(dtype: str) -> frozenset[str]:
+    """The compare_type values the StableHLO spec allows for operands of `dtype` (compare,
+    constraint C3): SIGNED for signed integers, UNSIGNED for unsigned ones and booleans,
+    FLOAT or TOTALORDER for floats and complex numbers."""
+    if dtype == "i1" or dtype.startswith("ui"):
+        return frozenset({"UNSIGNED"})
+    if dtype.startswith("i") or dtype.startswith("si"):
+        return frozenset({"SIGNED"})
+    if dtype.startswith("complex"):
+        return frozenset({"FLOAT"})
+    return frozenset({"FLOAT", "TOTALORDER"})
+
+
 def _compare(ctx: OpContext, op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     a, b = _same_shape(args)
     direction = op.attrs["comparison_direction"]
-    total = op.attrs.get("compare_type") == "TOTALORDER"
+    kind = op.attrs.get("compare_type")
+    dtype = ctx.operand_types[0].dtype
+    if kind is not None and kind not in _compare_types(dtype):
+        # XLA refuses it ("Expected comparison type SIGNED"); read as the operands' own
+        # order, an UNSIGNED compare of i32 was proved equal to the SIGNED one (red team 11).
+        raise ShapeError(f"{op.name}: compare_type {kind} does not apply to {dtype} operands "
+                         f"(expected {' or '.join(sorted(_compare_types(dtype)))})", op.loc)
+    total = kind == "TOTALORDER"
     return [ctx.alg.compare(direction, a, b, ctx.kind(0), total)]
 
 
