@@ -154,8 +154,12 @@ def test_uniform_outcomes_need_no_lining_up() -> None:
 def test_bounded_inputs_without_the_users_bounds_get_no_witness() -> None:
     from tv_mlir.shrink.pair import _unwitnessed
 
+    class _Analysis:  # no values: not a plan the staged proof refuses unread (pair._refused)
+        types: dict[Any, Any] = {}
+
     class _Plan:
         zero_witness = [Accepted("ref", ("%p",), ((("%p", True),),), frozenset({3, 4}))]
+        analysis, sizes = _Analysis(), []
 
     fake: Any = _Plan()
     assert _unwitnessed(fake, b"", b"", None, None, [(0, 7)], None) == {3, 4}  # type: ignore[arg-type]
