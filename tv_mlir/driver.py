@@ -605,12 +605,7 @@ def _solve(p: _Proof, early_s: float | None = None) -> None:
     """One query per obligation: 'some element differs'; a model is a counterexample.
     `early_s`: each query's first timeout (`EARLY_QUERY_S`), the rest left to `_solve_again`."""
     assert p.ctx is not None
-    # The inputs' constraints as solver formulas only for a query to carry: most stage
-    # proofs close every element before this, and translating them was a fifth of a
-    # 405B-shaped stack's stage-proof time (one formula per input element).
-    constraints = [T.formula(c) for c in p.constraints] if p.pending else []
-    queries = [Query(i, T.any_of(T.negation(e.eq) for e in elems), constraints, refine=p.options.refine_models)
-               for i, elems in p.pending.items()]
+    queries = _queries(p, list(p.pending))
     timeout_s = p.options.timeout_s if early_s is None else early_s
     if queries:
         progress(p.options, f"solving {len(queries)} quer{'y' if len(queries) == 1 else 'ies'} "
@@ -632,9 +627,7 @@ def _solve_again(p: _Proof) -> None:
     p.early = {}
     if not again:
         return
-    constraints = [T.formula(c) for c in p.constraints]
-    queries = [Query(i, T.any_of(T.negation(e.eq) for e in p.pending[i]), constraints,
-                     refine=p.options.refine_models) for i in again]
+    queries = _queries(p, again)
     details = {i: p.results[i].detail for i in again}
     for i in again:
         p.results[i].verdict, p.results[i].detail = "equivalent", ""
@@ -647,6 +640,16 @@ def _solve_again(p: _Proof) -> None:
     for i in again:
         if p.results[i].verdict == "unknown" and p.results[i].detail.startswith("solver:"):
             p.results[i].detail = details[i]  # the case split's account too
+
+
+def _queries(p: _Proof, outputs: Sequence[int]) -> list[Query]:
+    """'Some element differs' for each of the outputs' open elements."""
+    # The inputs' constraints as solver formulas only for a query to carry: most stage
+    # proofs close every element before this, and translating them was a fifth of a
+    # 405B-shaped stack's stage-proof time (one formula per input element).
+    constraints = [T.formula(c) for c in p.constraints] if outputs else []
+    return [Query(i, T.any_of(T.negation(e.eq) for e in p.pending[i]), constraints, refine=p.options.refine_models)
+            for i in outputs]
 
 
 def _take_outcomes(p: _Proof, outcomes: Sequence[Outcome]) -> None:
