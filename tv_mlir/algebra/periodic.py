@@ -57,50 +57,51 @@ def _lcm(periods: Iterable[int | None], out: int, limit: int) -> int | None:
 
 def _period(store: TermStore, root: Term, var: Term, bit: int, limit: int, memo: dict[int, int | None]) -> int | None:
     # Children first with an explicit stack: selects nest as deep as a dimension is long.
-    stack: list[tuple[Term, bool]] = [(root, False)]
+    # Each node's parts (`_parts`: what its period is made of) are read once, on the way down.
+    parts: dict[int, tuple[list[Term], int] | None] = {}
+    stack: list[Term] = [root]
     while stack:
-        u, ready = stack.pop()
+        u = stack[-1]
         if u.id in memo:
+            stack.pop()
             continue
         if not store.free_mask(u) & bit:
             memo[u.id] = 1  # no x below (the filter has no false negatives)
-            continue
-        if u.id == var.id:
+        elif u.id == var.id:
             memo[u.id] = None if BARE_READS_BREAK else 1  # x itself, outside a residue
+        elif u.id not in parts:
+            parts[u.id] = found = _parts(u, var)
+            stack.extend(a for a in (found[0] if found is not None else ()) if a.id not in memo)
             continue
-        if not ready:
-            stack.append((u, True))
-            stack.extend((a, False) for a in _reads(u, var) if a.id not in memo)
-            continue
-        memo[u.id] = _combine(u, var, limit, memo)
+        else:
+            found = parts[u.id]
+            memo[u.id] = None if found is None else _lcm((memo.get(a.id) for a in found[0]), found[1], limit)
+        stack.pop()
     return memo[root.id]
 
 
-def _reads(u: Term, var: Term) -> list[Term]:
-    """The subterms u's period is made of (a matched residue's dividend and quotient are
-    not): every argument, or for an integer polynomial the atoms `_matched` leaves; none
-    when nothing matches (x read bare: `_combine` says None)."""
-    if u.kind == IMOD and _residue(u.args[0], u.args[1], var) is not None:
-        return []
-    if u.kind == POLY and u.sort == INT:
-        found = _matched(u, var)
-        return [] if found is None else found[0]
-    return list(u.args)
-
-
-def _combine(u: Term, var: Term, limit: int, memo: dict[int, int | None]) -> int | None:
+def _parts(u: Term, var: Term) -> tuple[list[Term], int] | None:
+    """(the subterms u's period is made of, the period of what u itself matches); None when
+    u reads x bare. A matched residue's dividend and quotient are not among the subterms:
+    an `imod` of A linear in x, or an integer polynomial `_matched` reads; any other node
+    is made of its arguments."""
     if u.kind == IMOD:
         k = _residue(u.args[0], u.args[1], var)
         if k is not None:
-            return k if k <= limit else None
+            return [], k
     if u.kind == POLY and u.sort == INT:
-        found = _matched(u, var)
-        if found is None:
-            return None
-        atoms, out = found
-    else:
-        out, atoms = 1, list(u.args)
-    return _lcm((memo.get(a.id) for a in atoms), out, limit)
+        return _matched(u, var)
+    return list(u.args), 1
+
+
+def dividends(nodes: Iterable[Term]) -> set[int]:
+    """The free constants that occur linearly in the dividend of an `idiv` or `imod` by a
+    constant among the nodes: the only ones a period above 1 can be shown for."""
+    out: set[int] = set()
+    for u in nodes:
+        if u.kind in (IDIV, IMOD) and u.args[1].const and u.args[0].kind == POLY:
+            out.update(m[0][0] for m, _ in u.args[0].data if len(m) == 1 and m[0][1] == 1)
+    return out
 
 
 Monomial = tuple[tuple[int, int], ...]

@@ -61,6 +61,17 @@ def _scalar_int(op: Op | None) -> int | None:
     return int(np.asarray(op.attrs.get("value")).reshape(()))
 
 
+def counter_step(body: Block, index: int, body_local: Mapping[str, Op]) -> int | None:
+    """The constant step > 0 a while body adds to its value `index` (`i + step`), else None.
+    `body_local`: the body's ops by result."""
+    inc = body_local.get(body.returns[index])
+    if inc is None or inc.name != "stablehlo.add" or body.args[index] not in inc.operands:
+        return None
+    other = inc.operands[1] if inc.operands[0] == body.args[index] else inc.operands[0]
+    step = _scalar_int(body_local.get(other))
+    return step if step is not None and step > 0 else None
+
+
 def counted(op: Op, defs: Mapping[str, Op], max_trips: int | None = None) -> Counted | None:
     """The trip count of a while loop counted by one of its values, else None (also past
     `max_trips`, by default MAX_TRIPS as it is when called: a test sets it to 0 to keep a
@@ -84,13 +95,8 @@ def counted(op: Op, defs: Mapping[str, Op], max_trips: int | None = None) -> Cou
     start = _scalar_int(defs.get(op.operands[index]))
     if bound is None or start is None or t.dtype not in ("i32", "i64") or cmp.attrs.get("compare_type") == "UNSIGNED":
         return None
-    body_local = {r: o for o in body.ops for r in o.results}
-    inc = body_local.get(body.returns[index])
-    if inc is None or inc.name != "stablehlo.add" or body.args[index] not in inc.operands:
-        return None
-    other = inc.operands[1] if inc.operands[0] == body.args[index] else inc.operands[0]
-    step = _scalar_int(body_local.get(other))
-    if step is None or step <= 0:
+    step = counter_step(body, index, {r: o for o in body.ops for r in o.results})
+    if step is None:
         return None
     test, limit = _DIRECTIONS[cmp.attrs["comparison_direction"]], 2 ** (t.bit_width - 1) - 1
     trips, i = 0, start

@@ -113,13 +113,18 @@ def periodic_atoms(inputs: Sequence[np.ndarray], names: Sequence[str], terms: Se
     # that is no input element (a cut point left unexpanded) could hide a bare read of x.
     leaves = {t.leaf.id for arr in inputs for x in np.asarray(arr, dtype=object).reshape(-1)
               for t in T.element_terms(x) if isinstance(t, Term) and t.leaf is not None}
-    if any(t.kind in (VAR, BVAR) and t.id not in leaves for t in store.walk(own)):
+    nodes = list(store.walk(own))
+    if any(t.kind in (VAR, BVAR) and t.id not in leaves for t in nodes):
         return {}
+    # One walk per candidate input below: only those some residue divides (not every token
+    # of an embedding's ids, each a walk of the whole terms).
+    candidates = periodic.dividends(nodes)
     out: dict[int, Atom] = {}
     for k, (arr, name) in enumerate(zip(inputs, names)):
         for idx in np.ndindex(*arr.shape):
             sym = arr[idx]
-            if not isinstance(sym, Term) or sym.sort != "int" or sym.leaf is None or sym.leaf.id in exclude:
+            if not isinstance(sym, Term) or sym.sort != "int" or sym.leaf is None or sym.leaf.id in exclude \
+                    or sym.leaf.id not in candidates:
                 continue
             rng = store.bounds.get(sym.leaf.id)
             if rng is None or not all(math.isfinite(b) for b in rng):

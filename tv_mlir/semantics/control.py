@@ -6,6 +6,7 @@ import numpy as np
 from tv_mlir.algebra import Kind
 from tv_mlir.errors import Unsupported
 from tv_mlir.ir import Block, Op, TensorType
+from tv_mlir.passes.unroll import counter_step
 from tv_mlir.semantics import linalg
 from tv_mlir.semantics.common import OpContext, Rule, concrete_bool, unsupported
 from tv_mlir.semantics.ops import CALLS, NOOP_CUSTOM_CALLS, VALUE_IDENTITIES, called_function, is_noop_custom_call
@@ -121,12 +122,8 @@ def _counter_trips(cmp: Op, cond: Block, local: dict[str, Op], body: Block, body
     bound, i = _const_int(local.get(b)), start[index]
     if t.dtype not in ("i8", "i16", "i32", "i64") or t.shape != () or bound is None or i is None:
         return None
-    inc = body_local.get(body.returns[index])
-    if inc is None or inc.name != "stablehlo.add" or body.args[index] not in inc.operands:
-        return None
-    other = inc.operands[1] if inc.operands[0] == body.args[index] else inc.operands[0]
-    step = _const_int(body_local.get(other))
-    if step is None or step <= 0:
+    step = counter_step(body, index, body_local)  # the counted loops' reading (passes/unroll)
+    if step is None:
         return None
     last = bound if direction == "LE" else bound - 1  # the largest counter value the test passes
     trips = 0 if i > last else (last - i) // step + 1
